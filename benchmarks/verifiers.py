@@ -1,0 +1,243 @@
+"""Verifier throughput and latency on realistic inputs, and the worst case on a hostile set.
+
+    python benchmarks/verifiers.py [--seconds 2] [--all-cores]
+
+For each verifier, it calls the Python function on a rotating set of typical inputs for a fixed time and reports
+calls per second with the p50 and p99 latency of one call; the same for the call-string path (``verify_call_result``,
+which also parses both call strings). Then it runs every input of a hostile set (power towers, 100,000-character
+LaTeX, 5,000 nested brackets, NaN, huge lists) and reports the slowest. By default the process is pinned to one core
+(the expression workers inherit the pinning), as the targets are stated per core.
+
+Targets: text, list, bbox, point >= 20,000 calls/s; expr p99 <= 20 ms; no hostile input past the deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# This file is named after the package it measures: drop its own folder from the path so that the import below
+# finds the package, and put the repository root first so that a checkout runs without being installed.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from verifiers import (  # noqa: E402
+    VerifyConfig,
+    bbox_verify,
+    expr_verify,
+    list_verify,
+    point_verify,
+    text_verify,
+    time_verify,
+    verify_call_result,
+    warm_up,
+)
+
+rng = random.Random(0)
+WORDS = "total revenue export volume net income gross margin fiscal year quarter region sales unit price".split()
+
+
+def _phrase(n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _typo(text: str) -> str:
+    i = rng.randrange(len(text))
+    return text[:i] + rng.choice("abcdefgh") + text[i + 1 :]
+
+
+def _box() -> list[int]:
+    x, y = rng.randrange(0, 800), rng.randrange(0, 800)
+    return [x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)]
+
+
+def _jitter(box: list[int]) -> list[int]:
+    return [min(1000, max(0, v + rng.randrange(-8, 9))) for v in box]
+
+
+def text_cases(n: int = 200) -> list[dict]:
+    cases = []
+    for _ in range(n):
+        target = _phrase(rng.randrange(2, 6))
+        cases.append({"target": target, "predict": rng.choice([target, _typo(target), target.upper()]),
+                      "ignore_case": rng.random() < 0.5})  # fmt: skip
+    return cases
+
+
+def list_cases(n: int = 200) -> list[dict]:
+    cases = []
+    for _ in range(n):
+        target = [f"{rng.choice(WORDS)}-{rng.randrange(100)}" for _ in range(rng.randrange(2, 6))]
+        predict = [_typo(t) if rng.random() < 0.3 else t for t in target if rng.random() < 0.85]
+        rng.shuffle(predict)
+        cases.append({"target": target, "predict": predict})
+    return cases
+
+
+def bbox_cases(n: int = 200) -> list[dict]:
+    cases = []
+    for _ in range(n):
+        target = [_box() for _ in range(rng.choice([1, 1, 1, 2, 3]))]
+        cases.append({"target": target, "predict": [_jitter(b) for b in target]})
+    return cases
+
+
+def point_cases(n: int = 200) -> list[dict]:
+    cases = []
+    for _ in range(n):
+        target = [[rng.randrange(1000), rng.randrange(1000)] for _ in range(rng.choice([1, 1, 1, 2, 3]))]
+        cases.append({"target": target, "predict": [[min(1000, x + 3), max(0, y - 2)] for x, y in target]})
+    return cases
+
+
+def time_cases(n: int = 200) -> list[dict]:
+    cases = []
+    for _ in range(n):
+        h, m = rng.randrange(24), rng.randrange(60)
+        predict = f"{(h - 1) % 12 + 1}:{m:02d} {'PM' if h >= 12 else 'AM'}"
+        cases.append({"target": f"{h:02d}:{m:02d}", "tformat": "%H:%M", "predict": predict, "pformat": "%I:%M %p"})
+    return cases
+
+
+def expr_cases(n: int = 200) -> list[dict]:
+    latex = [(r"\frac{4}{6}", "2/3"), (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}"), (r"2\pi", r"2\cdot\pi"),
+             ("x^2+2x+1", "(x+1)^2"), ("[1, 2)", "[1,2)"), (r"\{1,2,3\}", r"\{3,2,1\}"), ("y=2x+1", "y=1+2x"),
+             (r"1.2\times 10^{5}", "120000"), (r"\sqrt{8}", r"2\sqrt{2}"), ("(1, 2)", "(2, 1)")]  # fmt: skip
+    cases = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            value = rng.randrange(-1000, 100_000)
+            cases.append({"target": f"{value:,}", "predict": str(value)})
+        elif kind == 1:
+            cases.append({"target": rng.choice("ABCD"), "predict": f"({rng.choice('ABCD')})"})
+        elif kind == 2:
+            a, b = rng.randrange(1, 50), rng.randrange(1, 50)
+            cases.append({"target": f"\\frac{{{a}}}{{{b}}}", "predict": f"{a / b:.6f}"})
+        else:
+            target, predict = latex[i // 4 % len(latex)]
+            cases.append({"target": target, "predict": predict})
+    return cases
+
+
+def _call(name: str, case: dict) -> tuple[str, str]:
+    rubric = {k: v for k, v in case.items() if k not in ("predict", "pformat")}
+    scoring = {k: v for k, v in case.items() if k in ("predict", "pformat")}
+    render = lambda kw: ", ".join(f"{k}={v!r}" for k, v in kw.items())  # noqa: E731
+    return f"{name}({render(rubric)})", f"{name}({render(scoring)})"
+
+
+def measure(fn: Callable[[dict], object], cases: list[dict], seconds: float) -> tuple[float, float, float]:
+    """Calls per second, p50 and p99 latency in milliseconds of ``fn`` over ``cases`` for about ``seconds``."""
+    for case in cases:  # one warm pass: caches, lazy imports, worker start
+        fn(case)
+    latencies = []
+    clock = time.perf_counter
+    end = clock() + seconds
+    i = 0
+    while clock() < end:
+        case = cases[i % len(cases)]
+        start = clock()
+        fn(case)
+        latencies.append(clock() - start)
+        i += 1
+    total = sum(latencies)
+    quantiles = statistics.quantiles(latencies, n=100)
+    return len(latencies) / total, quantiles[49] * 1e3, quantiles[98] * 1e3
+
+
+def hostile_set() -> list[tuple[str, str, str]]:
+    """(label, reference call, prediction call) triples that try to hang or crash a verifier."""
+    return [
+        ("power tower 10**10**10**10", "expr_verify(target='5')", "expr_verify(predict='10**10**10**10')"),
+        ("power tower LaTeX", "expr_verify(target='5')", "expr_verify(predict='10^{10^{10^{10}}}')"),
+        ("100k-char LaTeX", "expr_verify(target='5')", "expr_verify(predict='" + "\\\\frac{1}{2}+" * 8_000 + "1')"),
+        ("1,990-char LaTeX", "expr_verify(target='5')", "expr_verify(predict='" + "\\\\frac{1}{2}+" * 153 + "1')"),
+        ("5,000 nested brackets (call)", "bbox_verify(target=[[0,0,1,1]])",
+         "bbox_verify(predict=" + "[" * 5_000 + "]" * 5_000 + ")"),
+        ("5,000 nested parentheses (expr)", "expr_verify(target='5')",
+         "expr_verify(predict='" + "(" * 5_000 + "1" + ")" * 5_000 + "')"),
+        ("900 nested parentheses (expr)", "expr_verify(target='5')",
+         "expr_verify(predict='" + "(" * 900 + "1" + ")" * 900 + "')"),
+        ("600 nested fractions", "expr_verify(target='5')",
+         "expr_verify(predict='" + "\\\\frac{" * 600 + "1" + "}{2}" * 600 + "')"),
+        ("NaN expr", "expr_verify(target='5')", "expr_verify(predict='nan')"),
+        ("infinite box", "bbox_verify(target=[[0,0,1,1]])", "bbox_verify(predict=[[1e999, 0, 1, 1]])"),
+        ("19,000 boxes", "bbox_verify(target=[[0,0,1,1]])",
+         "bbox_verify(predict=" + str([[1, 2, 3, 4]] * 19_000) + ")"),
+        ("1,000 boxes vs 1,000", "bbox_verify(target=" + str([_box() for _ in range(1000)]) + ")",
+         "bbox_verify(predict=" + str([_box() for _ in range(1000)]) + ")"),
+        ("1,000 points vs 1,000", "point_verify(target=" + str([[rng.randrange(1000)] * 2 for _ in range(1000)]) + ")",
+         "point_verify(predict=" + str([[rng.randrange(1000)] * 2 for _ in range(1000)]) + ")"),
+        ("15,000-item list", "list_verify(target=['a'])", "list_verify(predict=" + str(["x" * 9] * 15_000) + ")"),
+        ("200 x 200 items of 500 chars", "list_verify(target=" + str([_phrase(70)[:500] for _ in range(200)]) + ")",
+         "list_verify(predict=" + str([_phrase(70)[:500] for _ in range(200)]) + ")"),
+        ("20,000-char text vs 20,000", "text_verify(target='" + "ab" * 10_000 + "')",
+         "text_verify(predict='" + "ba" * 10_000 + "')"),
+        ("150,000-char text", "text_verify(target='a')", "text_verify(predict='" + "x" * 150_000 + "')"),
+        ("150,000-char time", "time_verify(target='18:15', tformat='%H:%M')",
+         "time_verify(predict='" + "1" * 150_000 + "')"),
+        ("dense expression", "expr_verify(target='5')", "expr_verify(predict='" + "x^{x^{x}}*" * 190 + "1')"),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per row (default: 2)")
+    parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
+    args = parser.parse_args()
+    if not args.all_cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    warm_up()
+
+    suites = [
+        ("text_verify", text_verify, text_cases()),
+        ("list_verify", list_verify, list_cases()),
+        ("bbox_verify", bbox_verify, bbox_cases()),
+        ("point_verify", point_verify, point_cases()),
+        ("time_verify", time_verify, time_cases()),
+        ("expr_verify", expr_verify, expr_cases()),
+    ]
+    print(f"{'verifier':<14} {'path':<9} {'calls/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
+    rows = {}
+    for name, fn, cases in suites:
+        rows[(name, "function")] = measure(lambda c, fn=fn: fn(**c), cases, args.seconds)
+        calls = {id(c): _call(name, c) for c in cases}
+        rows[(name, "call")] = measure(lambda c, calls=calls: verify_call_result(*calls[id(c)]), cases, args.seconds)
+        for path in ("function", "call"):
+            rate, p50, p99 = rows[(name, path)]
+            print(f"{name:<14} {path:<9} {rate:>10,.0f} {p50:>8.3f} {p99:>8.3f}")
+
+    config = VerifyConfig()
+    print(f"\nhostile set (deadline {config.deadline_s:g} s)")
+    print(f"{'input':<32} {'seconds':>8}  status")
+    worst, over = 0.0, 0
+    for label, reference, prediction in hostile_set():
+        start = time.perf_counter()
+        result = verify_call_result(reference, prediction, config)
+        elapsed = time.perf_counter() - start
+        worst = max(worst, elapsed)
+        over += elapsed > config.deadline_s + 0.25
+        print(f"{label:<32} {elapsed:>8.3f}  {result.status} ({result.score:.2f})")
+
+    fast = {
+        name: rows[(name, "function")][0] for name in ("text_verify", "list_verify", "bbox_verify", "point_verify")
+    }
+    slowest = min(fast, key=fast.get)
+    expr_p99 = rows[("expr_verify", "function")][2]
+    met = fast[slowest] >= 20_000 and expr_p99 <= 20 and over == 0
+    print(
+        f"\nsummary: slowest of text/list/bbox/point {slowest} {fast[slowest]:,.0f} calls/s (target 20,000); "
+        f"expr p99 {expr_p99:.2f} ms (target 20); hostile worst {worst:.2f} s, {over} past the deadline; "
+        f"{'all targets met' if met else 'TARGETS MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

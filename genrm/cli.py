@@ -1,0 +1,129 @@
+"""The ``genrm`` command line: one entry point, a subcommand per job.
+
+    genrm verify "bbox_verify(target=[[531,118,892,435]])" "bbox_verify(predict=[[529,119,890,433]])"
+    genrm verify --examples
+    genrm verifiers [--only text_verify expr_verify] [--json]
+
+Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from genrm import __version__
+
+#: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
+EXAMPLE_CALLS: tuple[tuple[str, str], ...] = (
+    ("text_verify(target='Export Volume', ignore_space=True, ignore_case=True)",
+     "text_verify(predict='export volume')"),
+    ("expr_verify(target=r'\\frac{4}{6}')", "expr_verify(predict='2/3')"),
+    ("time_verify(target='18:15', tformat='%H:%M')", "time_verify(predict='6:15 PM', pformat='%I:%M %p')"),
+    ("list_verify(target=['M-30', 'M-31', 'M-31UK'])", "list_verify(predict=['M-30', 'M-31'])"),
+    ("bbox_verify(target=[[531, 118, 892, 435]])", "bbox_verify(predict=[[529, 119, 890, 433]])"),
+    ("point_verify(target=[[591, 234]])", "point_verify(predict=[[589, 236]])"),
+)  # fmt: skip
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from verifiers import VerifyConfig, verify_call_result
+
+    config = VerifyConfig(deadline_s=args.deadline)
+    if args.examples:
+        if args.reference or args.prediction:
+            print("genrm verify: give either --examples or REFERENCE_CALL PREDICTION_CALL", file=sys.stderr)
+            return 2
+        return _run_examples(config, args.json)
+    if not (args.reference and args.prediction):
+        print("genrm verify: REFERENCE_CALL and PREDICTION_CALL are required (or --examples)", file=sys.stderr)
+        return 2
+    result = verify_call_result(args.reference, args.prediction, config)
+    if args.json:
+        print(json.dumps({"score": result.score, "status": result.status, "reason": result.reason,
+                          "verifier": result.verifier}))  # fmt: skip
+    else:
+        print(f"score: {result.score:.4f}\nstatus: {result.status}\nreason: {result.reason}")
+    return 0 if result.ok else 1
+
+
+def _run_examples(config: object, as_json: bool) -> int:
+    from verifiers import verify_call_result
+
+    results = [verify_call_result(reference, prediction, config) for reference, prediction in EXAMPLE_CALLS]
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {"reference": ref, "prediction": pred, "score": r.score, "status": r.status, "reason": r.reason}
+                    for (ref, pred), r in zip(EXAMPLE_CALLS, results, strict=True)
+                ]
+            )
+        )
+    else:
+        print(f"{'verifier':<13} {'score':>6}  {'status':<8} prediction")
+        for (_, prediction), result in zip(EXAMPLE_CALLS, results, strict=True):
+            print(f"{result.verifier or '?':<13} {result.score:>6.3f}  {result.status:<8} {prediction}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _cmd_verifiers(args: argparse.Namespace) -> int:
+    from verifiers import REGISTRY, render_specs
+
+    names = args.only or list(REGISTRY)
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown:
+        print(f"unknown verifier(s): {', '.join(unknown)}; valid: {', '.join(REGISTRY)}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([REGISTRY[name].to_dict() for name in names], indent=2))
+    else:
+        print(render_specs(names))
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``genrm`` command and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="genrm", description="A self-hosted generative reward model stack: verifiers, judge, reward server."
+    )
+    parser.add_argument("--version", action="version", version=f"genrm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    verify = sub.add_parser(
+        "verify",
+        help="run a verifier: join a rubric-side call with a scoring-side call",
+        description="Join a rubric-side call with a scoring-side call, run the verifier and print the score, "
+        "the status and the reason. Exit code 0 when the status is ok, 1 otherwise.",
+    )
+    verify.add_argument(
+        "reference", metavar="REFERENCE_CALL", nargs="?", help="e.g. \"expr_verify(target=r'\\frac{4}{6}')\""
+    )
+    verify.add_argument("prediction", metavar="PREDICTION_CALL", nargs="?", help="e.g. \"expr_verify(predict='2/3')\"")
+    verify.add_argument("--examples", action="store_true", help="run one built-in example call pair per verifier")
+    verify.add_argument("--deadline", type=float, default=2.0, help="time limit in seconds (default: 2)")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.set_defaults(handler=_cmd_verify)
+
+    listing = sub.add_parser(
+        "verifiers",
+        help="list the verifiers with both signatures and their usage rules",
+        description="List the verifiers with their rubric-side and scoring-side signatures, return values and "
+        "usage rules, as the judge prompts show them.",
+    )
+    listing.add_argument("--only", nargs="+", metavar="NAME", help="only these verifiers")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_cmd_verifiers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``genrm`` command line; returns the process exit code."""
+    args = make_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ValueError as exc:  # configuration values out of range, e.g. --deadline 0
+        print(f"genrm {args.command}: {exc}", file=sys.stderr)
+        return 2

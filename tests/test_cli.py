@@ -1,0 +1,71 @@
+"""The genrm command line, run as a user runs it: a separate process."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _genrm(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "genrm", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_verify_prints_score_status_and_reason():
+    done = _genrm("verify", "bbox_verify(target=[[0,0,100,100]])", "bbox_verify(predict=[[0,0,100,50]])")
+    assert done.returncode == 0, done.stderr
+    assert "score: 0.5000" in done.stdout and "status: ok" in done.stdout and "reason: matched" in done.stdout
+
+
+def test_verify_json_and_failure_exit_code():
+    done = _genrm("verify", "text_verify(target='a')", "text_verify(predict=open('x'))", "--json")
+    assert done.returncode == 1
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "bad_call" and "function call" in payload["reason"]
+
+
+def test_verify_expression_end_to_end():
+    done = _genrm("verify", "expr_verify(target=r'\\frac{\\sqrt{2}}{2}')", "expr_verify(predict='1/sqrt(2)')")
+    assert done.returncode == 0, done.stderr
+    assert "score: 1.0000" in done.stdout
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_verifiers_lists_all_signatures(flag):
+    done = _genrm("verifiers", *flag)
+    assert done.returncode == 0
+    for name in ("text_verify", "expr_verify", "time_verify", "list_verify", "bbox_verify", "point_verify"):
+        assert name in done.stdout
+    if flag:
+        assert len(json.loads(done.stdout)) == 6
+
+
+def test_verifiers_rejects_unknown_names():
+    done = _genrm("verifiers", "--only", "nope")
+    assert done.returncode == 2 and "valid: text_verify" in done.stderr
+
+
+def test_bad_deadline_is_a_clear_error():
+    done = _genrm("verify", "text_verify(target='a')", "text_verify(predict='a')", "--deadline", "-1")
+    assert done.returncode == 2 and "deadline_s must be" in done.stderr
+
+
+def test_importing_verifiers_stays_light():
+    heavy = "('torch', 'sympy', 'scipy', 'transformers')"
+    code = f"import sys, verifiers, genrm.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_examples_run_one_call_pair_per_verifier():
+    done = _genrm("verify", "--examples", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [row["status"] for row in rows] == ["ok"] * 6
+    scores = {row["reference"].split("(")[0]: row["score"] for row in rows}
+    assert scores["list_verify"] == pytest.approx(2 / 3) and scores["expr_verify"] == 1.0
+
+
+def test_verify_needs_both_calls_or_examples():
+    assert _genrm("verify").returncode == 2
+    assert _genrm("verify", "--examples", "text_verify(target='a')").returncode == 2

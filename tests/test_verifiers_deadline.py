@@ -1,0 +1,172 @@
+"""Hostile predictions finish within the deadline, from threads and event loops; every failure path has a status."""
+
+import asyncio
+import threading
+import time
+from unittest import mock
+
+import pytest
+
+from verifiers import VerifierError, VerifyConfig, averify_call_result, run_verifier, text_verify, verify_call_result
+from verifiers.expr_pool import ExprWorkerPool, get_expr_pool
+
+DEADLINE = 1.0
+SLACK = 0.75  # process kill, pipe close and scheduling on a loaded two-core machine
+CONFIG = VerifyConfig(deadline_s=DEADLINE)
+
+HOSTILE = [
+    # power towers, in both notations
+    ("expr_verify(target='5')", "expr_verify(predict='10**10**10**10')"),
+    ("expr_verify(target='5')", "expr_verify(predict='10^{10^{10^{10}}}')"),
+    ("expr_verify(target='5')", "expr_verify(predict='9^{9^{9^{9^{9}}}}')"),
+    # 100,000-character LaTeX
+    ("expr_verify(target='5')", "expr_verify(predict='" + "\\\\frac{1}{2}+" * 8_000 + "1')"),
+    # 5,000 nested brackets, as a call and inside an expression
+    ("bbox_verify(target=[[0,0,1,1]])", "bbox_verify(predict=" + "[" * 5_000 + "]" * 5_000 + ")"),
+    ("expr_verify(target='5')", "expr_verify(predict='" + "(" * 5_000 + "1" + ")" * 5_000 + "')"),
+    ("expr_verify(target='5')", "expr_verify(predict='" + "(" * 900 + "1" + ")" * 900 + "')"),
+    ("expr_verify(target='5')", "expr_verify(predict='" + "\\\\frac{" * 600 + "1" + "}{2}" * 600 + "')"),
+    # NaN and infinities
+    ("expr_verify(target='5')", "expr_verify(predict='nan')"),
+    ("bbox_verify(target=[[0,0,1,1]])", "bbox_verify(predict=[[1e999, 0, 1, 1]])"),
+    ("point_verify(target=[[0,0]])", "point_verify(predict=[[-1e999, 1e999]])"),
+    ("expr_verify(target='5')", "expr_verify(predict='1e99999')"),
+    # huge lists and strings
+    ("bbox_verify(target=[[0,0,1,1]])", "bbox_verify(predict=" + str([[1, 2, 3, 4]] * 19_000) + ")"),
+    ("list_verify(target=['a'])", "list_verify(predict=" + str(["x" * 9] * 15_000) + ")"),
+    ("text_verify(target='a')", "text_verify(predict='" + "x" * 150_000 + "')"),
+    ("time_verify(target='18:15', tformat='%H:%M')", "time_verify(predict='" + "1" * 150_000 + "')"),
+    # a long dense expression inside the bounds
+    ("expr_verify(target='5')", "expr_verify(predict='" + "x^{x^{x}}*" * 190 + "1')"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reference, prediction", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_prediction_returns_within_the_deadline(reference, prediction):
+    get_expr_pool().start()  # the one-off start of the workers is not part of any deadline
+    start = time.monotonic()
+    result = verify_call_result(reference, prediction, CONFIG)
+    elapsed = time.monotonic() - start
+    assert elapsed < DEADLINE + SLACK, (elapsed, result)
+    assert result.score == 0.0
+    assert result.status in {"timeout", "unparseable_pred", "bad_call", "ok"}
+
+
+@pytest.mark.slow
+def test_workers_recover_after_a_timeout():
+    pool = get_expr_pool()
+    pool.start()
+    slow = verify_call_result("expr_verify(target='5')", "expr_verify(predict='10^{10^{10^{10}}}')", CONFIG)
+    assert slow.status == "timeout"
+    # the killed worker is replaced in the background; a later call is judged normally
+    for _ in range(20):
+        later = verify_call_result("expr_verify(target='x^2')", "expr_verify(predict='x*x')", VerifyConfig())
+        if later.status == "ok":
+            break
+    assert (later.score, later.status) == (1.0, "ok")
+
+
+@pytest.mark.slow
+def test_many_threads_each_get_an_answer_within_the_deadline():
+    get_expr_pool().start()
+    calls = [HOSTILE[1], ("expr_verify(target='x^2')", "expr_verify(predict='x*x')")] * 4 + [
+        ("text_verify(target='abc')", "text_verify(predict='abd')")
+    ] * 4
+    results: list = [None] * len(calls)
+    elapsed: list = [None] * len(calls)
+
+    def run(i: int) -> None:
+        start = time.monotonic()
+        results[i] = verify_call_result(*calls[i], CONFIG)
+        elapsed[i] = time.monotonic() - start
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert all(e is not None and e < DEADLINE + SLACK for e in elapsed), elapsed
+    assert all(r.status in {"ok", "timeout"} for r in results), results
+    assert all(r.status == "ok" for r in results[-4:])  # in-process verifiers never wait for a worker
+
+
+@pytest.mark.slow
+def test_event_loop_keeps_running_during_a_hostile_check():
+    get_expr_pool().start()
+
+    async def main() -> tuple[int, list]:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        task = asyncio.create_task(ticker())
+        results = await asyncio.gather(
+            averify_call_result(*HOSTILE[1], CONFIG),
+            averify_call_result("expr_verify(target='1/2')", "expr_verify(predict='0.5')", CONFIG),
+        )
+        stop.set()
+        await task
+        return ticks, results
+
+    ticks, results = asyncio.run(main())
+    assert ticks >= 20  # the loop ran throughout the ~1 s check
+    assert [r.status for r in results] == ["timeout", "ok"]
+
+
+def test_worker_that_cannot_start_gives_status_error():
+    pool = ExprWorkerPool(size=1)
+    with mock.patch("verifiers.expr_pool._Worker", side_effect=OSError("no python here")):
+        outcome = pool.check("x", "x", 6, 1.0)
+    assert outcome.status == "error" and "no python here" in outcome.reason
+    pool.close()
+
+
+@pytest.mark.slow
+def test_worker_that_dies_gives_status_error_and_is_replaced():
+    pool = ExprWorkerPool(size=1)
+    try:
+        pool.start()
+        pool._idle.queue[0].proc.kill()
+        outcome = pool.check("x", "x", 6, 5.0)
+        assert outcome.status == "error" and "died" in outcome.reason
+        for _ in range(50):
+            outcome = pool.check("x^2", "x*x", 6, 5.0)
+            if outcome.status == "ok":
+                break
+        assert outcome.status == "ok" and outcome.equal
+    finally:
+        pool.close()
+
+
+def test_no_free_worker_within_the_deadline_is_a_timeout():
+    pool = ExprWorkerPool(size=1)
+    pool._ready = True  # started, but every worker is busy
+    start = time.monotonic()
+    outcome = pool.check("x", "x", 6, 0.2)
+    assert outcome.status == "timeout" and "no expression worker was free" in outcome.reason
+    assert time.monotonic() - start < 0.2 + SLACK
+
+
+def test_unexpected_failure_inside_a_verifier_is_an_error_not_a_score():
+    with mock.patch("verifiers.text.similarity", side_effect=RuntimeError("boom")):
+        result = run_verifier("text_verify", {"target": "a"}, {"predict": "a"})
+        assert (result.score, result.status) == (0.0, "error")
+        assert "RuntimeError" in result.reason and "boom" in result.reason
+        with pytest.raises(VerifierError):
+            text_verify(target="a", predict="a")
+
+
+def test_worker_error_answer_is_passed_on():
+    pool = get_expr_pool()
+    with mock.patch.object(type(pool), "check", return_value=mock.Mock(status="error", equal=False, reason="x")):
+        result = run_verifier("expr_verify", {"target": "\\sqrt{2}"}, {"predict": "\\sqrt{3}"})
+    assert result.status == "error"
+    with mock.patch.object(type(pool), "check", return_value=mock.Mock(status="timeout", equal=False, reason="t")):
+        result = run_verifier("expr_verify", {"target": "\\sqrt{2}"}, {"predict": "\\sqrt{3}"})
+    assert (result.score, result.status) == (0.0, "timeout")

@@ -1,0 +1,125 @@
+"""expr_verify: every accepted form, option letters, and the agreement of the fast path with Math-Verify."""
+
+import pytest
+
+from verifiers import VerifyConfig, expr_verify, run_verifier
+from verifiers.expr import parse_number
+
+
+@pytest.mark.parametrize(
+    "target, predict, expected",
+    [
+        # integers and decimals
+        ("42", "42", 1.0),
+        ("42", "43", 0.0),
+        ("-7", "-7.0", 1.0),
+        ("0.5", "1/2", 1.0),
+        ("3.14", "3.14159", 0.0),
+        ("1/3", "0.3333333", 1.0),  # decimals compare at 6 places
+        ("1/3", "0.333", 0.0),
+        # fractions
+        (r"\frac{4}{6}", "2/3", 1.0),
+        (r"\dfrac{1}{2}", "0.5", 1.0),
+        (r"\frac12", "0.5", 1.0),
+        (r"-\frac{3}{4}", "-0.75", 1.0),
+        # percentages: value over 100, or the bare value
+        ("50%", "0.5", 1.0),
+        ("50%", "50", 1.0),
+        (r"50\%", "0.05", 0.0),
+        ("12.5%", "0.125", 1.0),
+        ("0.125", r"12.5\%", 1.0),
+        # thousands separators
+        ("1,234,567", "1234567", 1.0),
+        ("1234", "1,234", 1.0),
+        ("1,234.5", "1234.50", 1.0),
+        # scientific notation
+        ("1.2e5", "120000", 1.0),
+        ("2.5E-3", "0.0025", 1.0),
+        (r"1.2\times 10^{5}", "120000", 1.0),
+        ("120000", r"1.2 \times 10^5", 1.0),
+        # LaTeX: roots, pi, powers, \text{}, \left/\right
+        (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}", 1.0),
+        (r"\sqrt{8}", r"2\sqrt{2}", 1.0),
+        (r"2\pi", r"2 \cdot \pi", 1.0),
+        (r"\pi", "3.14", 0.0),
+        (r"x^{2}+2x+1", "(x+1)^2", 1.0),
+        ("x^2", "x**2", 1.0),
+        (r"\text{5}", "5", 1.0),
+        (r"\left(\frac{1}{2}\right)^{2}", "1/4", 1.0),
+        (r"2^{10}", "1024", 1.0),
+        # intervals
+        ("[1, 2)", "[1,2)", 1.0),
+        ("[1, 2)", "(1, 2)", 0.0),
+        (r"(-\infty, 3]", r"(-\infty,3]", 1.0),
+        # sets and tuples
+        (r"\{1, 2, 3\}", r"\{3, 2, 1\}", 1.0),
+        (r"\{1, 2\}", r"\{1, 2, 3\}", 0.0),
+        ("(1, 2)", "(2, 1)", 0.0),
+        # equations
+        ("x = 2", "2", 1.0),
+        ("y = 2x + 1", "y = 1 + 2x", 1.0),
+        ("x = 2", "3", 0.0),
+        # option letters: B, (B), B., [B], Option B, lower case, a leading option text, several letters
+        ("B", "B", 1.0),
+        ("B", "(B)", 1.0),
+        ("B", "B.", 1.0),
+        ("(B)", "[B]", 1.0),
+        ("B", "Option B", 1.0),
+        ("B", "b", 1.0),
+        ("B", "(B) 42", 1.0),
+        ("B", "B. Paris", 1.0),
+        ("B", "C", 0.0),
+        ("A, C", "C, A", 1.0),
+        ("A, C", "A", 0.0),
+    ],
+)
+def test_expr_table(target, predict, expected):
+    assert expr_verify(target=target, predict=predict) == expected
+
+
+@pytest.mark.parametrize(
+    "target, predict",
+    [("B", "42"), ("B", ""), ("42", ""), ("42", "   ")],
+)
+def test_unreadable_prediction_is_reported(target, predict):
+    result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+
+
+def test_target_over_the_bound_is_a_rubric_error():
+    result = run_verifier("expr_verify", {"target": "1+" * 1500 + "1"}, {"predict": "1"})
+    assert result.status == "unparseable_target"
+
+
+def test_prediction_over_the_bound_is_unparseable():
+    result = run_verifier("expr_verify", {"target": "1"}, {"predict": "1+" * 1500 + "1"})
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+
+
+@pytest.mark.parametrize(
+    "target, predict",
+    [
+        ("0.5", "1/2"), ("1/3", "0.3333333"), ("1/3", "0.333"), ("50%", "0.5"), ("50%", "50"), ("50%", "0.05"),
+        ("1,234,567", "1234567"), ("1234", "1235"), ("-7", "-7.0"), ("2.50", "2.5"), ("3/4", "0.75"),
+        ("12.5%", "0.125"), ("0", "-0"),
+    ],
+)  # fmt: skip
+def test_fast_path_agrees_with_math_verify(target, predict):
+    """Plain numbers are compared in-process; the answer must be the one Math-Verify gives in the worker."""
+    assert parse_number(target) is not None and parse_number(predict) is not None
+    from verifiers.expr_pool import get_expr_pool
+
+    outcome = get_expr_pool().check(target, predict, 6, 10.0)
+    assert outcome.status == "ok"
+    assert expr_verify(target=target, predict=predict) == float(outcome.equal)
+
+
+def test_scientific_notation_is_read_by_the_fast_path():
+    # Math-Verify reads a bare "1e2" as 1 * e * 2 (Euler's number); the fast path reads it as 100.
+    assert expr_verify(target="100", predict="1e2") == 1.0
+    assert expr_verify(target="100", predict="2e") == 0.0
+
+
+def test_float_rounding_is_configurable():
+    config = VerifyConfig(float_rounding=2)
+    assert expr_verify(target="3.14", predict="3.14159", config=config) == 1.0

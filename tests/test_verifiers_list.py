@@ -1,0 +1,52 @@
+"""list_verify: Hungarian matching over text similarity, unequal counts, candidates, lenient prediction reading."""
+
+import pytest
+
+from verifiers import TargetError, VerifyConfig, list_verify, run_verifier
+
+
+@pytest.mark.parametrize(
+    "target, predict, expected",
+    [
+        # the seed's example: two of three items found
+        (["M-30", "M-31", "M-31UK"], ["M-30", "M-31"], 2 / 3),
+        # order does not matter
+        (["M-30", "M-31", "M-31UK"], ["M-31UK", "M-30", "M-31"], 1.0),
+        # extra items cost as much as missing ones
+        (["a", "b", "c"], ["a", "b", "c", "zzz"], 3 / 4),
+        # partial similarity of matched items: (1 + 0.75) / 2
+        (["apple", "abcd"], ["abce", "apple"], (1 + 0.75) / 2),
+        # the assignment is one-to-one: a single prediction cannot match two targets
+        (["abc", "abc"], ["abc"], 0.5),
+        ([], [], 1.0),
+        (["a"], [], 0.0),
+        ([], ["a"], 0.0),
+    ],
+)
+def test_list_table(target, predict, expected):
+    assert list_verify(target=target, predict=predict) == pytest.approx(expected)
+
+
+def test_candidates_take_the_best_list():
+    assert list_verify(candidates=[["a", "b"], ["c"]], predict=["c"]) == 1.0
+    assert list_verify(candidates=[["a", "b"], ["c"]], predict=["a"]) == 0.5
+
+
+def test_options_apply_to_items():
+    assert list_verify(target=["Export Volume"], predict=["export  volume"], ignore_case=True) == 1.0
+
+
+def test_prediction_read_leniently():
+    assert run_verifier("list_verify", {"target": ["a", "b"]}, {"predict": "['a', 'b']"}).score == 1.0
+    assert run_verifier("list_verify", {"target": ["a"]}, {"predict": "a"}).score == 1.0
+    assert run_verifier("list_verify", {"target": ["1", "2"]}, {"predict": [1, 2]}).score == 1.0
+
+
+def test_bounds():
+    config = VerifyConfig(max_list_items=3)
+    result = run_verifier("list_verify", {"target": ["a"]}, {"predict": ["a"] * 4}, config)
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+    with pytest.raises(TargetError):
+        list_verify(target=["a"] * 4, predict=["a"], config=config)
+    with pytest.raises(TargetError):
+        list_verify(target=["a"], candidates=[["a"]], predict=["a"])

@@ -1,0 +1,85 @@
+"""text_verify: hand-checked similarities, each normalization option, candidates, bounds."""
+
+import pytest
+
+from verifiers import TargetError, VerifyConfig, run_verifier, text_verify
+
+LONG = "The quick brown fox jumps over the lazy dog while the cat watches from the old wooden fence nearby"
+
+
+def _edits(text: str, n: int) -> str:
+    chars = list(text)
+    for i in range(n):
+        chars[i * 9] = "#"
+    return "".join(chars)
+
+
+@pytest.mark.parametrize(
+    "target, predict, options, expected",
+    [
+        # exact and near matches: 1 - edits / max(len)
+        ("Export Volume", "Export Volume", {}, 1.0),
+        ("Export Volume", "export volume", {}, 1 - 2 / 13),
+        ("abcd", "abce", {}, 0.75),
+        ("abc", "", {}, 0.0),
+        ("", "", {}, 1.0),
+        # ignore_case
+        ("Export Volume", "export volume", {"ignore_case": True}, 1.0),
+        ("STRASSE", "strasse", {"ignore_case": True}, 1.0),
+        # ignore_space, and the default collapse of runs of white space
+        ("Export Volume", "ExportVolume", {}, 1 - 1 / 13),
+        ("Export Volume", "ExportVolume", {"ignore_space": True}, 1.0),
+        ("Export Volume", "  Export \n  Volume ", {}, 1.0),
+        # ignore_punc
+        ("Hello, world!", "Hello world", {"ignore_punc": True}, 1.0),
+        ("Hello, world!", "Hello world", {}, 1 - 2 / 13),
+        # ignore_st: Traditional and Simplified Chinese compare equal
+        ("汉字", "漢字", {"ignore_st": True}, 1.0),
+        ("汉字", "漢字", {}, 0.5),
+        ("台湾后来", "臺灣後來", {"ignore_st": True}, 1.0),
+        # use_latex strips text markup, delimiters, sizing and escapes
+        (r"\text{Export Volume}", "Export Volume", {"use_latex": True}, 1.0),
+        ("$x^{2}$", "x^{2}", {"use_latex": True}, 1.0),
+        (r"\left( a \right)", "( a )", {"use_latex": True}, 1.0),
+        (r"50\%", "50%", {"use_latex": True}, 1.0),
+        (r"\textbf{\textit{bold}}", "bold", {"use_latex": True}, 1.0),
+        (r"\dfrac{a}{b}", r"\frac{a}{b}", {"use_latex": True}, 1.0),
+        # NFKC is always on: full-width letters equal ASCII
+        ("ABC", "ＡＢＣ", {}, 1.0),
+    ],
+)
+def test_text_table(target, predict, options, expected):
+    assert text_verify(target=target, predict=predict, **options) == pytest.approx(expected)
+
+
+def test_one_edit_is_separated_from_ten_on_a_long_string():
+    one, ten = text_verify(target=LONG, predict=_edits(LONG, 1)), text_verify(target=LONG, predict=_edits(LONG, 10))
+    assert one == pytest.approx(1 - 1 / len(LONG))
+    assert ten == pytest.approx(1 - 10 / len(LONG))
+    assert one - ten > 0.08
+
+
+def test_candidates_take_the_maximum():
+    assert text_verify(candidates=["cat", "dog"], predict="dog") == 1.0
+    assert text_verify(candidates=["abcd", "wxyz"], predict="abce") == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"target": "a", "candidates": ["b"]}, {"candidates": []}, {"target": 3}, {"target": "a", "ignore_case": 1}],
+)
+def test_bad_rubric_side_raises_target_error(kwargs):
+    with pytest.raises(TargetError):
+        text_verify(predict="a", **kwargs)
+
+
+def test_prediction_over_the_bound_scores_zero_as_unparseable():
+    config = VerifyConfig(max_text_chars=100)
+    result = run_verifier("text_verify", {"target": "a"}, {"predict": "a" * 101}, config)
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+    assert text_verify(target="a", predict="a" * 101, config=config) == 0.0
+
+
+def test_numeric_prediction_is_read_as_text():
+    result = run_verifier("text_verify", {"target": "42"}, {"predict": 42})
+    assert (result.score, result.status) == (1.0, "ok")

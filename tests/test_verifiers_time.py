@@ -1,0 +1,53 @@
+"""time_verify: 12h/24h times, date formats, the dateutil fallback, compared fields, offsets, bounds."""
+
+import pytest
+
+from verifiers import TargetError, run_verifier, time_verify
+
+
+@pytest.mark.parametrize(
+    "target, tformat, predict, pformat, expected",
+    [
+        # 12h and 24h clocks
+        ("18:15", "%H:%M", "18:15", "%H:%M", 1.0),
+        ("18:15", "%H:%M", "06:15 PM", "%I:%M %p", 1.0),
+        ("18:15", "%H:%M", "6:15 pm", "%I:%M %p", 1.0),
+        ("18:15", "%H:%M", "06:15 AM", "%I:%M %p", 0.0),
+        ("18:15", "%H:%M", "18:16", "%H:%M", 0.0),
+        ("00:30", "%H:%M", "12:30 AM", "%I:%M %p", 1.0),
+        ("18:15", "%H:%M", "18:15:00", "%H:%M:%S", 1.0),
+        # date formats
+        ("2024-03-05", "%Y-%m-%d", "05/03/2024", "%d/%m/%Y", 1.0),
+        ("2024-03-05", "%Y-%m-%d", "03/05/2024", "%m/%d/%Y", 1.0),
+        ("2024-03-05", "%Y-%m-%d", "March 5, 2024", "%B %d, %Y", 1.0),
+        ("2024-03-05", "%Y-%m-%d", "5 Mar 24", "%d %b %y", 1.0),
+        ("2024-03-05", "%Y-%m-%d", "2024-03-06", "%Y-%m-%d", 0.0),
+        ("March 2024", "%B %Y", "2024-03", "%Y-%m", 1.0),
+        # only the fields the target format names are compared
+        ("18:15", "%H:%M", "2024-01-01 18:15", "%Y-%m-%d %H:%M", 1.0),
+        ("2024-03-05", "%Y-%m-%d", "March 5", "%B %d", 0.0),  # the year is missing
+        # date and time together
+        ("2024-03-05 18:15", "%Y-%m-%d %H:%M", "5 March 2024, 6:15 PM", "%d %B %Y, %I:%M %p", 1.0),
+        # UTC offsets on both sides compare instants
+        ("2024-03-05 10:00 +0000", "%Y-%m-%d %H:%M %z", "2024-03-05 11:00 +0100", "%Y-%m-%d %H:%M %z", 1.0),
+        # without pformat, or with one that does not match, dateutil reads the prediction
+        ("2024-03-05", "%Y-%m-%d", "5 March 2024", None, 1.0),
+        ("2024-03-05", "%Y-%m-%d", "March 5th, 2024", "%d/%m/%Y", 1.0),
+        ("05/03/2024", "%d/%m/%Y", "05.03.2024", None, 1.0),  # day first, as in the target format
+        ("18:15", "%H:%M", "6:15pm", None, 1.0),
+    ],
+)
+def test_time_table(target, tformat, predict, pformat, expected):
+    assert time_verify(target=target, tformat=tformat, predict=predict, pformat=pformat) == expected
+
+
+@pytest.mark.parametrize("predict", ["", "not a time", "99:99", "x" * 300])
+def test_unreadable_prediction_scores_zero(predict):
+    result = run_verifier("time_verify", {"target": "18:15", "tformat": "%H:%M"}, {"predict": predict})
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+
+
+@pytest.mark.parametrize("target, tformat", [("18:15", "%Y-%m-%d"), ("2024-13-01", "%Y-%m-%d"), ("1" * 300, "%H")])
+def test_bad_target_raises(target, tformat):
+    with pytest.raises(TargetError):
+        time_verify(target=target, tformat=tformat, predict="18:15", pformat="%H:%M")

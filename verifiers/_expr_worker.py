@@ -1,0 +1,104 @@
+"""The expression worker: a child process that checks expression equivalence with Math-Verify.
+
+Run by ``verifiers.expr_pool`` as ``python -m verifiers._expr_worker --memory-mb N``; not for direct use. It reads one
+JSON request per line on stdin (``{"target", "predict", "float_rounding"}``) and writes one JSON answer per line on
+stdout (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Its address space is capped with
+``RLIMIT_AS`` so an expression that explodes in memory raises ``MemoryError`` here instead of swapping the machine;
+the parent kills it when a request passes its deadline, which is why its own (signal-based) timeouts are turned off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+_WARM_UP = (("\\frac{1}{2}", "0.5"), ("\\{1, 2\\}", "\\{2, 1\\}"), ("x = 2", "2"), ("[1, 2)", "[1,2)"))
+
+
+def _limit_memory(megabytes: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not on this platform; the deadline still bounds the work
+        return
+    limit = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _wrap(text: str) -> str:
+    # Math-Verify extracts LaTeX between math delimiters; a bare expression is wrapped so that it is read whole.
+    text = text.replace("**", "^").replace("\u2212", "-").replace("\u00d7", "\\times ").replace("\u00b7", "\\cdot ")
+    if "$" in text or "\\(" in text or "\\[" in text:
+        return text
+    return f"${text}$"
+
+
+class Checker:
+    """Parses and compares expressions with Math-Verify (imported once per worker)."""
+
+    def __init__(self) -> None:
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+        self._parse, self._verify = parse, verify
+        self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
+
+    def _read(self, text: str) -> list[Any]:
+        return self._parse(_wrap(text), extraction_config=self._config, parsing_timeout=None)
+
+    def check(self, target: str, predict: str, float_rounding: int) -> dict[str, Any]:
+        """Compare two expressions; the answer's ``status`` is ok, unparseable_target or unparseable_pred."""
+        for side, text in (("target", target), ("pred", predict)):
+            try:
+                parsed = self._read(text)
+            except RecursionError:
+                return {"status": f"unparseable_{side}", "reason": f"the {side} is nested too deeply to parse"}
+            if not parsed:
+                return {"status": f"unparseable_{side}", "reason": f"Math-Verify found no expression in the {side}"}
+            if side == "target":
+                gold = parsed
+        equal = bool(self._verify(gold, parsed, float_rounding=float_rounding, timeout_seconds=None))
+        reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
+        return {"status": "ok", "equal": equal, "reason": reason}
+
+
+def _answer(checker: Checker, line: str) -> dict[str, Any]:
+    try:
+        request = json.loads(line)
+        return checker.check(str(request["target"]), str(request["predict"]), int(request["float_rounding"]))
+    except MemoryError:
+        return {"status": "timeout", "reason": "the expression exceeded the worker's memory limit"}
+    except RecursionError:
+        return {"status": "unparseable_pred", "reason": "the expression is nested too deeply to compare"}
+    except Exception as exc:  # reported to the caller as status "error", never as a verdict
+        return {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve requests on stdin/stdout until stdin closes."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memory-mb", type=int, default=2048)
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)  # Math-Verify warns on every call that its own timeouts are off
+    sys.setrecursionlimit(4000)
+    checker = Checker()
+    for target, predict in _WARM_UP:  # the first comparisons of each kind are slow; pay for them before serving
+        checker.check(target, predict, 6)
+    _limit_memory(args.memory_mb)
+    out = sys.stdout
+    out.write('{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin:
+        out.write(json.dumps(_answer(checker, line)) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, KeyboardInterrupt):  # the parent went away; nothing is left to answer
+        sys.exit(0)

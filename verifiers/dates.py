@@ -1,0 +1,101 @@
+"""time_verify: 1 when the predicted date/time equals the target on every field the target's format specifies.
+
+Both sides are parsed with Python's ``datetime.strptime``: the target with ``tformat``, the prediction with
+``pformat`` (the format as written in the response, so ``06:15 PM`` with ``%I:%M %p`` equals ``18:15`` with
+``%H:%M``). When ``pformat`` is absent or does not match the prediction, ``dateutil.parser.parse`` reads it instead,
+with day-first order when the target format puts the day before the month.
+
+Compared fields: those the target format names (``%Y``/``%y`` year, ``%m``/``%b``/``%B`` month, ``%d`` day, ``%j``
+month and day, ``%H``/``%I`` hour, ``%M`` minute, ``%S`` second, ``%f`` microsecond). A time-only target therefore
+ignores any date in the prediction, and a prediction that omits a field the target gives does not match. When both
+sides carry a UTC offset (``%z``), the prediction is converted to the target's offset first. Locale composites
+(``%c``, ``%x``, ``%X``) compare every field. Weekday names are not compared.
+
+Not accepted: strings or formats longer than ``VerifyConfig.max_time_chars``; a target that does not match its
+``tformat`` is a rubric error; a prediction that neither parser reads scores 0 as unparseable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from verifiers.config import VerifyConfig
+from verifiers.result import PredictionError, TargetError, VerifyResult
+
+_DIRECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
+    "Y": ("year",), "y": ("year",), "G": ("year",),
+    "m": ("month",), "b": ("month",), "B": ("month",), "h": ("month",),
+    "d": ("day",), "j": ("month", "day"),
+    "H": ("hour",), "I": ("hour",), "M": ("minute",), "S": ("second",), "f": ("microsecond",),
+    "c": ("year", "month", "day", "hour", "minute", "second"),
+    "x": ("year", "month", "day"), "X": ("hour", "minute", "second"),
+    "T": ("hour", "minute", "second"), "D": ("year", "month", "day"), "F": ("year", "month", "day"),
+    "R": ("hour", "minute"),
+}  # fmt: skip
+_ALL_FIELDS = ("year", "month", "day", "hour", "minute", "second", "microsecond")
+_DIRECTIVE = re.compile(r"%([a-zA-Z%])")
+_DEFAULT = datetime(1900, 1, 1)
+
+
+@lru_cache(maxsize=4096)
+def format_fields(fmt: str) -> tuple[str, ...]:
+    """The datetime fields a strptime format specifies, in a fixed order; all fields when it names none."""
+    named = {field for d in _DIRECTIVE.findall(fmt) for field in _DIRECTIVE_FIELDS.get(d, ())}
+    return tuple(f for f in _ALL_FIELDS if f in named) or _ALL_FIELDS
+
+
+def _day_first(fmt: str) -> bool:
+    directives = _DIRECTIVE.findall(fmt)
+    day = next((i for i, d in enumerate(directives) if d == "d"), None)
+    month = next((i for i, d in enumerate(directives) if d in "mbBh"), None)
+    return day is not None and month is not None and day < month
+
+
+@lru_cache(maxsize=4096)
+def _parse_target(target: str, tformat: str) -> datetime:
+    try:
+        return datetime.strptime(target.strip(), tformat)
+    except ValueError as exc:
+        raise TargetError(f"target {target!r} does not match tformat {tformat!r}: {exc}") from None
+
+
+def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[datetime, str]:
+    text = predict.strip()
+    if not text:
+        raise PredictionError("the prediction is empty")
+    if pformat:
+        try:
+            return datetime.strptime(text, pformat), f"pformat {pformat!r}"
+        except ValueError:
+            pass
+    from dateutil import parser as date_parser  # imported on first use
+
+    try:
+        parsed = date_parser.parse(text, default=_DEFAULT, dayfirst=_day_first(pformat or tformat))
+    except (ValueError, OverflowError) as exc:
+        where = f"with pformat {pformat!r} or " if pformat else ""
+        raise PredictionError(f"cannot read {text!r:.80} as a date/time {where}with dateutil: {exc}") from None
+    return parsed, "dateutil" + (f" (pformat {pformat!r} did not match)" if pformat else "")
+
+
+def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
+    """1.0 when the prediction equals the target on the target format's fields, else 0.0 (see module docstring)."""
+    target, tformat = rubric["target"], rubric["tformat"]
+    if len(target) > config.max_time_chars or len(tformat) > config.max_time_chars:
+        raise TargetError(f"target and tformat may have at most {config.max_time_chars} characters")
+    expected = _parse_target(target, tformat)
+    predict, pformat = scoring["predict"], scoring.get("pformat")
+    if len(predict) > config.max_time_chars or (pformat is not None and len(pformat) > config.max_time_chars):
+        raise PredictionError(f"the prediction and pformat may have at most {config.max_time_chars} characters")
+    actual, how = _parse_prediction(predict, pformat, tformat)
+    if expected.tzinfo is not None and actual.tzinfo is not None:
+        actual = actual.astimezone(expected.tzinfo)
+    fields = format_fields(tformat)
+    differing = [f for f in fields if getattr(actual, f) != getattr(expected, f)]
+    if differing:
+        return VerifyResult(0.0, "ok", f"read with {how}; differs in {', '.join(differing)}", "time_verify")
+    return VerifyResult(1.0, "ok", f"read with {how}; equal on {', '.join(fields)}", "time_verify")

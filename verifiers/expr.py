@@ -1,0 +1,159 @@
+"""expr_verify: 1 when the prediction is mathematically equivalent to the target, else 0.
+
+Three paths, tried in order:
+
+1. **Option letters.** When the target is one or more capital letters written as options (``B``, ``(B)``, ``B.``,
+   ``[B]``, ``Option B``, ``A, C``), the prediction is read the same way, case-insensitively, also when the letter
+   leads an option text (``(B) 42``, ``B. Paris``); the sets of letters must be equal. A prediction with no option
+   letter is unparseable.
+2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``; a comma
+   followed by exactly three digits), scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``), and fractions
+   of integers (``3/4``, ``\\frac{3}{4}``), with an optional sign. When either side is written as a decimal, the two
+   are compared after rounding to ``VerifyConfig.float_rounding`` places; a percentage matches both its value over
+   100 and its bare value (``50%`` matches ``0.5`` and ``50``), since units belong to the criterion, not the target.
+3. **Everything else** (LaTeX such as ``\\frac``, ``\\sqrt``, ``\\pi``, powers, ``\\text{}``, ``\\left``/``\\right``;
+   intervals, sets, tuples, equations and inequalities) goes to Math-Verify (Hugging Face's sympy-based parser and
+   grader) in a worker process that is killed when the deadline passes (see ``verifiers.expr_pool``), so a hostile
+   expression such as ``10^{10^{10^{10}}}`` yields status ``timeout`` instead of hanging the caller. Math-Verify was
+   chosen over bare sympy because it already handles LaTeX normalisation, set/interval/tuple comparison, equations
+   (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules.
+
+Not accepted: expressions longer than ``VerifyConfig.max_expr_chars`` (a prediction that long is unparseable; a target
+that long is a rubric error). Units and words in the target are not stripped: keep them in the criterion text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from verifiers.config import VerifyConfig
+from verifiers.result import PredictionError, TargetError, VerifyResult
+
+_OPTION_WORD = re.compile(r"\b(?:options?|choices?)\b", re.IGNORECASE)
+_OPTION_TOKEN = re.compile(r"^[\(\[]?\s*([A-Za-z])\s*[\)\]]?\s*[.:]?$")
+_OPTION_SPLIT = re.compile(r"\s*(?:,|;|/|&|\band\b|\s)\s*", re.IGNORECASE)
+_LEADING_OPTION = re.compile(
+    r"^(?:option\s+|choice\s+)?(?:\(\s*([A-Za-z])\s*\)|([A-Za-z])\s*[.:)])\s+\S", re.IGNORECASE
+)
+_MAX_OPTIONS = 26
+
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
+_DECIMAL = rf"(?:{_DIGITS}(?:\.\d*)?|\.\d+)"
+_NUMBER = re.compile(rf"^([+-])?({_DECIMAL})(?:[eE]([+-]?\d{{1,4}}))?(\\?%)?$")
+_FRACTION = re.compile(r"^([+-])?(?:\\[dt]?frac\{\s*(\d{1,50})\s*\}\{\s*(\d{1,50})\s*\}|(\d{1,50})\s*/\s*(\d{1,50}))$")
+_MAX_NUMBER_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A plainly written number: its exact value, whether it was written as a decimal, and whether with ``%``."""
+
+    value: Fraction
+    decimal: bool
+    percent: bool
+
+
+def parse_options(text: str) -> frozenset[str] | None:
+    """The set of option letters ``text`` consists of (upper-cased), or None when it is not only option letters."""
+    tokens = [t for t in _OPTION_SPLIT.split(_OPTION_WORD.sub(" ", text).strip()) if t]
+    if not tokens or len(tokens) > _MAX_OPTIONS:
+        return None
+    letters = set()
+    for token in tokens:
+        match = _OPTION_TOKEN.match(token)
+        if match is None:
+            return None
+        letters.add(match.group(1).upper())
+    return frozenset(letters)
+
+
+def _target_options(target: str) -> frozenset[str] | None:
+    # A target is in option mode only when written with capital letters; a lone "x" is a variable.
+    stripped = _OPTION_WORD.sub("", target)
+    if not re.search(r"[A-Z]", stripped) or re.search(r"[a-z]", stripped):
+        return None
+    return parse_options(target)
+
+
+def _prediction_options(predict: str) -> frozenset[str] | None:
+    options = parse_options(predict)
+    if options is not None:
+        return options
+    match = _LEADING_OPTION.match(predict.strip())
+    return frozenset({(match.group(1) or match.group(2)).upper()}) if match else None
+
+
+@lru_cache(maxsize=16_384)
+def parse_number(text: str) -> Number | None:
+    """Read a plainly written number (see the module docstring), or None when ``text`` is anything else."""
+    text = text.strip().replace("\\!", "").replace("{,}", ",")
+    if len(text) > _MAX_NUMBER_CHARS:
+        return None
+    match = _NUMBER.match(text)
+    if match:
+        sign, digits, exponent, percent = match.groups()
+        value = Fraction(digits.replace(",", "")) * Fraction(10) ** int(exponent or 0)
+        return Number(-value if sign == "-" else value, "." in digits or exponent is not None, percent is not None)
+    match = _FRACTION.match(text)
+    if match:
+        sign, num_a, den_a, num_b, den_b = match.groups()
+        numerator, denominator = int(num_a or num_b), int(den_a or den_b)
+        if denominator == 0:
+            return None
+        value = Fraction(numerator, denominator)
+        return Number(-value if sign == "-" else value, False, False)
+    return None
+
+
+def _close(a: Fraction, b: Fraction, decimal: bool, places: int) -> bool:
+    return a == b or (decimal and round(a, places) == round(b, places))
+
+
+def numbers_equal(target: Number, pred: Number, places: int) -> bool:
+    """Whether two plainly written numbers are equal under the rules of the module docstring."""
+    decimal = target.decimal or pred.decimal
+    if target.percent == pred.percent:
+        return _close(target.value, pred.value, decimal, places)
+    percent, other = (target, pred) if target.percent else (pred, target)
+    return _close(percent.value / 100, other.value, decimal, places) or _close(
+        percent.value, other.value, decimal, places
+    )
+
+
+def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
+    """1.0 when the prediction is equivalent to the target, else 0.0 (see the module docstring)."""
+    target, predict = rubric["target"].strip(), scoring["predict"].strip()
+    if not target:
+        raise TargetError("target is empty")
+    if len(target) > config.max_expr_chars:
+        raise TargetError(f"target has {len(target)} characters; at most {config.max_expr_chars} are allowed")
+    if len(predict) > config.max_expr_chars:
+        raise PredictionError(f"the prediction has {len(predict)} characters; at most {config.max_expr_chars}")
+
+    options = _target_options(target)
+    if options is not None:
+        predicted = _prediction_options(predict)
+        if predicted is None:
+            raise PredictionError(f"expected option letter(s), got {predict!r:.80}")
+        equal = predicted == options
+        verdict = "equal" if equal else "different"
+        return VerifyResult(float(equal), "ok", f"option letters {verdict}", "expr_verify")
+    if not predict:
+        raise PredictionError("the prediction is empty")
+
+    target_number, pred_number = parse_number(target), parse_number(predict)
+    if target_number is not None and pred_number is not None:
+        equal = numbers_equal(target_number, pred_number, config.float_rounding)
+        return VerifyResult(float(equal), "ok", f"plain numbers {'equal' if equal else 'different'}", "expr_verify")
+
+    from verifiers.expr_pool import get_expr_pool
+
+    outcome = get_expr_pool().check(target, predict, config.float_rounding, config.deadline_s)
+    if outcome.status == "ok":
+        return VerifyResult(1.0 if outcome.equal else 0.0, "ok", outcome.reason, "expr_verify")
+    return VerifyResult(0.0, outcome.status, outcome.reason, "expr_verify")

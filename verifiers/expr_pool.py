@@ -1,0 +1,242 @@
+"""A pool of expression worker processes with a hard per-call deadline, usable from any thread or event loop.
+
+Symbolic algebra cannot be bounded by input size alone (``10^{10^{10^{10}}}`` is 19 characters), and Python offers
+no safe way to interrupt a thread, while ``SIGALRM`` works only in the main thread of the main interpreter. So each
+check runs in a child process (``verifiers._expr_worker``, started with ``subprocess`` rather than
+``multiprocessing``, so the caller's ``__main__`` is never re-imported); when the answer does not arrive before the
+deadline, the child is killed and a fresh one is started in the background.
+
+Workers are started on first use, and that start (about a second: Python, sympy and Math-Verify are imported) is not
+counted against the deadline of the call that triggers it; call :func:`warm_up` at start-up to pay it early. The
+deadline covers waiting for a free worker and the check itself. A process that forks gets a new pool on first use.
+
+Configuration: ``GENRM_EXPR_WORKERS`` (default 2) and ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) in the
+environment, or :func:`configure_expr_pool`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import queue
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclass(frozen=True, slots=True)
+class ExprOutcome:
+    """What a worker said about one comparison; ``equal`` is meaningful only when ``status`` is ``ok``."""
+
+    status: str
+    equal: bool
+    reason: str
+
+
+class _Worker:
+    """One child process and its line-oriented pipe protocol."""
+
+    def __init__(self, memory_mb: int) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-m", "verifiers._expr_worker", "--memory-mb", str(memory_mb)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            bufsize=0,
+        )
+        self._buffer = b""
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def _read_line(self, deadline: float) -> bytes:
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._selector.select(remaining):
+                raise TimeoutError
+            chunk = os.read(self.proc.stdout.fileno(), 65_536)
+            if not chunk:
+                raise EOFError(f"the worker exited with code {self.proc.wait()}")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def wait_ready(self, timeout_s: float) -> None:
+        message = json.loads(self._read_line(time.monotonic() + timeout_s))
+        if message != {"ready": True}:
+            raise RuntimeError(f"unexpected first message from the expression worker: {message!r:.200}")
+
+    def request(self, payload: dict, deadline: float) -> dict:
+        self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self._read_line(deadline))
+
+    def kill(self) -> int | None:
+        self._selector.close()
+        self.proc.kill()
+        try:
+            return self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                stream.close()
+
+
+class ExprWorkerPool:
+    """A fixed number of expression workers shared by all threads of a process.
+
+    Args:
+        size: number of worker processes (each holds sympy and Math-Verify, about 150 MB).
+        memory_mb: address-space limit of each worker in MiB; an expression that needs more gets status timeout.
+        start_timeout_s: how long a worker may take to start before the start counts as failed.
+    """
+
+    def __init__(self, size: int = 2, memory_mb: int = 2048, start_timeout_s: float = 60.0) -> None:
+        if size < 1:
+            raise ValueError(f"size must be at least 1, got {size}")
+        if memory_mb < 256:
+            raise ValueError(f"memory_mb must be at least 256, got {memory_mb}")
+        self.size, self.memory_mb, self.start_timeout_s = size, memory_mb, start_timeout_s
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+        self._start_error: str | None = None
+
+    def _spawn(self) -> _Worker | None:
+        worker = None
+        try:
+            worker = _Worker(self.memory_mb)
+            worker.wait_ready(self.start_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - any start failure is reported to callers as status "error"
+            self._start_error = f"{type(exc).__name__}: {exc}"
+            logger.error("expression worker failed to start: %s", self._start_error)
+            if worker is not None:
+                worker.kill()
+            return None
+        with self._lock:
+            if self._closed:
+                worker.kill()
+                return None
+            self._all.add(worker)
+        return worker
+
+    def _spawn_into_idle(self) -> None:
+        worker = self._spawn()
+        if worker is not None:
+            self._idle.put(worker)
+
+    def start(self) -> None:
+        """Start the workers; returns once the first is ready. Raises RuntimeError when it cannot start."""
+        if self._ready:
+            return
+        with self._start_lock:  # concurrent first callers wait here, outside any call's deadline
+            if self._ready:
+                return
+            first = self._spawn()
+            if first is None:
+                raise RuntimeError(f"the expression worker could not start: {self._start_error}")
+            self._idle.put(first)
+            for _ in range(self.size - 1):
+                threading.Thread(target=self._spawn_into_idle, daemon=True).start()
+            self._ready = True
+
+    def _retire(self, worker: _Worker) -> int | None:
+        with self._lock:
+            self._all.discard(worker)
+        code = worker.kill()
+        if not self._closed:
+            threading.Thread(target=self._spawn_into_idle, daemon=True).start()
+        return code
+
+    def check(self, target: str, predict: str, float_rounding: int, deadline_s: float) -> ExprOutcome:
+        """Compare two expressions within ``deadline_s`` seconds. Never raises; failures come back as a status."""
+        try:
+            self.start()
+        except RuntimeError as exc:
+            return ExprOutcome("error", False, str(exc))
+        deadline = time.monotonic() + deadline_s
+        try:
+            worker = self._idle.get(timeout=deadline_s)
+        except queue.Empty:
+            return ExprOutcome("timeout", False, f"no expression worker was free within {deadline_s:g} s")
+        payload = {"target": target, "predict": predict, "float_rounding": float_rounding}
+        try:
+            answer = worker.request(payload, deadline)
+        except TimeoutError:
+            self._retire(worker)
+            return ExprOutcome("timeout", False, f"the expression check did not finish within {deadline_s:g} s")
+        except (EOFError, OSError, ValueError) as exc:
+            code = self._retire(worker)
+            return ExprOutcome("error", False, f"the expression worker died (exit code {code}): {exc}")
+        self._idle.put(worker)
+        return ExprOutcome(str(answer.get("status")), bool(answer.get("equal")), str(answer.get("reason", "")))
+
+    def close(self) -> None:
+        """Kill every worker. The pool cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            workers, self._all = list(self._all), set()
+        for worker in workers:
+            worker.kill()
+
+
+_pool: ExprWorkerPool | None = None
+_pool_pid: int | None = None
+_pool_lock = threading.Lock()
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+
+
+def configure_expr_pool(size: int | None = None, memory_mb: int | None = None) -> ExprWorkerPool:
+    """Replace the process-wide pool with one of the given size and memory limit (the old one is closed)."""
+    global _pool, _pool_pid
+    new = ExprWorkerPool(
+        size=size if size is not None else _env_int("GENRM_EXPR_WORKERS", 2),
+        memory_mb=memory_mb if memory_mb is not None else _env_int("GENRM_EXPR_WORKER_MEMORY_MB", 2048),
+    )
+    with _pool_lock:
+        old, old_pid = _pool, _pool_pid
+        _pool, _pool_pid = new, os.getpid()
+    if old is not None and old_pid == os.getpid():  # a forked child must not kill its parent's workers
+        old.close()
+    return new
+
+
+def get_expr_pool() -> ExprWorkerPool:
+    """The process-wide pool, created on first use (and again in a forked child)."""
+    with _pool_lock:
+        if _pool is not None and _pool_pid == os.getpid():
+            return _pool
+    return configure_expr_pool()
+
+
+def warm_up() -> None:
+    """Start the expression workers now, so that the first expression check does not wait for them."""
+    get_expr_pool().start()
+
+
+@atexit.register
+def _close_pool() -> None:
+    if _pool is not None and _pool_pid == os.getpid():
+        _pool.close()

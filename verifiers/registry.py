@@ -1,0 +1,330 @@
+"""The verifier registry: per verifier, its rubric-side and scoring-side signatures, what it returns, when to use it.
+
+Prompts render the specification of exactly the verifiers a task allows with :func:`render_specs`; the call-string
+protocol (``verifiers.calls``) checks every keyword against these signatures; :func:`run_verifier` validates and
+converts the arguments, runs the check, and turns every failure into a :class:`~verifiers.result.VerifyResult` with a
+status, so that it never raises.
+
+Argument kinds, and how untrusted scoring-side values are read:
+
+- ``str``: a string; on the scoring side a number is read as its text, and ``None`` as no prediction.
+- ``bool``: True or False (rubric side only).
+- ``str_list``: a list of strings; on the scoring side a string holding a list literal is read as that list, another
+  string as a one-item list, and numbers as their text.
+- ``str_lists``: a list of lists of strings (rubric side only).
+- ``coords``: a list of boxes or points (checked by ``verifiers.grounding``); on the scoring side a string holding a
+  list literal is read as that list.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from verifiers.config import DEFAULT_CONFIG, VerifyConfig
+from verifiers.dates import check_time
+from verifiers.expr import check_expr
+from verifiers.grounding import check_bbox, check_point
+from verifiers.lists import check_list
+from verifiers.result import (
+    BadCallError,
+    PredictionError,
+    TargetError,
+    VerifierError,
+    VerifyResult,
+    failed,
+)
+from verifiers.text import check_text
+
+Kind = Literal["str", "bool", "str_list", "str_lists", "coords"]
+Side = Literal["rubric", "scoring"]
+CheckFn = Callable[[Mapping[str, Any], Mapping[str, Any], VerifyConfig], VerifyResult]
+
+_REQUIRED = object()
+_TYPE_NAMES: dict[str, str] = {
+    "str": "str",
+    "bool": "bool",
+    "str_list": "List[str]",
+    "str_lists": "List[List[str]]",
+    "coords": "List[List[int]]",
+}
+#: Longest string the scoring side may hold a list literal in (read with ast.literal_eval).
+_MAX_LITERAL_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One keyword of a verifier call."""
+
+    name: str
+    kind: Kind
+    default: Any = _REQUIRED
+    help: str = ""
+
+    @property
+    def required(self) -> bool:
+        """Whether the keyword must be given."""
+        return self.default is _REQUIRED
+
+    def signature(self) -> str:
+        """The keyword as written in a signature, e.g. ``ignore_case: bool = False``."""
+        text = f"{self.name}: {_TYPE_NAMES[self.kind]}"
+        return text if self.required else f"{text} = {self.default!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierSpec:
+    """Everything known about one verifier: both signatures, the return value, the usage rules, the check."""
+
+    name: str
+    rubric_params: tuple[Param, ...]
+    scoring_params: tuple[Param, ...]
+    returns: str
+    usage: str
+    check: CheckFn = field(repr=False, compare=False)
+
+    def params(self, side: Side) -> tuple[Param, ...]:
+        """The keywords of one side of the call."""
+        return self.rubric_params if side == "rubric" else self.scoring_params
+
+    def signature(self, side: Side) -> str:
+        """The call signature of one side, e.g. ``bbox_verify(predict: List[List[int]])``."""
+        return f"{self.name}({', '.join(p.signature() for p in self.params(side))})"
+
+    def render(self) -> str:
+        """A plain-text block for prompts: both signatures, the return value and the usage rules."""
+        return (
+            f"{self.name}\n"
+            f"  rubric side:  {self.signature('rubric')}\n"
+            f"  scoring side: {self.signature('scoring')}\n"
+            f"  returns: {self.returns}\n"
+            f"  use: {self.usage}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (for ``genrm verifiers --json`` and API documentation)."""
+        return {
+            "name": self.name,
+            "rubric_signature": self.signature("rubric"),
+            "scoring_signature": self.signature("scoring"),
+            "returns": self.returns,
+            "usage": self.usage,
+            "rubric_params": [{"name": p.name, "type": _TYPE_NAMES[p.kind], "required": p.required,
+                               "help": p.help} for p in self.rubric_params],
+            "scoring_params": [{"name": p.name, "type": _TYPE_NAMES[p.kind], "required": p.required,
+                                "help": p.help} for p in self.scoring_params],
+        }  # fmt: skip
+
+
+_TEXT_OPTIONS = (
+    Param("use_latex", "bool", False, "strip LaTeX text markup ($, \\text{}, \\left, spacing) before comparing"),
+    Param("ignore_space", "bool", False, "remove all white space before comparing"),
+    Param("ignore_punc", "bool", False, "remove all punctuation before comparing"),
+    Param("ignore_case", "bool", False, "compare case-insensitively"),
+    Param("ignore_st", "bool", False, "treat Traditional and Simplified Chinese characters as equal"),
+)
+_COORDS_HELP = "list of [x1, y1, x2, y2] boxes on the 0-1000 grid"
+
+SPECS: tuple[VerifierSpec, ...] = (
+    VerifierSpec(
+        "text_verify",
+        (
+            Param("target", "str", None, "the expected text"),
+            Param("candidates", "str_list", None, "several acceptable texts; the best match counts"),
+            *_TEXT_OPTIONS,
+        ),
+        (Param("predict", "str", help="the text extracted from the response, '' when there is none"),),
+        "float in [0, 1]: normalized edit similarity; with candidates, the maximum over candidates",
+        "OCR-style text or LaTeX transcription copied from the image or document. Not for semantic judgements "
+        "or free-form visual question answering.",
+        check_text,
+    ),
+    VerifierSpec(
+        "expr_verify",
+        (Param("target", "str", help="the expected value: number, option letter or (LaTeX) expression"),),
+        (Param("predict", "str", help="the value extracted from the response, '' when there is none"),),
+        "float in {0, 1}: 1 iff the target and the prediction are mathematically equivalent",
+        "Option letters, numbers and mathematical expressions read directly from the response. Units and context "
+        "stay in the criterion, not in the target. Never encode a semantic yes/no judgement as a target.",
+        check_expr,
+    ),
+    VerifierSpec(
+        "time_verify",
+        (
+            Param("target", "str", help="the expected date or time"),
+            Param("tformat", "str", help="Python strptime format of target, e.g. '%H:%M'"),
+        ),
+        (
+            Param("predict", "str", help="the date or time extracted from the response"),
+            Param("pformat", "str", None, "Python strptime format of predict as written in the response"),
+        ),
+        "float in {0, 1}: 1 iff the parsed dates/times are equal on the fields the target format gives",
+        "Dates and times with Python datetime formats; copy the prediction's format from the response. Weekday "
+        "names are not used as targets.",
+        check_time,
+    ),  # fmt: skip
+    VerifierSpec(
+        "list_verify",
+        (
+            Param("target", "str_list", None, "the expected items, in any order"),
+            Param("candidates", "str_lists", None, "several complete acceptable lists; the best match counts"),
+            *_TEXT_OPTIONS,
+        ),
+        (Param("predict", "str_list", help="the items extracted from the response, [] when there are none"),),
+        "float in [0, 1]: Hungarian matching over pairwise text similarity, divided by the longer list's length; "
+        "with candidates, the maximum over candidate lists",
+        "Lists of extractive text items, such as OCR key fields. Each candidate is one complete valid answer list.",
+        check_list,
+    ),  # fmt: skip
+    VerifierSpec(
+        "bbox_verify",
+        (Param("target", "coords", help=_COORDS_HELP),),
+        (Param("predict", "coords", help=_COORDS_HELP + ", [] when there is none"),),
+        "float in [0, 1]: Hungarian matching over pairwise IoU, divided by the larger number of boxes",
+        "Single- or multi-object box grounding. Each box is [x1, y1, x2, y2] with coordinates normalized to 0-1000.",
+        check_bbox,
+    ),
+    VerifierSpec(
+        "point_verify",
+        (Param("target", "coords", help="list of [x, y] points on the 0-1000 grid"),),
+        (Param("predict", "coords", help="list of [x, y] points on the 0-1000 grid, [] when there is none"),),
+        "float in [0, 1]: Hungarian matching over pairwise proximity (1 at the same spot, 0 at distance 100 or "
+        "more), divided by the larger number of points",
+        "Single- or multi-object point grounding. Each point is [x, y] with coordinates normalized to 0-1000.",
+        check_point,
+    ),
+)
+
+REGISTRY: dict[str, VerifierSpec] = {spec.name: spec for spec in SPECS}
+
+
+def get_spec(name: str) -> VerifierSpec:
+    """The spec of verifier ``name``; raises BadCallError listing the valid names when it is unknown."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise BadCallError(f"unknown verifier {name!r:.60}; valid verifiers: {', '.join(REGISTRY)}") from None
+
+
+def render_specs(names: Iterable[str] | None = None) -> str:
+    """The prompt block describing the given verifiers (all of them by default), in registry order."""
+    wanted = list(REGISTRY) if names is None else list(dict.fromkeys(names))
+    return "\n\n".join(get_spec(name).render() for name in wanted)
+
+
+def _literal_list(value: str) -> Any:
+    if len(value) > _MAX_LITERAL_CHARS or not value.lstrip().startswith(("[", "(")):
+        return value
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+def _as_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _convert(param: Param, value: Any, side: Side) -> Any:
+    """Check one argument's kind, reading scoring-side values leniently (see the module docstring)."""
+    error = TargetError if side == "rubric" else PredictionError
+    where = f"{param.name}=" + repr(value)[:60]
+    if param.kind == "bool":
+        if not isinstance(value, bool):
+            raise error(f"{where} must be True or False")
+        return value
+    if param.kind == "str":
+        text = value if side == "rubric" else _as_text(value)
+        if value is None and side == "scoring":
+            raise PredictionError(f"{param.name} is None: no prediction was given")
+        if not isinstance(text, str):
+            raise error(f"{where} must be a string")
+        return text
+    if side == "scoring" and isinstance(value, str):
+        value = _literal_list(value)
+    if param.kind == "coords":
+        if not isinstance(value, (list, tuple)):
+            raise error(f"{where} must be a list")
+        return value
+    if param.kind == "str_list":
+        if side == "scoring" and isinstance(value, str):
+            return (value,)
+        if not isinstance(value, (list, tuple)):
+            raise error(f"{where} must be a list of strings")
+        items = tuple(_as_text(item) if side == "scoring" else item for item in value)
+        if not all(isinstance(item, str) for item in items):
+            raise error(f"{where} must be a list of strings")
+        return items
+    # str_lists
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(inner, (list, tuple)) and all(isinstance(item, str) for item in inner) for inner in value
+    ):
+        raise error(f"{where} must be a list of lists of strings")
+    return tuple(tuple(inner) for inner in value)
+
+
+def bind(spec: VerifierSpec, side: Side, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate one side's keyword arguments against the spec and fill in defaults.
+
+    Raises BadCallError for unknown or missing keywords, TargetError for a bad rubric-side value, and
+    PredictionError for a scoring-side value that cannot be read.
+    """
+    params = {p.name: p for p in spec.params(side)}
+    other = "scoring" if side == "rubric" else "rubric"
+    for name in kwargs:
+        if name not in params:
+            hint = (f"; {name} belongs to the {other} side" if any(p.name == name for p in spec.params(other))
+                    else "")  # fmt: skip
+            raise BadCallError(
+                f"{spec.name} does not take {name!r:.40} on the {side} side{hint}; expected {spec.signature(side)}"
+            )
+    bound: dict[str, Any] = {}
+    for name, param in params.items():
+        if name not in kwargs:
+            if param.required:
+                raise BadCallError(f"{spec.name} needs {name}= on the {side} side: {spec.signature(side)}")
+            bound[name] = param.default
+        elif kwargs[name] is None and not param.required:
+            bound[name] = None
+        else:
+            bound[name] = _convert(param, kwargs[name], side)
+    return bound
+
+
+def run_verifier(
+    name: str,
+    rubric_kwargs: Mapping[str, Any],
+    scoring_kwargs: Mapping[str, Any],
+    config: VerifyConfig | None = None,
+) -> VerifyResult:
+    """Validate both sides, run verifier ``name`` and return its result. Never raises: failures get a status."""
+    config = config or DEFAULT_CONFIG
+    try:
+        spec = get_spec(name)
+        rubric = bind(spec, "rubric", rubric_kwargs)
+        try:
+            scoring = bind(spec, "scoring", scoring_kwargs)
+        except PredictionError as exc:
+            # The rubric side must still be sound for a 0 to be a verdict: check it with an empty prediction,
+            # which raises TargetError for a bad target and is otherwise cheap (no expression worker is involved).
+            try:
+                spec.check(rubric, _empty_prediction(spec), config)
+            except PredictionError:
+                pass
+            raise exc
+        return spec.check(rubric, scoring, config)
+    except VerifierError as exc:
+        return failed(exc.status, str(exc), name if name in REGISTRY else None)
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure is reported, never turned into a score
+        return failed("error", f"{type(exc).__name__} in {name}: {str(exc)[:200]}", name if name in REGISTRY else None)
+
+
+def _empty_prediction(spec: VerifierSpec) -> dict[str, Any]:
+    empty: dict[str, Any] = {"str": "", "str_list": (), "coords": []}
+    return {p.name: (empty.get(p.kind) if p.required else p.default) for p in spec.scoring_params}

@@ -1,0 +1,165 @@
+"""text_verify: normalized edit similarity between an extracted string and a target (or the best of candidates).
+
+Score: ``rapidfuzz.distance.Levenshtein.normalized_similarity`` of the normalized strings, ``1 - d / max(len)``,
+where ``d`` is the edit distance. One edit on a 100-character string gives 0.99, ten edits give 0.90. With
+``candidates`` the score is the maximum over candidates. Two empty strings score 1; an empty prediction against a
+non-empty target scores 0.
+
+Normalization, applied to both sides in this order:
+
+1. Unicode NFKC (full-width letters and digits become ASCII, ligatures are split); always on.
+2. ``use_latex``: LaTeX text markup is removed: math delimiters (``$``, ``$$``, ``\\(``, ``\\)``, ``\\[``, ``\\]``),
+   text and font wrappers (``\\text{x}``, ``\\textbf``, ``\\mathrm``, ``\\mathbf``, ``\\operatorname``, ...) keep
+   their content, ``\\left``/``\\right`` go, spacing commands (``\\,`` ``\\;`` ``\\quad`` ``~``) become a space,
+   escaped characters (``\\%`` ``\\$`` ``\\&`` ``\\_`` ``\\#`` ``\\{`` ``\\}``) become the character, and
+   ``\\dfrac``/``\\tfrac`` become ``\\frac``. Other commands (``\\frac``, ``\\sqrt``, ...) are kept as written.
+3. ``ignore_st``: Traditional Chinese is converted to Simplified with OpenCC's ``t2s`` table (the maintained
+   converter of the OpenCC project), so the two scripts compare equal.
+4. ``ignore_case``: Unicode case folding.
+5. ``ignore_punc``: every Unicode punctuation character (categories ``P*``) is removed.
+6. White space: with ``ignore_space`` all white space is removed; otherwise runs of white space become one space and
+   the ends are stripped (so spacing never costs more than it must).
+
+Not accepted: texts longer than ``VerifyConfig.max_text_chars`` (the prediction then scores 0 as unparseable; a
+target that long is a rubric error). Semantic equivalence (synonyms, paraphrases) is out of scope: this verifier is
+for extractive text such as OCR and transcriptions.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rapidfuzz.distance import Levenshtein
+
+from verifiers.config import VerifyConfig
+from verifiers.result import PredictionError, TargetError, VerifyResult
+
+
+@dataclass(frozen=True, slots=True)
+class TextOptions:
+    """The normalization switches of text_verify and list_verify."""
+
+    use_latex: bool = False
+    ignore_space: bool = False
+    ignore_punc: bool = False
+    ignore_case: bool = False
+    ignore_st: bool = False
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> TextOptions:
+        """Pick the option keywords out of validated rubric-side keywords (absent ones default to False)."""
+        return cls(**{name: bool(kwargs.get(name, False)) for name in cls.__slots__})
+
+
+_DELIMITERS = re.compile(r"\$\$|\$|\\\(|\\\)|\\\[|\\\]")
+_WRAPPERS = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textsf|texttt|textnormal|emph|underline|mbox|mathrm|mathbf|mathit|mathsf|"
+    r"mathtt|mathcal|mathbb|boldsymbol|operatorname)\s*\{([^{}]*)\}"
+)
+_SIZING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])")
+_SPACING = re.compile(r"\\(?:,|;|:|!|quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])|~|\\\\")
+_ESCAPED = re.compile(r"\\([%$&_#{}])")
+_FRAC = re.compile(r"\\[dt]frac(?![a-zA-Z])")
+_WHITESPACE = re.compile(r"\s+")
+# Wrappers can nest (\text{\textbf{x}}); each pass removes one level, and the depth of real markup is small.
+_MAX_WRAPPER_PASSES = 8
+
+
+def _strip_latex(text: str) -> str:
+    text = _DELIMITERS.sub(" ", text)
+    for _ in range(_MAX_WRAPPER_PASSES):
+        unwrapped = _WRAPPERS.sub(r"\1", text)
+        if unwrapped == text:
+            break
+        text = unwrapped
+    text = _SIZING.sub("", text)
+    text = _SPACING.sub(" ", text)
+    text = _ESCAPED.sub(r"\1", text)
+    return _FRAC.sub(r"\\frac", text)
+
+
+@lru_cache(maxsize=1)
+def _t2s_converter() -> Any:
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def _remove_punctuation(text: str) -> str:
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+
+
+def normalize_text(text: str, options: TextOptions = TextOptions()) -> str:
+    """Normalize ``text`` as described in the module docstring.
+
+    Short texts are cached, since targets repeat across the responses of a group; long ones are not, so that hostile
+    predictions cannot fill memory through the cache.
+    """
+    if len(text) <= _MAX_CACHED_CHARS:
+        return _normalize_cached(text, options)
+    return _normalize(text, options)
+
+
+def _normalize(text: str, options: TextOptions) -> str:
+    text = unicodedata.normalize("NFKC", text)
+    if options.use_latex:
+        text = _strip_latex(text)
+    if options.ignore_st:
+        text = _t2s_converter().convert(text)
+    if options.ignore_case:
+        text = text.casefold()
+    if options.ignore_punc:
+        text = _remove_punctuation(text)
+    if options.ignore_space:
+        return _WHITESPACE.sub("", text)
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+_MAX_CACHED_CHARS = 1024
+_normalize_cached = lru_cache(maxsize=16_384)(_normalize)
+
+
+def similarity(a: str, b: str) -> float:
+    """Normalized Levenshtein similarity of two already normalized strings, in [0, 1]; 1 for two empty strings."""
+    if not a and not b:
+        return 1.0
+    return Levenshtein.normalized_similarity(a, b)
+
+
+def target_texts(rubric: Mapping[str, Any], limit: int, max_candidates: int) -> Sequence[str]:
+    """The target, or the candidates, of a validated rubric-side call; exactly one of the two must be given."""
+    has_target = rubric.get("target") is not None
+    has_candidates = rubric.get("candidates") is not None
+    if has_target == has_candidates:
+        raise TargetError("give exactly one of target=... or candidates=[...]")
+    texts = [rubric["target"]] if has_target else list(rubric["candidates"])
+    if not texts:
+        raise TargetError("candidates is empty; give at least one candidate")
+    if len(texts) > max_candidates:
+        raise TargetError(f"{len(texts)} candidates given; at most {max_candidates} are allowed")
+    for text in texts:
+        if len(text) > limit:
+            raise TargetError(f"a target text has {len(text)} characters; at most {limit} are allowed")
+    return texts
+
+
+def check_text(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
+    """Score a prediction string against the target or candidates (see the module docstring)."""
+    texts = target_texts(rubric, config.max_text_chars, config.max_candidates)
+    predict = scoring["predict"]
+    if len(predict) > config.max_text_chars:
+        raise PredictionError(
+            f"the prediction has {len(predict)} characters; at most {config.max_text_chars} are read"
+        )
+    options = TextOptions.from_kwargs(rubric)
+    pred = normalize_text(predict, options)
+    best = max(similarity(pred, normalize_text(t, options)) for t in texts)
+    if not pred and best < 1.0:
+        return VerifyResult(0.0, "ok", "the prediction is empty", "text_verify")
+    which = "the target" if len(texts) == 1 else f"the best of {len(texts)} candidates"
+    return VerifyResult(best, "ok", f"normalized edit similarity {best:.4f} to {which}", "text_verify")
