@@ -25,7 +25,7 @@ from rapidfuzz.process import cdist
 from verifiers.config import VerifyConfig
 from verifiers.matching import matched_score
 from verifiers.result import PredictionError, TargetError, VerifyResult
-from verifiers.text import TextOptions, normalize_text
+from verifiers.text import TextOptions, normalize_text, targets_or_candidates
 
 
 def _check_items(items: Sequence[str], config: VerifyConfig, error: type[Exception], what: str) -> None:
@@ -46,15 +46,7 @@ def list_score(pred: Sequence[str], target: Sequence[str]) -> float:
 
 def check_list(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
     """Score a predicted list against the target list or candidate lists (see the module docstring)."""
-    has_target = rubric.get("target") is not None
-    has_candidates = rubric.get("candidates") is not None
-    if has_target == has_candidates:
-        raise TargetError("give exactly one of target=[...] or candidates=[[...], ...]")
-    lists = [rubric["target"]] if has_target else list(rubric["candidates"])
-    if not lists:
-        raise TargetError("candidates is empty; give at least one candidate list")
-    if len(lists) > config.max_candidates:
-        raise TargetError(f"{len(lists)} candidate lists given; at most {config.max_candidates} are allowed")
+    lists = targets_or_candidates(rubric, config.max_candidates)
     for target in lists:
         _check_items(target, config, TargetError, "a target list")
     predict = scoring["predict"]

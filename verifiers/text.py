@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -131,26 +131,28 @@ def similarity(a: str, b: str) -> float:
     return Levenshtein.normalized_similarity(a, b)
 
 
-def target_texts(rubric: Mapping[str, Any], limit: int, max_candidates: int) -> Sequence[str]:
-    """The target, or the candidates, of a validated rubric-side call; exactly one of the two must be given."""
+def targets_or_candidates(rubric: Mapping[str, Any], max_candidates: int) -> list[Any]:
+    """The one target, or the candidates, of a validated rubric-side call; exactly one of the two must be given.
+
+    Shared by text_verify (targets are strings) and list_verify (targets are lists).
+    """
     has_target = rubric.get("target") is not None
-    has_candidates = rubric.get("candidates") is not None
-    if has_target == has_candidates:
+    if has_target == (rubric.get("candidates") is not None):
         raise TargetError("give exactly one of target=... or candidates=[...]")
-    texts = [rubric["target"]] if has_target else list(rubric["candidates"])
-    if not texts:
+    targets = [rubric["target"]] if has_target else list(rubric["candidates"])
+    if not targets:
         raise TargetError("candidates is empty; give at least one candidate")
-    if len(texts) > max_candidates:
-        raise TargetError(f"{len(texts)} candidates given; at most {max_candidates} are allowed")
-    for text in texts:
-        if len(text) > limit:
-            raise TargetError(f"a target text has {len(text)} characters; at most {limit} are allowed")
-    return texts
+    if len(targets) > max_candidates:
+        raise TargetError(f"{len(targets)} candidates given; at most {max_candidates} are allowed")
+    return targets
 
 
 def check_text(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
     """Score a prediction string against the target or candidates (see the module docstring)."""
-    texts = target_texts(rubric, config.max_text_chars, config.max_candidates)
+    texts = targets_or_candidates(rubric, config.max_candidates)
+    for text in texts:
+        if len(text) > config.max_text_chars:
+            raise TargetError(f"a target text has {len(text)} characters; at most {config.max_text_chars}")
     predict = scoring["predict"]
     if len(predict) > config.max_text_chars:
         raise PredictionError(
