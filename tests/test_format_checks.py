@@ -1,0 +1,77 @@
+"""The format-mask detectors: repetition loops and language mixing, with the cases they must not flag."""
+
+import pytest
+
+from genrm.format_checks import FormatConfig, find_language_mixing, find_repetition_loop, format_violations
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let me compute. " + "I think the answer is B. " * 8,
+        "The answer is " + "very " * 60,
+        "Result: " + "42, 42, 42, 42, " * 12,
+        "First part is fine. " + "我们重复这句话。" * 10,
+    ],
+)
+def test_loops_are_found(text):
+    assert find_repetition_loop(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " ".join(f"Step {i}: add {i} to the total, giving {i * (i + 1) // 2}." for i in range(1, 30)),
+        "| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(40)),
+        "The quick brown fox jumps over the lazy dog. " * 3,  # three copies: below min_repeats
+        "short",
+        "",
+    ],
+)
+def test_ordinary_text_is_not_a_loop(text):
+    assert find_repetition_loop(text) is None
+
+
+def test_loop_thresholds_are_configurable():
+    text = "The quick brown fox jumps over the lazy dog. " * 3
+    assert find_repetition_loop(text, FormatConfig(min_repeats=3, min_loop_tokens=20)) is not None
+
+
+@pytest.mark.parametrize(
+    "response, prompt, references",
+    [
+        (
+            "The answer is 42. 这是一个很长的中文句子，它不应该出现在英文回答里面。我们继续写更多的中文。",
+            "What is it?",
+            [],
+        ),
+        ("答案是四十二，因为图表中的柱子高度显示了这个数值。", "What is the value in the chart?", []),
+        ("Ответ: сорок два, потому что так написано на графике.", "What is the value?", []),
+    ],
+)
+def test_mixing_is_found(response, prompt, references):
+    assert find_language_mixing(response, prompt, references) is not None
+
+
+@pytest.mark.parametrize(
+    "response, prompt, references",
+    [
+        ("The sign says 北京欢迎你, which means Beijing welcomes you.", "Read the sign.", ["北京欢迎你"]),
+        ("We have $\\alpha + \\beta = \\gamma$ and α = 2, so the answer is 4.", "Find alpha.", []),
+        ("The city is 東京 (Tokyo), the capital of Japan.", "Which city is the capital?", []),  # 2 letters
+        ("答案是42。", "图中的数值是多少？", []),
+        ("The answer is 42.", "", []),
+    ],
+)
+def test_mixing_is_not_flagged(response, prompt, references):
+    assert find_language_mixing(response, prompt, references) is None
+
+
+def test_format_violations_collects_both_and_can_be_turned_off():
+    text = "这是中文。" * 20 + " I think so." * 20
+    found = format_violations(text, "What is it?")
+    assert any(v.startswith("repetition loop") for v in found)
+    assert any(v.startswith("language mixing") for v in found)
+    assert (
+        format_violations(text, "What is it?", config=FormatConfig(check_repetition=False, check_language=False)) == []
+    )
