@@ -24,6 +24,7 @@ from typing import Any
 
 from genrm.schemas import Criterion, Rubric, SectionName
 from verifiers import REGISTRY, VerifierError, parse_call, run_verifier
+from verifiers.registry import empty_prediction
 
 _CALL_SHAPE = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*\(.*\)\s*$", re.DOTALL)
 
@@ -147,8 +148,7 @@ def plan_criterion(section: SectionName, index: int, criterion: Criterion) -> Cr
     except VerifierError as exc:
         raise RubricError([(path, str(exc))]) from None
     kwargs = call.as_dict()
-    empty = {"predict": ""} if call.name in ("text_verify", "expr_verify", "time_verify") else {"predict": []}
-    checked = run_verifier(call.name, kwargs, empty)
+    checked = run_verifier(call.name, kwargs, empty_prediction(REGISTRY[call.name]))
     if checked.status in ("unparseable_target", "bad_call", "error"):
         raise RubricError([(path, checked.reason)])
     return CriterionPlan(section, index, criterion, call.name, MappingProxyType(kwargs))

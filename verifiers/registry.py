@@ -314,17 +314,22 @@ def run_verifier(
             # The rubric side must still be sound for a 0 to be a verdict: check it with an empty prediction,
             # which raises TargetError for a bad target and is otherwise cheap (no expression worker is involved).
             try:
-                spec.check(rubric, _empty_prediction(spec), config)
+                spec.check(rubric, empty_prediction(spec), config)
             except PredictionError:
                 pass
             raise exc
         return spec.check(rubric, scoring, config)
     except VerifierError as exc:
-        return failed(exc.status, str(exc), name if name in REGISTRY else None)
+        return failed(exc.status, str(exc), _known(name))
     except Exception as exc:  # noqa: BLE001 - an unexpected failure is reported, never turned into a score
-        return failed("error", f"{type(exc).__name__} in {name}: {str(exc)[:200]}", name if name in REGISTRY else None)
+        return failed("error", f"{type(exc).__name__} in {name!r:.60}: {str(exc)[:200]}", _known(name))
 
 
-def _empty_prediction(spec: VerifierSpec) -> dict[str, Any]:
+def _known(name: object) -> str | None:
+    return name if isinstance(name, str) and name in REGISTRY else None
+
+
+def empty_prediction(spec: VerifierSpec) -> dict[str, Any]:
+    """Scoring-side keywords meaning "no prediction" ('' or []), used to check a rubric side on its own."""
     empty: dict[str, Any] = {"str": "", "str_list": (), "coords": []}
     return {p.name: (empty.get(p.kind) if p.required else p.default) for p in spec.scoring_params}
