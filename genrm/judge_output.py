@@ -1,0 +1,174 @@
+"""Reading the judge's answer: find the JSON, check it against the rubric, and classify every failure.
+
+The judge is asked for one JSON object (``genrm.schemas.JudgeOutput``). Models wrap it in code fences, put a
+reasoning block (``<think>...</think>``) before it, or add text after it; all of that is accepted. What is found is
+then checked against the rubric's execution plan, criterion by criterion. Failures are never hidden, and never turned
+into a credit; each has a class:
+
+- ``not_json``: no JSON object could be read from the output;
+- ``schema``: the object lacks a required field, has one of the wrong type, or a fuzzy credit outside {0, 0.5, 1};
+- ``criterion_mismatch``: the sections hold a different number of criteria than the rubric, or a criterion's text is
+  not the rubric's (compared after normalizing case and white space, with a similarity of at least 0.8);
+- ``wrong_path``: a number where the rubric asks for a verifier call, or a call where it asks for a credit;
+- ``wrong_verifier``: a call to another verifier than the criterion's;
+- ``bad_call``: a call string that does not parse, or uses keywords the scoring side does not take.
+
+The first three concern the whole output (no criterion is usable); the last three concern one criterion, and the
+others remain usable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import ValidationError
+from rapidfuzz.distance import Levenshtein
+
+from genrm.rubric import CriterionPlan
+from genrm.schemas import SECTIONS, JudgedCriterion, JudgeOutput
+from verifiers import BadCallError, VerifierError, parse_call
+
+FailureClass = Literal["not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call"]
+
+FUZZY_CREDITS: frozenset[float] = frozenset({0.0, 0.5, 1.0})
+MAX_OUTPUT_CHARS = 200_000
+_MAX_JSON_STARTS = 64
+_MIN_CRITERION_SIMILARITY = 0.8
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionJudgement:
+    """The judge's answer on one criterion, checked against its plan.
+
+    Exactly one of ``credit`` (fuzzy) and ``call`` (verifiable) is set when ``failure`` is None.
+    """
+
+    plan: CriterionPlan
+    rationale: str = ""
+    credit: float | None = None
+    call: str | None = None
+    failure: FailureClass | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedJudgement:
+    """The whole judge output, checked: a whole-output failure, or one judgement per rubric criterion."""
+
+    failure: FailureClass | None
+    reason: str
+    thought: str = ""
+    criteria: list[CriterionJudgement] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the output and every criterion in it were read without failure."""
+        return self.failure is None and all(c.failure is None for c in self.criteria)
+
+
+def _strip_reasoning(text: str) -> str:
+    text = _THINK.sub(" ", text)
+    if "</think>" in text.lower():  # an opening tag cut off by the prompt template: keep what follows the close
+        text = text[text.lower().rindex("</think>") + len("</think>") :]
+    return text
+
+
+def extract_json_object(text: str) -> dict | None:
+    """The judge's JSON object in ``text``: the last fenced block that holds one, else the first object that parses.
+
+    Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
+    from at most 64 opening braces.
+    """
+    text = _strip_reasoning(text[:MAX_OUTPUT_CHARS])
+    for block in reversed(_FENCE.findall(text)):
+        try:
+            value = json.loads(block)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    start, tried = text.find("{"), 0
+    while start != -1 and tried < _MAX_JSON_STARTS:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value
+        start, tried = text.find("{", start + 1), tried + 1
+    return None
+
+
+def _normalized(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgement:
+    base = {"plan": plan, "rationale": item.rationale}
+    expected = _normalized(plan.criterion.criterion)
+    if Levenshtein.normalized_similarity(_normalized(item.criterion), expected) < _MIN_CRITERION_SIMILARITY:
+        reason = f"{plan.path} copies criterion {item.criterion!r:.80} instead of the rubric's"
+        return CriterionJudgement(**base, failure="criterion_mismatch", reason=reason)
+    credit = item.credit
+    if plan.verifier is None:
+        if isinstance(credit, str):
+            try:
+                credit = float(credit)
+            except ValueError:
+                reason = f"{plan.path} is a fuzzy criterion: credit must be 0, 0.5 or 1, not a call or text"
+                return CriterionJudgement(**base, failure="wrong_path", reason=reason)
+        if credit not in FUZZY_CREDITS:
+            reason = f"{plan.path}: credit {credit!r} is not 0, 0.5 or 1"
+            return CriterionJudgement(**base, failure="schema", reason=reason)
+        return CriterionJudgement(**base, credit=float(credit), reason="fuzzy credit")
+    if not isinstance(credit, str):
+        reason = f"{plan.path} is verifiable: credit must be a {plan.verifier}(predict=...) call, not {credit!r}"
+        return CriterionJudgement(**base, failure="wrong_path", reason=reason)
+    try:
+        call = parse_call(credit, side="scoring")
+    except BadCallError as exc:
+        if str(exc).startswith("unknown verifier"):
+            return CriterionJudgement(**base, failure="wrong_verifier", reason=f"{plan.path}: {exc}")
+        return CriterionJudgement(**base, failure="bad_call", reason=f"{plan.path}: {exc}")
+    except VerifierError as exc:
+        return CriterionJudgement(**base, failure="bad_call", reason=f"{plan.path}: {exc}")
+    if call.name != plan.verifier:
+        reason = f"{plan.path} calls {call.name}; the rubric asks for {plan.verifier}"
+        return CriterionJudgement(**base, failure="wrong_verifier", reason=reason)
+    return CriterionJudgement(**base, call=credit, reason=f"{call.name} call")
+
+
+def parse_judge_output(text: str, plans: Sequence[CriterionPlan]) -> ParsedJudgement:
+    """Read a judge's raw output against the rubric's plans (essential first). Never raises on any string."""
+    if not isinstance(text, str):
+        return ParsedJudgement("not_json", f"the judge output is a {type(text).__name__}, not text")
+    raw = extract_json_object(text)
+    if raw is None:
+        return ParsedJudgement("not_json", "no JSON object found in the judge output")
+    try:
+        output = JudgeOutput.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'output'}: {e['msg']}" for e in exc.errors(include_url=False)[:5]
+        )
+        return ParsedJudgement("schema", f"the JSON does not follow the scoring schema: {problems}")
+    expected = {section: [p for p in plans if p.section == section] for section in SECTIONS}
+    for section in SECTIONS:
+        got, want = len(getattr(output, section)), len(expected[section])
+        if got != want:
+            reason = f"{section} has {got} criteria; the rubric has {want}"
+            return ParsedJudgement("criterion_mismatch", reason, output.thought)
+    judged = [
+        _check_item(plan, item)
+        for section in SECTIONS
+        for plan, item in zip(expected[section], getattr(output, section), strict=True)
+    ]
+    return ParsedJudgement(None, "read", output.thought, judged)
