@@ -1,0 +1,62 @@
+"""Execution: turn a checked judge output into one raw score per criterion.
+
+A verifiable criterion's scoring-side call (from the judge) is joined with its hidden rubric-side arguments (from the
+rubric plan) and run by the verifier library; a fuzzy criterion's credit (0, 0.5 or 1) is its score. A criterion the
+judge failed on, or whose check could not judge (a bad target, an internal error), has score ``None`` and says why:
+it is never silently counted as 0 or 1. An unreadable prediction and a check past the deadline are verdicts of the
+verifier and score 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from genrm.judge_output import CriterionJudgement, ParsedJudgement
+from genrm.rubric import CriterionPlan
+from verifiers import VerifyConfig, parse_call, run_verifier
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionScore:
+    """The raw score of one criterion on one response, with where it came from.
+
+    Attributes:
+        plan: the criterion and how it is executed.
+        score: raw score in [0, 1], or None when nothing was judged.
+        status: ``ok``, a verifier status (``unparseable_pred``, ``timeout``, ...), or a judge failure class.
+        reason: one sentence on how the score came about or what went wrong.
+        extracted: the judge's call string or credit, as given.
+    """
+
+    plan: CriterionPlan
+    score: float | None
+    status: str
+    reason: str
+    extracted: str | float | None = None
+
+
+def _run_call(plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None) -> CriterionScore:
+    # The parser has checked that the call parses and names the plan's verifier; parsing again hits its cache.
+    prediction = parse_call(str(judged.call), side="scoring")
+    result = run_verifier(str(plan.verifier), plan.target_kwargs, prediction.as_dict(), config)
+    score = result.score if result.is_verdict else None
+    return CriterionScore(plan, score, result.status, result.reason, judged.call)
+
+
+def execute(
+    parsed: ParsedJudgement, plans: Sequence[CriterionPlan], config: VerifyConfig | None = None
+) -> list[CriterionScore]:
+    """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring)."""
+    if parsed.failure is not None:
+        return [CriterionScore(plan, None, parsed.failure, parsed.reason) for plan in plans]
+    scores = []
+    for plan, judged in zip(plans, parsed.criteria, strict=True):
+        if judged.failure is not None:
+            extracted = judged.call if judged.call is not None else judged.credit
+            scores.append(CriterionScore(plan, None, judged.failure, judged.reason, extracted))
+        elif plan.verifier is None:
+            scores.append(CriterionScore(plan, judged.credit, "ok", f"judge credit {judged.credit:g}", judged.credit))
+        else:
+            scores.append(_run_call(plan, judged, config))
+    return scores
