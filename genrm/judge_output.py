@@ -30,7 +30,7 @@ from rapidfuzz.distance import Levenshtein
 
 from genrm.rubric import CriterionPlan
 from genrm.schemas import SECTIONS, JudgedCriterion, JudgeOutput
-from verifiers import BadCallError, VerifierError, parse_call
+from verifiers import UnknownVerifierError, VerifierError, parse_call
 
 FailureClass = Literal["not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call"]
 
@@ -134,10 +134,8 @@ def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgemen
         return CriterionJudgement(**base, failure="wrong_path", reason=reason)
     try:
         call = parse_call(credit, side="scoring")
-    except BadCallError as exc:
-        if str(exc).startswith("unknown verifier"):
-            return CriterionJudgement(**base, failure="wrong_verifier", reason=f"{plan.path}: {exc}")
-        return CriterionJudgement(**base, failure="bad_call", reason=f"{plan.path}: {exc}")
+    except UnknownVerifierError as exc:
+        return CriterionJudgement(**base, failure="wrong_verifier", reason=f"{plan.path}: {exc}")
     except VerifierError as exc:
         return CriterionJudgement(**base, failure="bad_call", reason=f"{plan.path}: {exc}")
     if call.name != plan.verifier:

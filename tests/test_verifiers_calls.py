@@ -2,7 +2,15 @@
 
 import pytest
 
-from verifiers import BadCallError, TargetError, VerifyConfig, parse_call, verify_call, verify_call_result
+from verifiers import (
+    BadCallError,
+    TargetError,
+    UnknownVerifierError,
+    VerifyConfig,
+    parse_call,
+    verify_call,
+    verify_call_result,
+)
 
 
 @pytest.mark.parametrize(
@@ -66,8 +74,9 @@ def test_errors_name_the_problem(reference, prediction, status, words):
 
 
 def test_float_api_raises_typed_errors_for_the_caller_s_mistakes():
-    with pytest.raises(BadCallError, match="unknown verifier"):
+    with pytest.raises(UnknownVerifierError, match="unknown verifier"):
         verify_call("nope_verify(target='a')", "nope_verify(predict='a')")
+    assert issubclass(UnknownVerifierError, BadCallError)
     with pytest.raises(TargetError, match="must be a string"):
         verify_call("text_verify(target=1)", "text_verify(predict='a')")
     assert issubclass(BadCallError, ValueError)

@@ -27,6 +27,7 @@ from verifiers.result import (
     PredictionError,
     Status,
     TargetError,
+    UnknownVerifierError,
     VerifierError,
     VerifyResult,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "PredictionError",
     "Status",
     "TargetError",
+    "UnknownVerifierError",
     "VerifierError",
     "VerifierSpec",
     "VerifyConfig",

@@ -32,6 +32,7 @@ from verifiers.result import (
     BadCallError,
     PredictionError,
     TargetError,
+    UnknownVerifierError,
     VerifierError,
     VerifyResult,
     failed,
@@ -205,7 +206,7 @@ def get_spec(name: str) -> VerifierSpec:
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
-        raise BadCallError(f"unknown verifier {name!r:.60}; valid verifiers: {', '.join(REGISTRY)}") from None
+        raise UnknownVerifierError(f"unknown verifier {name!r:.60}; valid verifiers: {', '.join(REGISTRY)}") from None
 
 
 def render_specs(names: Iterable[str] | None = None) -> str:

@@ -65,6 +65,10 @@ class BadCallError(VerifierError):
     status: Status = "bad_call"
 
 
+class UnknownVerifierError(BadCallError):
+    """A call names a verifier that is not in the registry."""
+
+
 class TargetError(VerifierError):
     """A rubric-side value (target, candidates, options, format) is invalid."""
 
