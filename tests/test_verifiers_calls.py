@@ -74,8 +74,10 @@ def test_errors_name_the_problem(reference, prediction, status, words):
 
 
 def test_float_api_raises_typed_errors_for_the_caller_s_mistakes():
-    with pytest.raises(UnknownVerifierError, match="unknown verifier"):
+    with pytest.raises(BadCallError, match="unknown verifier"):
         verify_call("nope_verify(target='a')", "nope_verify(predict='a')")
+    with pytest.raises(UnknownVerifierError, match="unknown verifier"):
+        parse_call("nope_verify(predict='a')")
     assert issubclass(UnknownVerifierError, BadCallError)
     with pytest.raises(TargetError, match="must be a string"):
         verify_call("text_verify(target=1)", "text_verify(predict='a')")
