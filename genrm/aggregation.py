@@ -131,7 +131,8 @@ def aggregate_response(
                         if slot.section == "essential" and s is not None]  # fmt: skip
     unscored = [i for i, s in enumerate(remapped) if s is None]
     if unscored:
-        notes.append(f"criteria {_numbers(unscored)} are unscored")
+        one = len(unscored) == 1
+        notes.append(f"{'criterion' if one else 'criteria'} {_numbers(unscored)} {'is' if one else 'are'} unscored")
         mask_known, reason = content_mask([s for _, s in scored_essential])
         # Only a failure among the scored essentials decides the mask without the unscored ones.
         mask = 0 if mask_known == 0 else None

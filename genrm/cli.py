@@ -3,6 +3,7 @@
     genrm verify "bbox_verify(target=[[531,118,892,435]])" "bbox_verify(predict=[[529,119,890,433]])"
     genrm verify --examples
     genrm verifiers [--only text_verify expr_verify] [--json]
+    genrm score datasets/examples/reward_core.jsonl -o rewards.jsonl [--backend rule]
 
 Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
 """
@@ -84,6 +85,32 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_score(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from genrm.judge import RuleJudge
+    from genrm.score_file import score_file
+    from genrm.scoring import ScoringConfig
+    from verifiers import VerifyConfig
+
+    config = ScoringConfig(
+        tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
+        verify=VerifyConfig(deadline_s=args.deadline),
+    )  # fmt: skip
+    judge = RuleJudge()
+    with contextlib.ExitStack() as stack:
+        try:
+            source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
+            sink = sys.stdout if args.output == "-" else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+        except OSError as exc:
+            print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
+            return 2
+        summary = score_file(source, sink, judge, config, progress=not args.quiet)
+    if not args.quiet:
+        print(summary.table(), file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``genrm`` command and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -116,6 +143,30 @@ def make_parser() -> argparse.ArgumentParser:
     listing.add_argument("--only", nargs="+", metavar="NAME", help="only these verifiers")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
+
+    score = sub.add_parser(
+        "score",
+        help="score an instance JSONL file: one reward line per instance",
+        description="Score every instance of a JSONL file (prompt, rubric, responses) and write one line per "
+        "instance with its rewards (null where a reward depends on an unscored criterion) and a record per "
+        "response. A bad line gets an error line and the others are still scored. Exit code 1 when any line "
+        "failed, 2 on a usage error.",
+    )
+    score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
+    score.add_argument("-o", "--output", default="-", metavar="OUTPUT.jsonl", help="default: standard output")
+    score.add_argument(
+        "--backend", choices=["rule"], default="rule",
+        help="rule: read final answers by fixed rules; fuzzy criteria stay unscored (default)",
+    )  # fmt: skip
+    score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
+    score.add_argument(
+        "--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"], default="minimal",
+        help="what a model judge sees of the rubric (default: minimal)",
+    )  # fmt: skip
+    score.add_argument("--no-format-check", action="store_true", help="turn off the repetition/language mask")
+    score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
+    score.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    score.set_defaults(handler=_cmd_score)
     return parser
 
 

@@ -14,7 +14,8 @@ into a credit; each has a class:
 - ``bad_call``: a call string that does not parse, or uses keywords the scoring side does not take.
 
 The first three concern the whole output (no criterion is usable); the last three concern one criterion, and the
-others remain usable.
+others remain usable. One more class, ``unscored``, is set by a backend that does not judge a kind of criterion at all
+(the ``rule`` backend and fuzzy criteria): nothing went wrong, but there is no score either.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from genrm.rubric import CriterionPlan
 from genrm.schemas import SECTIONS, JudgedCriterion, JudgeOutput
 from verifiers import UnknownVerifierError, VerifierError, parse_call
 
-FailureClass = Literal["not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call"]
+FailureClass = Literal[
+    "not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "unscored"
+]
 
 FUZZY_CREDITS: frozenset[float] = frozenset({0.0, 0.5, 1.0})
 MAX_OUTPUT_CHARS = 200_000

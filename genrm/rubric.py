@@ -26,7 +26,9 @@ from genrm.schemas import Criterion, Rubric, SectionName
 from verifiers import REGISTRY, VerifierError, parse_call, run_verifier
 from verifiers.registry import empty_prediction
 
-_CALL_SHAPE = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*\(.*\)\s*$", re.DOTALL)
+# A call: an identifier glued to "(" that opens with a keyword (or closes at once), or any "<name>_verify(". Ground
+# truth such as "Arachnids (class Arachnida)" or "f(x) = x^2" stays text.
+_CALL_SHAPE = re.compile(r"^\s*(?:[A-Za-z_]\w*\(\s*(?:[A-Za-z_]\w*\s*=|\)).*|\w+_verify\s*\(.*)\)\s*$", re.DOTALL)
 
 ALL_VERIFIERS: frozenset[str] = frozenset(REGISTRY)
 

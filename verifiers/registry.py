@@ -94,15 +94,20 @@ class VerifierSpec:
         """The call signature of one side, e.g. ``bbox_verify(predict: List[List[int]])``."""
         return f"{self.name}({', '.join(p.signature() for p in self.params(side))})"
 
-    def render(self) -> str:
-        """A plain-text block for prompts: both signatures, the return value and the usage rules."""
-        return (
-            f"{self.name}\n"
-            f"  rubric side:  {self.signature('rubric')}\n"
-            f"  scoring side: {self.signature('scoring')}\n"
-            f"  returns: {self.returns}\n"
-            f"  use: {self.usage}"
-        )
+    def render(self, side: Side | None = None) -> str:
+        """A plain-text block for prompts: the signatures (both, or one ``side``), the return value, the usage rules.
+
+        The scoring side alone is what a judge needs: it extracts the prediction and never sees the rubric side.
+        """
+        lines = [self.name]
+        if side in (None, "rubric"):
+            lines.append(f"  rubric side:  {self.signature('rubric')}")
+        if side in (None, "scoring"):
+            lines.append(f"  scoring side: {self.signature('scoring')}")
+            if side == "scoring":
+                lines.extend(f"    {p.name}: {p.help}" for p in self.scoring_params if p.help)
+        lines += [f"  returns: {self.returns}", f"  use: {self.usage}"]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (for ``genrm verifiers --json`` and API documentation)."""
@@ -209,10 +214,13 @@ def get_spec(name: str) -> VerifierSpec:
         raise UnknownVerifierError(f"unknown verifier {name!r:.60}; valid verifiers: {', '.join(REGISTRY)}") from None
 
 
-def render_specs(names: Iterable[str] | None = None) -> str:
-    """The prompt block describing the given verifiers (all of them by default), in registry order."""
+def render_specs(names: Iterable[str] | None = None, side: Side | None = None) -> str:
+    """The prompt block describing the given verifiers (all of them by default), in the order given.
+
+    ``side`` limits each block to the rubric-side or the scoring-side signature (default: both).
+    """
     wanted = list(REGISTRY) if names is None else list(dict.fromkeys(names))
-    return "\n\n".join(get_spec(name).render() for name in wanted)
+    return "\n\n".join(get_spec(name).render(side) for name in wanted)
 
 
 def _literal_list(value: str) -> Any:

@@ -1,0 +1,117 @@
+"""The JSON schema of one judge answer, built per request from the rubric, for constrained decoding.
+
+Backends that constrain generation to a JSON schema (SGLang and vLLM through ``response_format`` of type
+``json_schema``, with XGrammar or Outlines) can then only produce an answer that :func:`genrm.judge_output.
+parse_judge_output` reads without a schema failure:
+
+- ``thought`` first, then ``essential`` and ``additional`` with exactly the rubric's criteria, in order
+  (``prefixItems`` with ``items: false`` and equal ``minItems``/``maxItems``);
+- each ``criterion`` is the rubric's text as a ``const`` (a constrained decoder fills it without sampling);
+- a fuzzy criterion's ``credit`` is one of 0, 0.5, 1; a verifiable one's is a string matching a call of that
+  criterion's verifier with literal arguments of the right shape (:func:`call_pattern`);
+- ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from genrm.rubric import CriterionPlan
+from genrm.schemas import SECTIONS
+from verifiers import REGISTRY
+
+DEFAULT_MAX_THOUGHT_CHARS = 400
+DEFAULT_MAX_RATIONALE_CHARS = 200
+
+# Literal pieces of a scoring-side call, as regular expressions over the call string. Strings are double-quoted
+# with the escapes that Python and JSON read alike; numbers are plain decimals.
+_STR = r'"(?:[^"\\\n]|\\["\\nrt/]|\\u[0-9a-fA-F]{4})*"'
+_NUM = r"-?\d{1,6}(?:\.\d{1,6})?"
+_SEP = r",\s?"
+_STR_LIST = rf"\[(?:{_STR}(?:{_SEP}{_STR})*)?\]"
+_KIND_PATTERNS: dict[str, str] = {
+    "str": _STR,
+    "str_list": _STR_LIST,
+}
+
+
+def _coords_pattern(size: int) -> str:
+    shape = rf"\[{_NUM}(?:{_SEP}{_NUM}){{{size - 1}}}\]"
+    return rf"\[(?:{shape}(?:{_SEP}{shape})*)?\]"
+
+
+def call_pattern(verifier: str) -> str:
+    """A regular expression (anchored) for the scoring-side calls of ``verifier`` that the schema allows.
+
+    Required keywords come first in signature order, optional ones may follow; values are literals of the keyword's
+    kind (a boxes list has 4 numbers per item, a points list 2).
+    """
+    spec = REGISTRY[verifier]
+    pieces: list[str] = []
+    for param in spec.scoring_params:
+        if param.kind == "coords":
+            value = _coords_pattern(4 if verifier == "bbox_verify" else 2)
+        else:
+            value = _KIND_PATTERNS[param.kind]
+        piece = f"{param.name}={value}"
+        if param.required:
+            pieces.append(piece if not pieces else f"{_SEP}{piece}")
+        else:
+            pieces.append(f"(?:{_SEP}{piece})?")
+    return rf"^{verifier}\({''.join(pieces)}\)$"
+
+
+def _item_schema(plan: CriterionPlan, max_rationale_chars: int) -> dict[str, Any]:
+    if plan.verifier is None:
+        credit: dict[str, Any] = {"enum": [0, 0.5, 1]}
+    else:
+        credit = {"type": "string", "pattern": call_pattern(plan.verifier)}
+    return {
+        "type": "object",
+        "properties": {
+            "criterion": {"const": plan.criterion.criterion},
+            "rationale": {"type": "string", "maxLength": max_rationale_chars},
+            "credit": credit,
+        },
+        "required": ["criterion", "rationale", "credit"],
+        "additionalProperties": False,
+    }
+
+
+def scoring_json_schema(
+    plans: Sequence[CriterionPlan],
+    max_thought_chars: int = DEFAULT_MAX_THOUGHT_CHARS,
+    max_rationale_chars: int = DEFAULT_MAX_RATIONALE_CHARS,
+) -> dict[str, Any]:
+    """The JSON schema (draft 2020-12) of the judge's answer for a rubric (see the module docstring).
+
+    Args:
+        plans: the rubric's plans, as the judge's output will be read (``genrm.prompts.exposed_plans``).
+        max_thought_chars: upper bound on the ``thought`` field, in characters.
+        max_rationale_chars: upper bound on each ``rationale``, in characters.
+    """
+    properties: dict[str, Any] = {"thought": {"type": "string", "maxLength": max_thought_chars}}
+    for section in SECTIONS:
+        items = [_item_schema(p, max_rationale_chars) for p in plans if p.section == section]
+        array: dict[str, Any] = {"type": "array", "minItems": len(items), "maxItems": len(items)}
+        if items:
+            array["prefixItems"] = items
+        array["items"] = False
+        properties[section] = array
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "JudgeOutput",
+        "type": "object",
+        "properties": properties,
+        "required": ["thought", *SECTIONS],
+        "additionalProperties": False,
+    }
+
+
+def response_format(plans: Sequence[CriterionPlan], **limits: int) -> dict[str, Any]:
+    """The OpenAI-style ``response_format`` for a chat request constrained to :func:`scoring_json_schema`."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "judge_output", "schema": scoring_json_schema(plans, **limits)},
+    }

@@ -1,0 +1,183 @@
+"""From an instance to its rewards: plan the rubric, judge the group, execute, aggregate, and explain.
+
+One :class:`InstanceResult` per instance (one output line of ``genrm score``): the reward of each response (``None``
+when it depends on a criterion nobody scored) and a :class:`ResponseRecord` per response that says, criterion by
+criterion and mask by mask, how the reward came about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from genrm.aggregation import CriterionSlot, aggregate_group
+from genrm.execution import CriterionScore, execute
+from genrm.format_checks import FormatConfig, format_violations
+from genrm.judge import GroupRequest, Judge
+from genrm.judge_output import ParsedJudgement
+from genrm.prompts import Exposure, check_exposure, exposed_plans
+from genrm.rubric import CriterionPlan, RubricError, RubricPolicy, plan_rubric
+from genrm.schemas import Instance
+from verifiers import VerifyConfig
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """How rewards are computed.
+
+    Attributes:
+        tau: remapping threshold in (0, 1) (eq. 2-3).
+        exposure: what the judge sees (``genrm.prompts``); ``minimal`` for training rewards.
+        format: thresholds of the format detectors; ``check_format=False`` turns the format mask off.
+        verify: the verifiers' deadline and bounds.
+        policy: which verifiers each task type may use.
+    """
+
+    tau: float = 0.5
+    exposure: Exposure = "minimal"
+    format: FormatConfig = field(default_factory=FormatConfig)
+    check_format: bool = True
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    policy: RubricPolicy = field(default_factory=RubricPolicy)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.tau < 1.0:
+            raise ValueError(f"tau must be in (0, 1), got {self.tau}")
+        check_exposure(self.exposure)
+
+
+class CriterionRecord(BaseModel):
+    """One criterion on one response: raw score, remapped score, and where they came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="where the criterion sits in the rubric, e.g. essential[0]")
+    criterion: str
+    weight: int
+    verifier: str | None = Field(description="the verifier that decided it; null for a fuzzy criterion")
+    score: float | None = Field(description="raw score in [0, 1]; null when unscored")
+    remapped: float | None = Field(description="score after group-wise remapping; null when unscored")
+    status: str = Field(description="ok, a verifier status, or a judge failure class (unscored, bad_call, ...)")
+    reason: str
+    extracted: str | float | None = Field(default=None, description="the judge's call string or credit")
+
+
+class ResponseRecord(BaseModel):
+    """How one response's reward came about."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    reward: float | None = Field(description="final reward in [0, 1]; null when it depends on unscored criteria")
+    base: float | None = Field(description="weighted sum of remapped scores before the masks")
+    content_mask: int | None
+    format_mask: int
+    length_ok: bool
+    format_violations: list[str]
+    judge_failure: str | None = Field(description="a failure of the whole judge output (not_json, schema, ...)")
+    judge_reason: str
+    criteria: list[CriterionRecord]
+    explanation: list[str]
+
+
+class InstanceResult(BaseModel):
+    """One output line of ``genrm score``: an instance's rewards and records, or the error that stopped it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None
+    rewards: list[float | None] | None
+    records: list[ResponseRecord] = Field(default_factory=list)
+    error: str | None = None
+    line: int | None = Field(default=None, description="1-based input line number, when read from a file")
+
+
+def _references(instance: Instance) -> list[str]:
+    # Scripts of the references are allowed in responses (a response may quote the text it was asked to read).
+    texts = [c.reference for _, _, c in instance.rubric.criteria()]
+    return texts + ([instance.reference_answer] if instance.reference_answer else [])
+
+
+def _criterion_record(score: CriterionScore, remapped: float | None) -> CriterionRecord:
+    plan = score.plan
+    return CriterionRecord(
+        path=plan.path,
+        criterion=plan.criterion.criterion,
+        weight=plan.criterion.weight,
+        verifier=plan.verifier,
+        score=score.score,
+        remapped=remapped,
+        status=score.status,
+        reason=score.reason,
+        extracted=score.extracted,
+    )
+
+
+def score_group(
+    instance: Instance,
+    plans: Sequence[CriterionPlan],
+    judgements: Sequence[ParsedJudgement],
+    config: ScoringConfig | None = None,
+) -> InstanceResult:
+    """Execute and aggregate the judge's judgements of an instance's responses (one per response, in order).
+
+    ``plans`` are the plans the judgements were read against (``genrm.prompts.exposed_plans``).
+    """
+    config = config or ScoringConfig()
+    responses = instance.responses
+    if len(judgements) != len(responses):
+        raise ValueError(f"{len(judgements)} judgements for {len(responses)} responses")
+    scores = [execute(parsed, plans, config.verify) for parsed in judgements]
+    references = _references(instance)
+    violations = [
+        format_violations(r, instance.prompt, references, config.format) if config.check_format else []
+        for r in responses
+    ]
+    limit = instance.max_response_chars
+    length_ok = [limit is None or len(r) <= limit for r in responses]
+    slots = [CriterionSlot(p.section, p.criterion.weight) for p in plans]
+    aggregates = aggregate_group(slots, [[s.score for s in row] for row in scores], violations, length_ok, config.tau)
+    records = [
+        ResponseRecord(
+            index=i,
+            reward=agg.reward,
+            base=agg.base,
+            content_mask=agg.content_mask,
+            format_mask=agg.format_mask,
+            length_ok=agg.length_ok,
+            format_violations=violations[i],
+            judge_failure=parsed.failure,
+            judge_reason=parsed.reason,
+            criteria=[_criterion_record(s, r) for s, r in zip(scores[i], agg.remapped, strict=True)],
+            explanation=agg.explanation,
+        )
+        for i, (parsed, agg) in enumerate(zip(judgements, aggregates, strict=True))
+    ]
+    return InstanceResult(id=instance.id, rewards=[agg.reward for agg in aggregates], records=records)
+
+
+def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
+    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards.
+
+    Raises RubricError when the rubric fails its checks (the caller reports it; nothing is scored).
+    """
+    config = config or ScoringConfig()
+    plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type, config.policy), config.exposure)
+    if not instance.responses:
+        return InstanceResult(id=instance.id, rewards=[], records=[])
+    request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
+    judgements = judge.judge_group(request)
+    return score_group(instance, plans, judgements, config)
+
+
+__all__ = [
+    "CriterionRecord",
+    "InstanceResult",
+    "ResponseRecord",
+    "RubricError",
+    "ScoringConfig",
+    "score_group",
+    "score_instance",
+]
