@@ -24,11 +24,13 @@ from verifiers import REGISTRY
 DEFAULT_MAX_THOUGHT_CHARS = 400
 DEFAULT_MAX_RATIONALE_CHARS = 200
 
-# Literal pieces of a scoring-side call, as regular expressions over the call string. Strings are double-quoted
-# with the escapes that Python and JSON read alike; numbers are plain decimals.
-_STR = r'"(?:[^"\\\n]|\\["\\nrt/]|\\u[0-9a-fA-F]{4})*"'
-_NUM = r"-?\d{1,6}(?:\.\d{1,6})?"
-_SEP = r",\s?"
+# Literal pieces of a scoring-side call, as regular expressions over the call string, written so that Python's
+# and ECMAScript's regex dialects (constrained decoders use the latter) read them alike: ASCII classes only, no \d
+# or \s (Unicode-aware in Python). Strings are double-quoted, without control characters, with the escapes Python
+# and JSON read alike; numbers are plain decimals.
+_STR = r'"(?:[^"\\\x00-\x1f]|\\["\\nrt]|\\u[0-9a-fA-F]{4})*"'
+_NUM = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,6})?"
+_SEP = r", ?"
 _STR_LIST = rf"\[(?:{_STR}(?:{_SEP}{_STR})*)?\]"
 _KIND_PATTERNS: dict[str, str] = {
     "str": _STR,

@@ -73,8 +73,9 @@ _SCORING_FIELDS = f"""For every checklist item, in the checklist's order and sec
   (tool items).
 - credit:
   - reference items: {_CREDIT_SCALE};
-  - tool items: the scoring-side tool call with the value the response states, e.g. expr_verify(predict="12"). Only
-    copy the value; do not judge whether it is right. When the response states no such value, call the tool with an
+  - tool items: the item's tool called on its scoring side with the value the response states, as a Python call
+    with literal arguments (a string in double quotes, a list in brackets). Only copy the value; do not judge
+    whether it is right. When the response states no such value, call the tool with an
     empty value ("" or []).
 Start with "thought": at most two sentences on the response as a whole."""
 _FUZZY_FIELDS = f"""For every checklist item, in the checklist's order and sections, output:
@@ -236,7 +237,7 @@ def _verifier_block(task_type: str | None, policy: RubricPolicy) -> str:
         return "No verifier is available for this task type: every reference is ground-truth text."
     return (
         "When an item's answer can be checked by one of these verifiers, write the reference as a Python call of "
-        'its rubric side, with the answer as the target (e.g. expr_verify(target="12")). Use only these:\n\n'
+        "its rubric side with literal arguments, the answer being its target. Use only these:\n\n"
         + render_specs(allowed, side="rubric")
     )
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
+
+from genrm.schemas import Instance
 
 
 def _cuda_available() -> bool:
@@ -21,3 +24,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+EXAMPLE_SET = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "reward_core.jsonl"
+
+
+@pytest.fixture(scope="session")
+def example_instances() -> list[Instance]:
+    """The shipped example set (``datasets/examples/reward_core.jsonl``), validated."""
+    return [Instance.model_validate_json(line) for line in EXAMPLE_SET.read_text(encoding="utf-8").splitlines()]

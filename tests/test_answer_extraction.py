@@ -1,0 +1,123 @@
+"""The rule backend's reader: which span is the final answer, and what each verifier reads from it."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genrm.answer_extraction import (
+    SHORT_RESPONSE_CHARS,
+    extract_coords,
+    extract_expr,
+    extract_list,
+    extract_prediction,
+    extract_time,
+    final_answer_span,
+)
+from verifiers import REGISTRY
+
+LONG = "We look at the figure and compare its parts with what the question asks for. " * 4
+
+
+@pytest.mark.parametrize(
+    "response, text, source",
+    [
+        ("so x = \\boxed{42}.", "42", "boxed"),
+        ("first \\boxed{1}, then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}", "boxed"),
+        ("\\boxed{\\{1, 2\\} \\cup \\{3\\}}", "\\{1, 2\\} \\cup \\{3\\}", "boxed"),
+        ("Final answer: 12\n\\boxed{7}", "7", "boxed"),  # boxed wins over an answer line
+        (LONG + "\nAnswer: 3\nFinal answer: 4", "4", "final_answer"),  # final answer wins over answer
+        (LONG + "\nThe final answer is B.", "B.", "final_answer"),
+        (LONG + "\nSo the answer is 12 apples.", "12 apples.", "answer"),
+        (LONG + "\nAnswer: 1\n" + LONG + "\nAnswer: 2", "2", "answer"),  # the last one
+        (LONG + "\nFinal answer:\n- red\n- blue\n\nThanks", "- red\n- blue", "final_answer"),
+        ("<think>Answer: 5</think>The result is 6.", "The result is 6.", "short_response"),
+        ("Tokyo", "Tokyo", "short_response"),
+    ],
+)
+def test_span_precedence(response, text, source):
+    span = final_answer_span(response)
+    assert span is not None and (span.text, span.source) == (text, source)
+
+
+@pytest.mark.parametrize(
+    "response",
+    ["", "   ", LONG, "<think>Answer: 5</think>" + LONG, "\\boxed{}", LONG + "\nFinal answer:\n\n", "x" * 201],
+)
+def test_no_final_answer(response):
+    assert final_answer_span(response) is None
+
+
+def test_short_response_limit():
+    assert final_answer_span("y" * SHORT_RESPONSE_CHARS) is not None
+    assert final_answer_span("y" * (SHORT_RESPONSE_CHARS + 1)) is None
+
+
+def test_unbalanced_boxed_falls_back():
+    assert final_answer_span("\\boxed{12 and then nothing\nAnswer: 3").text == "3"
+
+
+@pytest.mark.parametrize(
+    "span, value",
+    [
+        ("42", "42"), ("$\\frac{3}{4}$", "\\frac{3}{4}"), ("x = 6", "6"), ("12 apples.", "12"),
+        ("about 3.5 km", "3.5"), ("(B) Mercury", "(B) Mercury"), ("B.", "B"),
+        ("C. Carbon dioxide", "C. Carbon dioxide"),
+        ("**9\\pi**", "9\\pi"), ("\\sqrt{2}", "\\sqrt{2}"), ("1,234 people", "1,234"), ("no idea", "no idea"),
+    ],
+)  # fmt: skip
+def test_expr_values(span, value):
+    assert extract_expr(span) == value
+
+
+@pytest.mark.parametrize(
+    "span, value",
+    [
+        ("2:35 PM", "2:35 PM"), ("It was 14:35 sharp", "14:35"), ("15 March 2024", "15 March 2024"),
+        ("March 15, 2024", "March 15, 2024"), ("2024-03-15", "2024-03-15"), ("03/11/2025", "03/11/2025"),
+        ("June 2019", "June 2019"), ("6 pm", "6 pm"), ("tomorrow", "tomorrow"),
+    ],
+)  # fmt: skip
+def test_time_values(span, value):
+    assert extract_time(span) == value
+
+
+@pytest.mark.parametrize(
+    "span, items",
+    [
+        ("Bergen, Voss, Flam", ["Bergen", "Voss", "Flam"]),
+        ("red, white and blue", ["red", "white", "blue"]),
+        ("red and white", ["red", "white"]),
+        ("strawberries; sugar, cane; pectin", ["strawberries", "sugar, cane", "pectin"]),
+        ("- Strawberries\n- Sugar\n1. Pectin", ["Strawberries", "Sugar", "Pectin"]),
+        ('["Maria", "Okafor"]', ["Maria", "Okafor"]),
+        ('"Tokyo".', ["Tokyo"]),
+    ],
+)
+def test_list_values(span, items):
+    assert extract_list(span) == items
+
+
+def test_coordinates():
+    assert extract_coords("[1, 2, 3, 4] and (5.5, 6, 7, 8)", 4) == [[1, 2, 3, 4], [5.5, 6, 7, 8]]
+    assert extract_coords("[[201, 602], [449, 618]]", 2) == [[201, 602], [449, 618]]
+    assert extract_coords("[1, 2, 3, 4]", 2) == []  # a box is not two points
+    assert extract_coords("[1, 2]", 4) == []
+
+
+def test_no_span_gives_empty_predictions():
+    for name in REGISTRY:
+        value = extract_prediction(name, None)["predict"]
+        assert value in ("", [])
+    with pytest.raises(ValueError, match="no rule extraction"):
+        extract_prediction("color_verify", None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400) | st.builds("{}\\boxed{{{}}}{}".format, st.text(max_size=50), st.text(max_size=20),
+                                        st.text(max_size=20)))  # fmt: skip
+def test_any_text_yields_a_span_or_none_and_predictions_of_the_right_type(text):
+    span = final_answer_span(text)
+    assert span is None or (span.text.strip() and len(span.text) <= 5_000)
+    for name in REGISTRY:
+        value = extract_prediction(name, span)["predict"]
+        assert isinstance(value, str if name in ("text_verify", "expr_verify", "time_verify") else list)

@@ -1,0 +1,110 @@
+"""The per-rubric JSON schema: valid draft 2020-12, accepts exactly what the output parser reads without failure."""
+
+import json
+import re
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genrm.judge_output import parse_judge_output
+from genrm.output_schema import call_pattern, response_format, scoring_json_schema
+from genrm.prompts import exposed_plans
+from genrm.rubric import plan_rubric
+from genrm.schemas import Rubric
+from verifiers import REGISTRY, parse_call
+
+RUBRIC = Rubric.model_validate(
+    {
+        "essential": [
+            {"criterion": "Names the component that makes steam.", "reference": "The boiler", "weight": 3},
+            {"criterion": "Gives the component's box.", "reference": "bbox_verify(target=[[531, 118, 892, 435]])",
+             "weight": 2},
+        ],
+        "additional": [
+            {"criterion": "Reads the timer.", "reference": "time_verify(target='18:40', tformat='%H:%M')", "weight": 1}
+        ],
+    }
+)  # fmt: skip
+PLANS = plan_rubric(RUBRIC)
+SCHEMA = scoring_json_schema(PLANS)
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def _output(credits=(1, "bbox_verify(predict=[[529, 119, 890, 433]])", 'time_verify(predict="6:40 PM")'), **change):
+    items = [
+        {"criterion": p.criterion.criterion, "rationale": "seen in the last line", "credit": c}
+        for p, c in zip(PLANS, credits, strict=True)
+    ]
+    value = {"thought": "short", "essential": items[:2], "additional": items[2:]}
+    value.update(change)
+    return value
+
+
+def test_schema_is_valid_draft_2020_12_and_accepts_a_good_output():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    VALIDATOR.validate(_output())
+    assert parse_judge_output(json.dumps(_output()), PLANS).ok
+    assert response_format(PLANS)["json_schema"]["schema"] == SCHEMA
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        _output(credits=(0.3, "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
+        _output(credits=("1", "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
+        _output(credits=(1, 0.5, 'time_verify(predict="1:00")')),
+        _output(credits=(1, "point_verify(predict=[[1, 2]])", 'time_verify(predict="1:00")')),
+        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3]])", 'time_verify(predict="1:00")')),
+        _output(credits=(1, "bbox_verify(target=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
+        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict=__import__('os'))")),
+        _output(additional=[]),
+        _output(thought="x" * 401),
+        _output(extra=1),
+        {"essential": _output()["essential"], "additional": _output()["additional"]},
+    ],
+    ids=["fuzzy-0.3", "fuzzy-string", "number-for-call", "wrong-verifier", "short-box", "rubric-side",
+         "code", "missing-criterion", "long-thought", "extra-field", "no-thought"],
+)  # fmt: skip
+def test_schema_rejects_what_the_parser_would_reject(output):
+    assert not VALIDATOR.is_valid(output)
+
+
+def test_criterion_text_is_fixed():
+    output = _output()
+    output["essential"][0]["criterion"] = "Something else."
+    assert not VALIDATOR.is_valid(output)
+
+
+@pytest.mark.parametrize("verifier", list(REGISTRY))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_call_the_pattern_allows_parses(verifier, data):
+    call = data.draw(st.from_regex(call_pattern(verifier), fullmatch=True))
+    parsed = parse_call(call, side="scoring")
+    assert parsed.name == verifier
+
+
+def test_patterns_accept_the_calls_judges_write():
+    written = {
+        "text_verify": 'text_verify(predict="EMERGENCY EXIT")',
+        "expr_verify": 'expr_verify(predict="\\\\frac{3}{4}")',
+        "time_verify": 'time_verify(predict="6:40 PM", pformat="%I:%M %p")',
+        "list_verify": 'list_verify(predict=["Bergen", "Voss"])',
+        "bbox_verify": "bbox_verify(predict=[[529, 119, 890, 433], [1.5, 2, 3, 4]])",
+        "point_verify": "point_verify(predict=[])",
+    }
+    for verifier, call in written.items():
+        assert re.fullmatch(call_pattern(verifier), call), call
+
+
+def test_example_set_schemas(example_instances):
+    for instance in example_instances:
+        for exposure in ("minimal", "no_verifier"):
+            plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type), exposure)
+            schema = scoring_json_schema(plans)
+            jsonschema.Draft202012Validator.check_schema(schema)
+            sections = schema["properties"]
+            assert sections["essential"]["minItems"] == len(instance.rubric.essential)
+            assert sections["additional"]["maxItems"] == len(instance.rubric.additional)

@@ -1,0 +1,66 @@
+"""`genrm score` end to end, in a separate process: output lines, error lines, summary table, exit codes."""
+
+import json
+import subprocess
+import sys
+
+from conftest import EXAMPLE_SET
+
+GOOD = {
+    "id": "good",
+    "prompt": "What is 6 times 7?",
+    "rubric": {"essential": [{"criterion": "Gives the product.", "reference": "expr_verify(target='42')",
+                              "weight": 3}]},
+    "responses": ["\\boxed{42}", "\\boxed{41}"],
+}  # fmt: skip
+
+
+def _score(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "genrm", "score", *args]
+    return subprocess.run(command, capture_output=True, text=True, input=stdin, timeout=120)
+
+
+def test_bad_lines_get_error_lines_and_the_rest_is_scored(tmp_path):
+    bad_rubric = dict(GOOD, id="bad-rubric", rubric={"essential": [{"criterion": "Box.",
+                      "reference": "bbox_verify(target=[[1, 2]])", "weight": 3}]})  # fmt: skip
+    bad_weight = dict(GOOD, id="bad-weight", rubric={"essential": [{"criterion": "c", "reference": "r", "weight": 5}]})
+    lines = [json.dumps(GOOD), "{not json", "", json.dumps(bad_rubric), json.dumps(bad_weight), "[1, 2]",
+             json.dumps(dict(GOOD, id="good-2"))]  # fmt: skip
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    target = tmp_path / "out.jsonl"
+    done = _score(str(source), "-o", str(target))
+    assert done.returncode == 1, done.stderr
+    out = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [o["line"] for o in out] == [1, 2, 4, 5, 6, 7]  # the blank line 3 is skipped
+    assert out[0]["id"] == "good" and out[0]["rewards"] == [1.0, 0.0] and out[0]["error"] is None
+    assert out[0]["records"][0]["criteria"][0]["extracted"] == "expr_verify(predict='42')"
+    assert out[1]["rewards"] is None and out[1]["error"].startswith("invalid JSON:")
+    assert out[2]["id"] == "bad-rubric" and "invalid rubric: essential[0].reference" in out[2]["error"]
+    assert out[3]["id"] == "bad-weight" and "rubric.essential.0.weight" in out[3]["error"]
+    assert out[4]["error"] == "invalid instance: expected a JSON object"
+    assert out[5]["id"] == "good-2" and out[5]["rewards"] == [1.0, 0.0]
+    assert "instances" in done.stderr and "failed                  4" in done.stderr
+    assert "line 2: invalid JSON" in done.stderr
+
+
+def test_stdin_to_stdout_and_exit_code_zero():
+    done = _score("-", "--quiet", stdin=json.dumps(GOOD) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rewards"] == [1.0, 0.0]
+    assert done.stderr == ""
+
+
+def test_missing_input_is_a_usage_error(tmp_path):
+    done = _score(str(tmp_path / "absent.jsonl"))
+    assert done.returncode == 2 and "No such file" in done.stderr
+    assert _score("-", "--tau", "1.5", stdin="").returncode == 2
+
+
+def test_example_set_scores_without_errors(tmp_path):
+    target = tmp_path / "rewards.jsonl"
+    done = _score(str(EXAMPLE_SET), "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in target.read_text().splitlines()]
+    assert len(out) == len(EXAMPLE_SET.read_text().splitlines()) and all(o["error"] is None for o in out)
+    assert "reward unknown" in done.stderr and "criteria by status: ok" in done.stderr
