@@ -17,3 +17,4 @@ format:
 
 bench:
 	python benchmarks/verifiers.py
+	python benchmarks/reward_core.py

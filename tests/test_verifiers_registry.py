@@ -54,3 +54,12 @@ def test_to_dict_is_complete():
     assert described["scoring_params"][1] == {"name": "pformat", "type": "str", "required": False,
                                               "help": described["scoring_params"][1]["help"]}  # fmt: skip
     assert described["usage"] and described["returns"]
+
+
+def test_render_one_side():
+    scoring = render_specs(["time_verify"], side="scoring")
+    assert "scoring side: time_verify(predict: str, pformat: str = None)" in scoring
+    assert "rubric side" not in scoring and "tformat" not in scoring
+    assert "pformat: Python strptime format" in scoring  # the keywords a judge fills are explained
+    rubric = render_specs(["time_verify"], side="rubric")
+    assert "rubric side:  time_verify(target: str, tformat: str)" in rubric and "scoring side" not in rubric
