@@ -167,7 +167,22 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     score.set_defaults(handler=_cmd_score)
+    _register_plugins(sub)
     return parser
+
+
+def _register_plugins(sub: argparse._SubParsersAction) -> None:
+    # Subcommands of the packages built on this one (``serve`` from ``serving``) register through the
+    # ``genrm.commands`` entry-point group, so this package never imports them.
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group="genrm.commands"), key=lambda e: e.name):
+        try:
+            register = entry.load()
+        except ImportError as exc:  # an optional extra is not installed: say how to get the subcommand
+            sub.add_parser(entry.name, help=f"unavailable: {exc}; install the matching extra (e.g. .[serve])")
+            continue
+        register(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,3 +33,9 @@ EXAMPLE_SET = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "r
 def example_instances() -> list[Instance]:
     """The shipped example set (``datasets/examples/reward_core.jsonl``), validated."""
     return [Instance.model_validate_json(line) for line in EXAMPLE_SET.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop uvicorn serves with."""
+    return "asyncio"

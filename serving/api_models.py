@@ -1,0 +1,80 @@
+"""Request and response bodies of the reward server (pydantic; they are also its OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from genrm.schemas import Instance
+from genrm.scoring import InstanceResult
+
+
+class ScoreRequest(BaseModel):
+    """Groups to score: each is an instance of the reward core with the G responses to one prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    groups: list[Instance] = Field(min_length=1, description="one entry per prompt; remapping sees the whole group")
+
+
+class ScoreResponse(BaseModel):
+    """One result per group, in request order."""
+
+    groups: list[InstanceResult]
+
+
+class VerifyRequest(BaseModel):
+    """A rubric-side call and a scoring-side call of the same verifier."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reference: str = Field(min_length=1, max_length=200_000, examples=["bbox_verify(target=[[531, 118, 892, 435]])"])
+    prediction: str = Field(min_length=1, max_length=200_000, examples=["bbox_verify(predict=[[529, 119, 890, 433]])"])
+
+
+class VerifyResponse(BaseModel):
+    """The verifier's verdict: a score in [0, 1], its status and the reason."""
+
+    score: float
+    status: str
+    reason: str
+    verifier: str | None
+
+
+class RewardRequest(BaseModel):
+    """OpenRLHF's remote reward model request.
+
+    ``query`` holds prompt + response as the trainer formatted them, ``prompts`` the formatted prompts (the response
+    is what follows the prompt in the query), and ``labels`` one JSON instance per query (id, prompt, rubric, ...;
+    its ``responses`` are ignored). Queries whose labels share an ``id`` form one group for remapping.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    query: list[str] = Field(min_length=1)
+    prompts: list[str]
+    labels: list[str]
+
+
+class RewardResponse(BaseModel):
+    """OpenRLHF's remote reward model answer; ``extra_logs`` values are per query and averaged by the trainer."""
+
+    rewards: list[float]
+    scores: list[float]
+    extra_logs: dict[str, list[float]]
+
+
+class HealthResponse(BaseModel):
+    """Whether the server and its judge backend can take requests."""
+
+    status: str
+    backend: str
+    backend_reachable: bool
+    detail: str = ""
+
+
+class ErrorResponse(BaseModel):
+    """A request the server refused or could not serve; ``detail`` names the field or the cause."""
+
+    detail: Any

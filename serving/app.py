@@ -1,0 +1,347 @@
+"""The reward server: FastAPI in front of a judge backend, the verifier library and the reward core.
+
+    from serving.app import create_app
+    app = create_app(ServerSettings(backend="rule"))      # then: uvicorn.run(app, host=..., port=...)
+
+Endpoints (OpenAPI docs at ``/docs``):
+
+- ``POST /v1/score``: ``{"groups": [instance, ...]}`` → ``{"groups": [{"id", "rewards", "records"}, ...]}``; a group
+  is the G responses to one prompt, so the remapping sees the whole group.
+- ``POST /v1/verify``: ``{"reference", "prediction"}`` → ``{"score", "status", "reason", "verifier"}``.
+- ``POST /get_reward``: OpenRLHF's remote reward protocol (``{"query", "prompts", "labels"}`` →
+  ``{"rewards", "scores", "extra_logs"}``); each label is the JSON instance (with its rubric) of its query.
+- ``GET /health``: 200 when the backend can judge, 503 otherwise. ``GET /metrics``: Prometheus text.
+
+Errors: a body that does not validate, a limit exceeded or a rubric that fails its checks is a 4xx whose ``detail``
+names the field (``["body", "groups", 3, "rubric", "essential", 0, "reference"]``); nothing of such a request is
+judged. A judge backend that is down gives 503 with ``Retry-After``. A judge that answers but fails on a response
+gives that response a null reward and a record that says why; nothing is ever turned into a reward of 0 or 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import ValidationError
+
+from genrm import __version__
+from genrm.judge import GroupRequest
+from genrm.prompts import exposed_plans
+from genrm.rubric import CriterionPlan, RubricError, plan_rubric
+from genrm.schemas import Instance
+from genrm.scoring import InstanceResult, ScoringConfig, score_group
+from serving.api_models import (
+    ErrorResponse,
+    HealthResponse,
+    RewardRequest,
+    RewardResponse,
+    ScoreRequest,
+    ScoreResponse,
+    VerifyRequest,
+    VerifyResponse,
+)
+from serving.backends import AsyncJudge, BackendUnavailable, make_backend
+from serving.metrics import ServerMetrics
+from serving.record_log import RecordLog
+from serving.settings import ServerSettings
+from verifiers import VerifyConfig, verify_call_result, warm_up
+
+logger = logging.getLogger("genrm.serving")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+
+class RequestError(Exception):
+    """A request the server refuses: HTTP ``status`` with a FastAPI-style ``detail`` list naming the field."""
+
+    def __init__(self, status: int, loc: list[Any], message: str, kind: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.detail = [{"loc": loc, "msg": message, "type": kind}]
+        self.headers = headers or {}
+
+
+class _Guard:
+    """Pure ASGI middleware: the body size limit (413) and per-endpoint request metrics."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics) -> None:
+        self.app, self.max_bytes, self.metrics = app, max_bytes, metrics
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start, status, received = time.perf_counter(), [500], [0]
+        endpoint = scope.get("path", "")
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(send, status)
+            self._count(endpoint, status[0], start)
+            return
+
+        refused = [False]
+
+        async def limited_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and not refused[0]:
+                received[0] += len(message.get("body", b""))
+                if received[0] > self.max_bytes:
+                    # Answer 413 now and tell the app the client left; whatever it sends after that is dropped
+                    # (raising here would be turned into a 400 by the body parser).
+                    refused[0] = True
+                    await self._too_large(send, status)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            if refused[0]:
+                return
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        finally:
+            self._count(endpoint, status[0], start)
+
+    async def _too_large(self, send: Any, status: list[int]) -> None:
+        body = json.dumps({"detail": [{"loc": ["body"], "msg": f"body larger than {self.max_bytes} bytes",
+                                       "type": "too_large"}]}).encode()  # fmt: skip
+        status[0] = 413
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _count(self, endpoint: str, status: int, start: float) -> None:
+        known = endpoint if endpoint in _ENDPOINTS else "other"
+        self.metrics.requests.labels(known, str(status)).inc()
+        self.metrics.latency.labels(known).observe(time.perf_counter() - start)
+
+
+_BEARER = HTTPBearer(auto_error=False)
+_ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
+
+
+def _json(model: Any, status: int = 200) -> Response:
+    # Serialized once by pydantic; FastAPI would validate the model a second time.
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | None = None) -> FastAPI:
+    """The reward-server application.
+
+    Args:
+        settings: server settings (default: ``ServerSettings()``, the rule backend on loopback).
+        backend: a judge backend to use instead of the one ``settings.backend`` names (tests, embedding).
+    """
+    settings = settings or ServerSettings()
+    judge = backend or make_backend(settings.backend)
+    verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s)
+    config = ScoringConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
+                           verify=verify_config)  # fmt: skip
+    metrics = ServerMetrics()
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        state["slots"] = asyncio.Semaphore(settings.max_concurrent_groups)
+        state["log"] = RecordLog(settings.record_log) if settings.record_log else None
+        await anyio.to_thread.run_sync(warm_up)
+        logger.info("reward server ready: backend %s, exposure %s", judge.name, settings.exposure)
+        try:
+            yield
+        finally:
+            await judge.aclose()
+            if state["log"] is not None:
+                state["log"].close()
+
+    app = FastAPI(
+        title="genrm reward server",
+        version=__version__,
+        description="Rubric rewards from a judge model under minimal exposure, decided by deterministic verifiers.",
+        lifespan=lifespan,
+        responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+    )
+    app.add_middleware(_Guard, max_bytes=settings.max_body_bytes, metrics=metrics)
+    app.state.settings, app.state.metrics, app.state.backend = settings, metrics, judge
+
+    async def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+        if settings.api_key is None:
+            return
+        expected = settings.api_key.get_secret_value().encode()
+        if credentials is None or not hmac.compare_digest(credentials.credentials.encode(), expected):
+            raise RequestError(401, ["header", "authorization"], "a valid bearer token is required", "auth",
+                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
+
+    @app.exception_handler(RequestError)
+    async def _request_error(_: Request, exc: RequestError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(BackendUnavailable)
+    async def _unavailable(_: Request, exc: BackendUnavailable) -> JSONResponse:
+        headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
+        detail = [{"loc": ["backend"], "msg": f"the judge backend is unavailable: {exc}", "type": "unavailable"}]
+        return JSONResponse({"detail": detail}, status_code=503, headers=headers)
+
+    def _check_limits(groups: list[Instance], where: list[Any]) -> None:
+        for i, group in enumerate(groups):
+            if len(group.responses) > settings.max_responses:
+                raise RequestError(
+                    422,
+                    [*where, i, "responses"],
+                    f"{len(group.responses)} responses; at most {settings.max_responses}",
+                    "limit",
+                )
+            for j, response in enumerate(group.responses):
+                if len(response) > settings.max_response_chars:
+                    raise RequestError(422, [*where, i, "responses", j],
+                                       f"response of {len(response)} characters; at most "
+                                       f"{settings.max_response_chars}", "limit")  # fmt: skip
+
+    def _plan(groups: list[Instance], where: list[Any]) -> list[list[CriterionPlan]]:
+        plans = []
+        for i, group in enumerate(groups):
+            try:
+                plans.append(exposed_plans(plan_rubric(group.rubric, group.task_type, config.policy), config.exposure))
+            except RubricError as exc:
+                path, message = exc.issues[0]
+                loc = [*where, i, *(["rubric"] if path != "task_type" else []), *_split_path(path)]
+                raise RequestError(422, loc, str(exc), "rubric") from None
+        return plans
+
+    async def _score_one(instance: Instance, plans: list[CriterionPlan]) -> InstanceResult:
+        if not instance.responses:
+            return InstanceResult(id=instance.id, rewards=[], records=[])
+        request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
+        async with state["slots"]:
+            judgements = await judge.judge_group(request)
+        return await anyio.to_thread.run_sync(score_group, instance, plans, judgements, config)
+
+    async def _score(groups: list[Instance], where: list[Any]) -> list[InstanceResult]:
+        _check_limits(groups, where)
+        plans = _plan(groups, where)
+        results = list(await asyncio.gather(*(_score_one(g, p) for g, p in zip(groups, plans, strict=True))))
+        metrics.observe_results(results)
+        if state["log"] is not None:
+            await anyio.to_thread.run_sync(state["log"].write, uuid.uuid4().hex, groups, results)
+        return results
+
+    @app.post("/v1/score", response_model=ScoreResponse, dependencies=[Depends(authorized)])
+    async def score(body: ScoreRequest) -> Response:
+        """Score groups of responses against their rubrics."""
+        if len(body.groups) > settings.max_groups:
+            raise RequestError(422, ["body", "groups"], f"{len(body.groups)} groups; at most {settings.max_groups}",
+                               "limit")  # fmt: skip
+        return _json(ScoreResponse(groups=await _score(body.groups, ["body", "groups"])))
+
+    @app.post("/v1/verify", response_model=VerifyResponse, dependencies=[Depends(authorized)])
+    async def verify(body: VerifyRequest) -> Response:
+        """Join a rubric-side call with a scoring-side call and run the verifier."""
+        result = await anyio.to_thread.run_sync(verify_call_result, body.reference, body.prediction, verify_config)
+        if result.status in ("bad_call", "unparseable_target"):
+            reference_side = result.status == "unparseable_target" or result.reason.startswith("reference")
+            field = "reference" if reference_side else "prediction"
+            raise RequestError(422, ["body", field], result.reason, result.status)
+        payload = VerifyResponse(score=result.score, status=result.status, reason=result.reason,
+                                 verifier=result.verifier)  # fmt: skip
+        return _json(payload, 500 if result.status == "error" else 200)
+
+    @app.post("/get_reward", response_model=RewardResponse, dependencies=[Depends(authorized)])
+    async def get_reward(body: RewardRequest) -> Response:
+        """OpenRLHF's remote reward protocol; queries whose labels share an id are one group."""
+        groups, positions = _openrlhf_groups(body)
+        if len(groups) > settings.max_groups:
+            raise RequestError(422, ["body", "labels"], f"{len(groups)} groups; at most {settings.max_groups}",
+                               "limit")  # fmt: skip
+        results = await _score(groups, ["body", "labels"])
+        rewards: list[float | None] = [None] * len(body.query)
+        logs: dict[str, list[float]] = {"content_mask": [], "format_mask": [], "length_ok": []}
+        by_query: list[Any] = [None] * len(body.query)
+        for group_positions, result in zip(positions, results, strict=True):
+            for position, record in zip(group_positions, result.records, strict=True):
+                rewards[position], by_query[position] = record.reward, record
+        missing = [i for i, reward in enumerate(rewards) if reward is None]
+        if missing:
+            failed = [i for i in missing if by_query[i].judge_failure]
+            if failed:
+                raise RequestError(503, ["body", "query", failed[0]], "the judge failed on this query; retry",
+                                   "judge_failure", {"Retry-After": "1"})  # fmt: skip
+            raise RequestError(422, ["body", "labels", missing[0]],
+                               f"{len(missing)} rewards depend on criteria the {judge.name} backend does not score "
+                               "(fuzzy criteria need a model backend)", "unscored")  # fmt: skip
+        for record in by_query:
+            logs["content_mask"].append(float(record.content_mask or 0))
+            logs["format_mask"].append(float(record.format_mask))
+            logs["length_ok"].append(float(record.length_ok))
+        final = [float(r) for r in rewards if r is not None]
+        return _json(RewardResponse(rewards=final, scores=final, extra_logs=logs))
+
+    @app.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
+    async def health() -> Response:
+        """Whether the server and its judge backend can take requests (no token needed)."""
+        reachable, detail = await judge.health()
+        payload = HealthResponse(status="ok" if reachable else "unavailable", backend=judge.name,
+                                 backend_reachable=reachable, detail=detail)  # fmt: skip
+        return _json(payload, 200 if reachable else 503)
+
+    @app.get("/metrics", dependencies=[Depends(authorized)], response_class=Response)
+    async def prometheus() -> Response:
+        """Prometheus metrics of this server."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def _split_path(path: str) -> list[Any]:
+    """``essential[1].reference`` -> ``["essential", 1, "reference"]``."""
+    parts: list[Any] = []
+    for piece in path.replace("]", "").split("."):
+        name, _, index = piece.partition("[")
+        parts.append(name)
+        if index:
+            parts.append(int(index))
+    return parts
+
+
+def _openrlhf_groups(body: RewardRequest) -> tuple[list[Instance], list[list[int]]]:
+    """The groups of an OpenRLHF request: the responses (query minus prompt) of queries sharing a label id."""
+    if not (len(body.query) == len(body.prompts) == len(body.labels)):
+        raise RequestError(422, ["body"], f"query, prompts and labels differ in length ({len(body.query)}, "
+                           f"{len(body.prompts)}, {len(body.labels)})", "length")  # fmt: skip
+    groups: dict[str, tuple[Instance, list[int], list[str]]] = {}
+    for i, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels, strict=True)):
+        if not query.startswith(prompt):
+            raise RequestError(422, ["body", "query", i], "the query does not start with its prompt", "prefix")
+        try:
+            instance = Instance.model_validate_json(label)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            loc = ["body", "labels", i, *error["loc"]]
+            raise RequestError(422, loc, f"label is not an instance: {error['msg']}", "label") from None
+        known = groups.get(instance.id)
+        if known is None:
+            groups[instance.id] = (instance, [i], [query[len(prompt) :]])
+            continue
+        if known[0].rubric != instance.rubric or known[0].prompt != instance.prompt:
+            raise RequestError(422, ["body", "labels", i], f"label id {instance.id!r} is used with another rubric",
+                               "label")  # fmt: skip
+        known[1].append(i)
+        known[2].append(query[len(prompt) :])
+    instances = [instance.model_copy(update={"responses": responses}) for instance, _, responses in groups.values()]
+    return instances, [positions for _, positions, _ in groups.values()]

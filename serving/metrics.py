@@ -1,0 +1,61 @@
+"""Prometheus metrics of one server instance (its own registry, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from genrm.scoring import InstanceResult
+
+# Per-criterion statuses that are the judge's fault (verifier verdicts and unscored criteria are not).
+_JUDGE_FAILURES = frozenset({"schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call"})
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class ServerMetrics:
+    """Requests, latency, scored responses, judge failures by class, judge tokens and verifier timeouts."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "genrm_requests", "HTTP requests by endpoint and status code", ["endpoint", "code"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "genrm_request_seconds", "request latency by endpoint", ["endpoint"], buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )  # fmt: skip
+        self.responses = Counter("genrm_responses_scored", "responses scored", registry=self.registry)
+        self.unknown_rewards = Counter(
+            "genrm_rewards_unknown", "responses whose reward depends on unscored criteria", registry=self.registry
+        )
+        self.judge_failures = Counter(
+            "genrm_judge_failures", "judge failures by class (whole output or one criterion)", ["failure"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.judge_tokens = Counter(
+            "genrm_judge_tokens", "tokens the judge model read and wrote", ["kind"], registry=self.registry
+        )
+        self.verifier_timeouts = Counter(
+            "genrm_verifier_timeouts", "verifier checks stopped at the deadline", registry=self.registry
+        )
+
+    def observe_results(self, results: Iterable[InstanceResult]) -> None:
+        """Count the responses, unknown rewards, judge failures and verifier timeouts of scored groups."""
+        for result in results:
+            for record in result.records:
+                self.responses.inc()
+                if record.reward is None:
+                    self.unknown_rewards.inc()
+                if record.judge_failure:
+                    self.judge_failures.labels(record.judge_failure).inc()
+                    continue
+                for criterion in record.criteria:
+                    if criterion.status == "timeout":
+                        self.verifier_timeouts.inc()
+                    elif criterion.status in _JUDGE_FAILURES:
+                        self.judge_failures.labels(criterion.status).inc()
+
+    def render(self) -> bytes:
+        """The exposition text for ``GET /metrics``."""
+        return generate_latest(self.registry)

@@ -1,0 +1,91 @@
+"""Reward-server settings: defaults, then a YAML file, then ``GENRM_*`` environment variables, then the command line.
+
+    genrm serve --config serve.yaml --port 8000          # YAML keys are the field names below
+    GENRM_API_KEY=secret genrm serve --host 0.0.0.0      # binding beyond loopback requires an API key
+
+Every field is validated; an unknown key in the YAML file or a value out of range is an error that names it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from genrm.prompts import Exposure
+
+BackendName = Literal["rule"]
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+
+class ServerSettings(BaseSettings):
+    """Everything the reward server can be configured with (units in the field descriptions)."""
+
+    model_config = SettingsConfigDict(env_prefix="GENRM_", extra="forbid", validate_default=True)
+
+    host: str = Field("127.0.0.1", description="address to bind; anything but loopback requires api_key")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one)")
+    api_key: SecretStr | None = Field(None, description="bearer token required on every endpoint but /health")
+    backend: BackendName = Field("rule", description="the judge backend")
+    exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
+    tau: float = Field(0.5, gt=0.0, lt=1.0, description="remapping threshold")
+    check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
+    verifier_deadline_s: float = Field(2.0, gt=0.0, le=60.0, description="time limit of one verifier check, s")
+    max_body_bytes: int = Field(32 * 2**20, gt=0, description="largest request body, bytes")
+    max_groups: int = Field(256, gt=0, description="most groups (prompts) in one /v1/score request")
+    max_responses: int = Field(64, gt=0, description="most responses in one group")
+    max_response_chars: int = Field(100_000, gt=0, description="longest response, characters")
+    max_concurrent_groups: int = Field(64, gt=0, description="groups judged at the same time, all requests together")
+    record_log: Path | None = Field(None, description="append every scored group to this JSONL file (fsynced)")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @model_validator(mode="after")
+    def _key_beyond_loopback(self) -> ServerSettings:
+        if not _is_loopback(self.host) and self.api_key is None:
+            raise ValueError(f"binding to {self.host!r} needs an api_key (GENRM_API_KEY): only loopback may go open")
+        return self
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, **overrides: Any) -> ServerSettings:
+        """Settings from defaults < ``config_file`` (YAML) < ``GENRM_*`` environment < ``overrides`` (not None).
+
+        Raises ValueError (pydantic's ValidationError) naming any invalid or unknown field.
+        """
+        overrides = {key: value for key, value in overrides.items() if value is not None}
+        if config_file is None:
+            return cls(**overrides)
+        path = Path(config_file)
+        if not path.is_file():
+            raise ValueError(f"config file not found: {path}")
+
+        class _FromYaml(cls):  # type: ignore[valid-type, misc]
+            @classmethod
+            def settings_customise_sources(
+                cls_,
+                settings_cls: type[BaseSettings],
+                init_settings: PydanticBaseSettingsSource,
+                env_settings: PydanticBaseSettingsSource,
+                dotenv_settings: PydanticBaseSettingsSource,
+                file_secret_settings: PydanticBaseSettingsSource,
+            ) -> tuple[PydanticBaseSettingsSource, ...]:
+                return init_settings, env_settings, YamlConfigSettingsSource(settings_cls, yaml_file=path)
+
+        loaded = _FromYaml(**overrides)
+        return cls.model_validate({name: getattr(loaded, name) for name in cls.model_fields})
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
