@@ -18,3 +18,4 @@ format:
 bench:
 	python benchmarks/verifiers.py
 	python benchmarks/reward_core.py
+	python benchmarks/serving.py

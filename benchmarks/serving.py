@@ -1,0 +1,195 @@
+"""Reward-server throughput and latency on loopback, and the server's own overhead per response.
+
+    python benchmarks/serving.py [--seconds 5] [--concurrency 8]
+
+Two servers, each in its own process (``genrm serve``), pinned to one core while the load generator runs on the
+other: the ``rule`` backend, and a zero-latency backend that answers every criterion at once (a fuzzy credit of 1,
+an empty call for verifiable criteria), so its figures are the server's own cost: HTTP, validation, rubric checks,
+execution, aggregation and serialization. Requests carry one group of G = 8 responses (the shipped example set, each
+group's 4 responses twice). For each server: latency of one request at a time (p50 and p99, and p50 per response),
+then throughput with ``--concurrency`` requests in flight for ``--seconds``.
+
+Targets on this machine: overhead <= 2 ms p50 per response (zero-latency backend); >= 1,000 responses/s with the
+rule backend at G = 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import httpx  # noqa: E402
+
+from genrm.judge import GroupRequest  # noqa: E402
+from genrm.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
+from genrm.schemas import Instance  # noqa: E402
+from verifiers import REGISTRY  # noqa: E402
+from verifiers.registry import empty_prediction  # noqa: E402
+
+G = 8
+EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
+OVERHEAD_TARGET_MS = 2.0
+RULE_TARGET = 1_000.0
+
+
+class ZeroLatencyBackend:
+    """Answers at once: credit 1 for fuzzy criteria, the verifier called with an empty prediction otherwise."""
+
+    name = "zero"
+
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        criteria = []
+        for plan in request.plans:
+            if plan.verifier is None:
+                criteria.append(CriterionJudgement(plan, credit=1.0))
+            else:
+                keywords = ", ".join(f"{k}={v!r}" for k, v in empty_prediction(REGISTRY[plan.verifier]).items()
+                                     if v is not None)  # fmt: skip
+                criteria.append(CriterionJudgement(plan, call=f"{plan.verifier}({keywords})"))
+        return [ParsedJudgement(None, "zero", "", list(criteria)) for _ in request.responses]
+
+    async def health(self) -> tuple[bool, str]:
+        return True, "in process"
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _serve_zero(port: int) -> None:
+    import uvicorn
+
+    from serving.app import create_app
+    from serving.settings import ServerSettings
+
+    app = create_app(ServerSettings(port=port, log_level="warning"), backend=ZeroLatencyBackend())
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(kind: str, core: int | None) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    if kind == "rule":
+        command = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning"]
+    else:
+        command = [sys.executable, __file__, "--serve-zero", str(port)]
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    process = subprocess.Popen(command, preexec_fn=pin, cwd=_HERE.parent)  # noqa: PLW1509 - pinning only
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the {kind} server did not start")
+        time.sleep(0.2)
+
+
+def _bodies() -> list[bytes]:
+    bodies = []
+    for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
+        instance = Instance.model_validate_json(line)
+        responses = (instance.responses * G)[:G]
+        bodies.append(('{"groups": [' + instance.model_copy(update={"responses": responses}).model_dump_json() + "]}")
+                      .encode())  # fmt: skip
+    return bodies
+
+
+async def _latency(url: str, bodies: list[bytes], count: int) -> list[float]:
+    times = []
+    headers = {"content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        for i in range(count):
+            start = time.perf_counter()
+            response = await http.post("/v1/score", content=bodies[i % len(bodies)], headers=headers)
+            times.append(time.perf_counter() - start)
+            response.raise_for_status()
+    return times
+
+
+async def _throughput(url: str, bodies: list[bytes], concurrency: int, seconds: float) -> tuple[int, float]:
+    done = [0]
+    headers = {"content-type": "application/json"}
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+
+        async def worker(offset: int) -> None:
+            i = offset
+            while time.perf_counter() < stop_at:
+                response = await http.post("/v1/score", content=bodies[i % len(bodies)], headers=headers)
+                response.raise_for_status()
+                done[0] += 1
+                i += concurrency
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(concurrency)))
+        return done[0], time.perf_counter() - start
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="throughput phase per server (default: 5)")
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default: 8)")
+    parser.add_argument("--latency-requests", type=int, default=200, help="sequential requests (default: 200)")
+    parser.add_argument("--serve-zero", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_zero is not None:
+        _serve_zero(args.serve_zero)
+        return 0
+
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    server_core = cores[0] if len(cores) >= 2 else None
+    if server_core is not None:
+        os.sched_setaffinity(0, set(cores[1:]))
+    bodies = _bodies()
+    print(f"G = {G} responses per request, {len(bodies)} distinct groups; server on core {server_core}, "
+          f"load generator on {cores[1:] if server_core is not None else 'all cores'}")  # fmt: skip
+    print(f"{'backend':<8} {'p50 ms':>8} {'p99 ms':>8} {'p50 ms/resp':>12} {'responses/s':>12} {'requests':>9}")
+    figures = {}
+    for kind in ("zero", "rule"):
+        process, url = _start(kind, server_core)
+        try:
+            asyncio.run(_latency(url, bodies, 20))  # warm-up: connections, caches of the rubric plans
+            times = asyncio.run(_latency(url, bodies, args.latency_requests))
+            requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, args.seconds))
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        p50, p99 = statistics.median(times) * 1e3, _percentile(times, 0.99) * 1e3
+        rate = requests * G / elapsed
+        figures[kind] = (p50 / G, rate)
+        print(f"{kind:<8} {p50:>8.2f} {p99:>8.2f} {p50 / G:>12.3f} {rate:>12,.0f} {requests:>9}")
+
+    overhead, rule_rate = figures["zero"][0], figures["rule"][1]
+    met = overhead <= OVERHEAD_TARGET_MS and rule_rate >= RULE_TARGET
+    print(f"\nsummary: server overhead {overhead:.3f} ms p50 per response (target <= {OVERHEAD_TARGET_MS}); rule "
+          f"backend {rule_rate:,.0f} responses/s at G={G}, concurrency {args.concurrency} (target >= "
+          f"{RULE_TARGET:,.0f}): {'met' if met else 'NOT met'}")  # fmt: skip
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
