@@ -18,7 +18,7 @@ from genrm.format_checks import FormatConfig, format_violations
 from genrm.judge import GroupRequest, Judge
 from genrm.judge_output import ParsedJudgement
 from genrm.prompts import Exposure, check_exposure, exposed_plans
-from genrm.rubric import CriterionPlan, RubricError, RubricPolicy, plan_rubric
+from genrm.rubric import CriterionPlan, RubricPolicy, plan_rubric
 from genrm.schemas import Instance
 from verifiers import VerifyConfig
 
@@ -161,7 +161,7 @@ def score_group(
 def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
     """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards.
 
-    Raises RubricError when the rubric fails its checks (the caller reports it; nothing is scored).
+    Raises ``genrm.rubric.RubricError`` when the rubric fails its checks (the caller reports it; nothing is scored).
     """
     config = config or ScoringConfig()
     plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type, config.policy), config.exposure)
@@ -170,14 +170,3 @@ def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | Non
     request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
     judgements = judge.judge_group(request)
     return score_group(instance, plans, judgements, config)
-
-
-__all__ = [
-    "CriterionRecord",
-    "InstanceResult",
-    "ResponseRecord",
-    "RubricError",
-    "ScoringConfig",
-    "score_group",
-    "score_instance",
-]
