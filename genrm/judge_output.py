@@ -15,7 +15,8 @@ into a credit; each has a class:
 
 The first three concern the whole output (no criterion is usable); the last three concern one criterion, and the
 others remain usable. One more class, ``unscored``, is set by a backend that does not judge a kind of criterion at all
-(the ``rule`` backend and fuzzy criteria): nothing went wrong, but there is no score either.
+(the ``rule`` backend and fuzzy criteria): nothing went wrong, but there is no score either. And ``backend_error``: the
+judge model was not reached or gave no usable answer for this response (time-out, server error after retries).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from genrm.schemas import SECTIONS, JudgedCriterion, JudgeOutput
 from verifiers import UnknownVerifierError, VerifierError, parse_call
 
 FailureClass = Literal[
-    "not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "unscored"
+    "not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "unscored", "backend_error"
 ]
 
 FUZZY_CREDITS: frozenset[float] = frozenset({0.0, 0.5, 1.0})

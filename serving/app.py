@@ -151,11 +151,13 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         backend: a judge backend to use instead of the one ``settings.backend`` names (tests, embedding).
     """
     settings = settings or ServerSettings()
-    judge = backend or make_backend(settings.backend)
+    judge = backend or make_backend(settings)
     verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s)
     config = ScoringConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
                            verify=verify_config)  # fmt: skip
     metrics = ServerMetrics()
+    if hasattr(judge, "usage_callback"):
+        judge.usage_callback = metrics.count_tokens
     state: dict[str, Any] = {}
 
     @asynccontextmanager

@@ -7,12 +7,15 @@ A backend judges one group and returns one checked judgement per response; the s
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
 from genrm.judge import GroupRequest, RuleJudge
 from genrm.judge_output import ParsedJudgement
+
+if TYPE_CHECKING:
+    from serving.settings import ServerSettings
 
 
 class BackendUnavailable(RuntimeError):
@@ -62,8 +65,17 @@ class RuleBackend:
         """Nothing to release."""
 
 
-def make_backend(name: str) -> AsyncJudge:
-    """The backend named ``name``; raises ValueError for an unknown one."""
-    if name == "rule":
+def make_backend(settings: ServerSettings) -> AsyncJudge:
+    """The backend ``settings.backend`` names, configured from ``settings``."""
+    if settings.backend == "rule":
         return RuleBackend()
-    raise ValueError(f"unknown backend {name!r}; available: rule")
+    from serving.openai_backend import OpenAIBackend, SamplingSettings, SGLangBackend
+
+    cls = SGLangBackend if settings.backend == "sglang" else OpenAIBackend
+    key = settings.judge_api_key.get_secret_value() if settings.judge_api_key else None
+    sampling = SamplingSettings(settings.judge_max_tokens, settings.judge_temperature, settings.judge_top_p)
+    return cls(
+        settings.judge_urls, str(settings.judge_model), api_key=key, sampling=sampling,
+        constrained=settings.constrained_decoding, timeout_s=settings.judge_timeout_s, retries=settings.judge_retries,
+        max_in_flight=settings.judge_max_in_flight,
+    )  # fmt: skip

@@ -19,7 +19,15 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need an API key)")
     serve.add_argument("--port", type=int, help="TCP port (default 8000)")
     serve.add_argument("--api-key", help="bearer token clients must send (or GENRM_API_KEY)")
-    serve.add_argument("--backend", choices=["rule"], help="judge backend (default: rule)")
+    serve.add_argument("--backend", choices=["rule", "openai", "sglang"], help="judge backend (default: rule)")
+    serve.add_argument(
+        "--judge-url",
+        action="append",
+        dest="judge_urls",
+        metavar="URL",
+        help="OpenAI-compatible base URL of the judge, e.g. http://127.0.0.1:30000/v1 (repeat for replicas)",
+    )
+    serve.add_argument("--judge-model", help="model name to send to the judge endpoint")
     serve.add_argument("--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"])
     serve.add_argument("--tau", type=float, help="remapping threshold in (0, 1)")
     serve.add_argument("--record-log", metavar="PATH", help="append every scored group to this JSONL file")
@@ -41,7 +49,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         settings = ServerSettings.load(
             args.config, host=args.host, port=args.port, api_key=args.api_key, backend=args.backend,
             exposure=args.exposure, tau=args.tau, record_log=args.record_log,
-            max_concurrent_groups=args.max_concurrent_groups, log_level=args.log_level,
+            max_concurrent_groups=args.max_concurrent_groups, log_level=args.log_level, judge_urls=args.judge_urls,
+            judge_model=args.judge_model,
         )  # fmt: skip
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)

@@ -9,7 +9,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from genrm.scoring import InstanceResult
 
 # Per-criterion statuses that are the judge's fault (verifier verdicts and unscored criteria are not).
-_JUDGE_FAILURES = frozenset({"schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call"})
+_JUDGE_FAILURES = frozenset(
+    {"schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "backend_error"}
+)
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -55,6 +57,11 @@ class ServerMetrics:
                         self.verifier_timeouts.inc()
                     elif criterion.status in _JUDGE_FAILURES:
                         self.judge_failures.labels(criterion.status).inc()
+
+    def count_tokens(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Add one judge call's token usage."""
+        self.judge_tokens.labels("prompt").inc(max(0, prompt_tokens))
+        self.judge_tokens.labels("completion").inc(max(0, completion_tokens))
 
     def render(self) -> bytes:
         """The exposition text for ``GET /metrics``."""

@@ -22,7 +22,7 @@ from pydantic_settings import (
 
 from genrm.prompts import Exposure
 
-BackendName = Literal["rule"]
+BackendName = Literal["rule", "openai", "sglang"]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -45,7 +45,23 @@ class ServerSettings(BaseSettings):
     max_response_chars: int = Field(100_000, gt=0, description="longest response, characters")
     max_concurrent_groups: int = Field(64, gt=0, description="groups judged at the same time, all requests together")
     record_log: Path | None = Field(None, description="append every scored group to this JSONL file (fsynced)")
+    judge_urls: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1), replicas")
+    judge_model: str | None = Field(None, description="model name sent to the judge endpoint")
+    judge_api_key: SecretStr | None = Field(None, description="bearer token of the judge endpoint")
+    judge_max_tokens: int = Field(1024, gt=0, description="output token budget of one judgement")
+    judge_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    judge_top_p: float = Field(1.0, gt=0.0, le=1.0)
+    judge_timeout_s: float = Field(120.0, gt=0.0, description="time limit of one judge call, s")
+    judge_retries: int = Field(2, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
+    judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
+    constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @model_validator(mode="after")
+    def _model_backends_need_an_endpoint(self) -> ServerSettings:
+        if self.backend != "rule" and not (self.judge_urls and self.judge_model):
+            raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
+        return self
 
     @model_validator(mode="after")
     def _key_beyond_loopback(self) -> ServerSettings:

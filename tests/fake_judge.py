@@ -1,0 +1,113 @@
+"""A stand-in judge model behind the OpenAI chat-completions protocol, for testing the model backends over HTTP.
+
+It reads the scoring prompt the way a judge must (the checklist, the fenced response), answers with the rule
+extractor's values for tool items and a substring check for reference items, and checks its own answer against the
+request's ``response_format`` schema. Faults on demand: ``fail_first`` 500s, a ``delay_s`` per call, ``garbage``
+answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import jsonschema
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from genrm.answer_extraction import extract_prediction, final_answer_span
+from genrm.prompts import RESPONSE_CLOSE, RESPONSE_OPEN
+
+
+def _user_text(messages: list[dict]) -> str:
+    content = messages[-1]["content"]
+    return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
+
+
+def judge_answer(user: str) -> str:
+    """The JSON a careful judge would write for this scoring prompt."""
+    checklist = json.loads(user.split("# Checklist\n", 1)[1].split("\n\n# Candidate response", 1)[0])
+    lines = user.split("\n")
+    start = lines.index(RESPONSE_OPEN) + 1
+    end = len(lines) - 1 - lines[::-1].index(RESPONSE_CLOSE)
+    response = "\n".join(lines[start:end])
+    span = final_answer_span(response)
+    output: dict = {"thought": "checked", "essential": [], "additional": []}
+    for section in ("essential", "additional"):
+        for item in checklist[section]:
+            if "tool" in item:
+                name = item["tool"].split("(", 1)[0]
+                keywords = ", ".join(f"{k}={json.dumps(v)}" for k, v in extract_prediction(name, span).items())
+                credit: object = f"{name}({keywords})"
+            else:
+                credit = 1 if item["reference"].lower() in response.lower() else 0
+            output[section].append({"criterion": item["criterion"], "rationale": "read it", "credit": credit})
+    return json.dumps(output)
+
+
+def make_app() -> FastAPI:
+    app = FastAPI()
+    app.state.fail_first, app.state.delay_s, app.state.garbage, app.state.requests = 0, 0.0, False, []
+
+    @app.post("/v1/chat/completions")
+    async def complete(request: Request) -> JSONResponse:
+        body = await request.json()
+        app.state.requests.append(body)
+        if app.state.delay_s:
+            await asyncio.sleep(app.state.delay_s)
+        if app.state.fail_first > 0:
+            app.state.fail_first -= 1
+            return JSONResponse({"error": "overloaded"}, status_code=500)
+        text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(body["messages"]))
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+        if schema is not None and not app.state.garbage:
+            jsonschema.validate(json.loads(text), schema)  # a constrained decoder could not have written otherwise
+        usage = {"prompt_tokens": len(_user_text(body["messages"])) // 4, "completion_tokens": len(text) // 4}
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"], "usage": usage,
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": text}}]})  # fmt: skip
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {}
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class FakeJudgeServer:
+    """The fake judge served by uvicorn on loopback in a background thread (``url`` ends in ``/v1``)."""
+
+    def __init__(self) -> None:
+        self.app = make_app()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> FakeJudgeServer:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fake judge did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

@@ -1,0 +1,113 @@
+"""The openai/sglang backends against a judge served over real HTTP on loopback (tests/fake_judge.py)."""
+
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+from fake_judge import FakeJudgeServer, free_port
+
+from genrm.judge import RuleJudge
+from genrm.scoring import score_instance
+from serving.app import create_app
+from serving.settings import ServerSettings
+
+pytestmark = pytest.mark.anyio
+
+GROUP = {
+    "id": "g1",
+    "prompt": "How many legs does a spider have, and what class is it in? Box the number.",
+    "task_type": "general",
+    "rubric": {"essential": [{"criterion": "Gives the number of legs.", "reference": "expr_verify(target='8')",
+                              "weight": 3}],
+               "additional": [{"criterion": "Names the class.", "reference": "arachnid", "weight": 1}]},
+    "responses": ["Spiders are arachnids with \\boxed{8} legs.", "Spiders have \\boxed{8} legs.", "\\boxed{6}"],
+}  # fmt: skip
+
+
+@pytest.fixture
+def judge():
+    with FakeJudgeServer() as server:
+        yield server
+
+
+@asynccontextmanager
+async def served(**settings):
+    app = create_app(ServerSettings(**{"judge_model": "fake-judge", "judge_timeout_s": 5, **settings}))
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            yield http
+
+
+async def test_fuzzy_criteria_are_scored_by_the_model(judge):
+    async with served(backend="openai", judge_urls=[judge.url]) as http:
+        response = await http.post("/v1/score", json={"groups": [GROUP]})
+        metrics = (await http.get("/metrics")).text
+    group = response.json()["groups"][0]
+    # expr: [1, 1, 0]; class: [1, 0, 0] -> remapped as is; weights 3/4 and 1/4.
+    assert group["rewards"] == [1.0, 0.75, 0.0]
+    assert group["records"][0]["criteria"][0]["extracted"] == 'expr_verify(predict="8")'
+    requests = judge.app.state.requests
+    assert len(requests) == 3
+    for body in requests:
+        assert body["temperature"] == 0.0 and body["model"] == "fake-judge"
+        assert body["response_format"]["type"] == "json_schema"
+        assert "target='8'" not in str(body["messages"])  # minimal exposure over the wire
+    assert 'genrm_judge_tokens_total{kind="completion"}' in metrics
+
+
+async def test_same_rewards_as_the_rule_backend_on_verifiable_rubrics(judge, example_instances):
+    verifiable = [i for i in example_instances if all("_verify(" in c.reference for _, _, c in i.rubric.criteria())]
+    async with served(backend="sglang", judge_urls=[judge.url]) as http:
+        response = await http.post("/v1/score", json={"groups": [i.model_dump(mode="json") for i in verifiable]})
+        health = await http.get("/health")
+    assert response.status_code == 200 and health.json()["backend"] == "sglang"
+    got = [g["rewards"] for g in response.json()["groups"]]
+    assert got == [score_instance(i, RuleJudge()).rewards for i in verifiable]
+
+
+async def test_server_errors_are_retried(judge):
+    judge.app.state.fail_first = 2
+    async with served(backend="openai", judge_urls=[judge.url], judge_retries=2) as http:
+        response = await http.post("/v1/score", json={"groups": [dict(GROUP, responses=GROUP["responses"][:1])]})
+    assert response.json()["groups"][0]["rewards"] == [1.0]
+    assert len(judge.app.state.requests) == 3
+
+
+async def test_garbage_output_is_a_failure_after_one_new_sample(judge):
+    judge.app.state.garbage = True
+    async with served(backend="openai", judge_urls=[judge.url]) as http:
+        response = await http.post("/v1/score", json={"groups": [GROUP]})
+    group = response.json()["groups"][0]
+    assert group["rewards"] == [None, None, None]
+    assert {r["judge_failure"] for r in group["records"]} == {"not_json"}
+    assert len(judge.app.state.requests) == 6  # each response sampled twice
+
+
+async def test_slow_judge_times_out_into_failed_records(judge):
+    judge.app.state.delay_s = 1.0
+    async with served(backend="openai", judge_urls=[judge.url], judge_timeout_s=0.2, judge_retries=0) as http:
+        response = await http.post("/v1/score", json={"groups": [GROUP]})
+    records = response.json()["groups"][0]["records"]
+    assert [r["reward"] for r in records] == [None, None, None]
+    assert {r["judge_failure"] for r in records} == {"backend_error"} and "timed out" in records[0]["judge_reason"]
+
+
+async def test_unreachable_judge_is_503():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    async with served(backend="openai", judge_urls=[url], judge_retries=1) as http:
+        response = await http.post("/v1/score", json={"groups": [GROUP]})
+        health = await http.get("/health")
+    assert response.status_code == 503 and "retry-after" in response.headers
+    assert health.status_code == 503 and health.json()["backend_reachable"] is False
+
+
+async def test_replicas_share_the_load(judge):
+    with FakeJudgeServer() as second:
+        async with served(backend="openai", judge_urls=[judge.url, second.url]) as http:
+            await http.post("/v1/score", json={"groups": [GROUP, dict(GROUP, id="g2")]})
+        assert len(judge.app.state.requests) == 3 and len(second.app.state.requests) == 3
+
+
+def test_model_backends_need_an_endpoint():
+    with pytest.raises(ValueError, match="needs judge_urls and judge_model"):
+        ServerSettings(backend="sglang")
