@@ -8,7 +8,8 @@ parse_judge_output` reads without a schema failure:
   (``prefixItems`` with ``items: false`` and equal ``minItems``/``maxItems``);
 - each ``criterion`` is the rubric's text as a ``const`` (a constrained decoder fills it without sampling);
 - a fuzzy criterion's ``credit`` is one of 0, 0.5, 1; a verifiable one's is a string matching a call of that
-  criterion's verifier with literal arguments of the right shape (:func:`call_pattern`);
+  criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
+  without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging.
 """
 
@@ -25,10 +26,11 @@ DEFAULT_MAX_THOUGHT_CHARS = 400
 DEFAULT_MAX_RATIONALE_CHARS = 200
 
 # Literal pieces of a scoring-side call, as regular expressions over the call string, written so that Python's
-# and ECMAScript's regex dialects (constrained decoders use the latter) read them alike: ASCII classes only, no \d
-# or \s (Unicode-aware in Python). Strings are double-quoted, without control characters, with the escapes Python
-# and JSON read alike; numbers are plain decimals.
-_STR = r'"(?:[^"\\\x00-\x1f]|\\["\\nrt]|\\u[0-9a-fA-F]{4})*"'
+# and ECMAScript's regex dialects read them alike (ASCII classes only, no \d or \s, which are Unicode-aware in
+# Python). XGrammar (SGLang's default grammar backend) matches a string pattern against the raw JSON text between
+# the quotes and produces neither escaped quotes nor backslashes there, so string literals are single-quoted and hold
+# no quote, backslash or control character: LaTeX is written without backslashes (3/4, sqrt(2), 9π).
+_STR = r"'[^'\"\\\x00-\x1f]*'"
 _NUM = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,6})?"
 _SEP = r", ?"
 _STR_LIST = rf"\[(?:{_STR}(?:{_SEP}{_STR})*)?\]"

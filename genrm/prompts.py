@@ -74,9 +74,9 @@ _SCORING_FIELDS = f"""For every checklist item, in the checklist's order and sec
 - credit:
   - reference items: {_CREDIT_SCALE};
   - tool items: the item's tool called on its scoring side with the value the response states, as a Python call
-    with literal arguments (a string in double quotes, a list in brackets). Only copy the value; do not judge
-    whether it is right. When the response states no such value, call the tool with an
-    empty value ("" or []).
+    with literal arguments: strings in single quotes with no quotes or backslashes inside (write math in plain
+    notation: 3/4, sqrt(2), 9π), lists in brackets. Only copy the value; do not judge whether it is right.
+    When the response states no such value, call the tool with an empty value ('' or []).
 Start with "thought": at most two sentences on the response as a whole."""
 _FUZZY_FIELDS = f"""For every checklist item, in the checklist's order and sections, output:
 - criterion: the item's criterion, copied exactly.

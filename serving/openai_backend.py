@@ -87,7 +87,8 @@ class OpenAIBackend:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": prompt.messages(),
-            "max_tokens": self.sampling.max_tokens,
+            # max_tokens is deprecated for chat completions (OpenAI, SGLang); vLLM and SGLang take this name.
+            "max_completion_tokens": self.sampling.max_tokens,
             "temperature": self.sampling.temperature,
             "top_p": self.sampling.top_p,
         }

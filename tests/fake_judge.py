@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -28,6 +29,20 @@ def _user_text(messages: list[dict]) -> str:
     return content if isinstance(content, str) else next(p["text"] for p in content if p["type"] == "text")
 
 
+def _plain(text: str) -> str:
+    # What a judge constrained by the schema writes: math without backslashes, no quotes inside a string.
+    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text).replace("\\pi", "π")
+    return re.sub(r"[\\'\"]", "", text)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, str):
+        return repr(_plain(value))
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "[" + ", ".join(repr(_plain(v)) for v in value) + "]"
+    return repr(value)
+
+
 def judge_answer(user: str) -> str:
     """The JSON a careful judge would write for this scoring prompt."""
     checklist = json.loads(user.split("# Checklist\n", 1)[1].split("\n\n# Candidate response", 1)[0])
@@ -41,12 +56,12 @@ def judge_answer(user: str) -> str:
         for item in checklist[section]:
             if "tool" in item:
                 name = item["tool"].split("(", 1)[0]
-                keywords = ", ".join(f"{k}={json.dumps(v)}" for k, v in extract_prediction(name, span).items())
+                keywords = ", ".join(f"{k}={_literal(v)}" for k, v in extract_prediction(name, span).items())
                 credit: object = f"{name}({keywords})"
             else:
                 credit = 1 if item["reference"].lower() in response.lower() else 0
             output[section].append({"criterion": item["criterion"], "rationale": "read it", "credit": credit})
-    return json.dumps(output)
+    return json.dumps(output, ensure_ascii=False)  # a decoder writes the characters, not \u escapes
 
 
 def make_app() -> FastAPI:

@@ -32,7 +32,7 @@ SCHEMA = scoring_json_schema(PLANS)
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
-def _output(credits=(1, "bbox_verify(predict=[[529, 119, 890, 433]])", 'time_verify(predict="6:40 PM")'), **change):
+def _output(credits=(1, "bbox_verify(predict=[[529, 119, 890, 433]])", "time_verify(predict='6:40 PM')"), **change):
     items = [
         {"criterion": p.criterion.criterion, "rationale": "seen in the last line", "credit": c}
         for p, c in zip(PLANS, credits, strict=True)
@@ -52,20 +52,22 @@ def test_schema_is_valid_draft_2020_12_and_accepts_a_good_output():
 @pytest.mark.parametrize(
     "output",
     [
-        _output(credits=(0.3, "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
-        _output(credits=("1", "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
-        _output(credits=(1, 0.5, 'time_verify(predict="1:00")')),
-        _output(credits=(1, "point_verify(predict=[[1, 2]])", 'time_verify(predict="1:00")')),
-        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3]])", 'time_verify(predict="1:00")')),
-        _output(credits=(1, "bbox_verify(target=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
+        _output(credits=(0.3, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
+        _output(credits=("1", "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
+        _output(credits=(1, 0.5, "time_verify(predict='1:00')")),
+        _output(credits=(1, "point_verify(predict=[[1, 2]])", "time_verify(predict='1:00')")),
+        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3]])", "time_verify(predict='1:00')")),
+        _output(credits=(1, "bbox_verify(target=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
         _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict=__import__('os'))")),
+        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
+        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00\\n')")),
         _output(additional=[]),
         _output(thought="x" * 401),
         _output(extra=1),
         {"essential": _output()["essential"], "additional": _output()["additional"]},
     ],
     ids=["fuzzy-0.3", "fuzzy-string", "number-for-call", "wrong-verifier", "short-box", "rubric-side",
-         "code", "missing-criterion", "long-thought", "extra-field", "no-thought"],
+         "code", "double-quotes", "backslash", "missing-criterion", "long-thought", "extra-field", "no-thought"],
 )  # fmt: skip
 def test_schema_rejects_what_the_parser_would_reject(output):
     assert not VALIDATOR.is_valid(output)
@@ -88,10 +90,10 @@ def test_every_call_the_pattern_allows_parses(verifier, data):
 
 def test_patterns_accept_the_calls_judges_write():
     written = {
-        "text_verify": 'text_verify(predict="EMERGENCY EXIT")',
-        "expr_verify": 'expr_verify(predict="\\\\frac{3}{4}")',
-        "time_verify": 'time_verify(predict="6:40 PM", pformat="%I:%M %p")',
-        "list_verify": 'list_verify(predict=["Bergen", "Voss"])',
+        "text_verify": "text_verify(predict='EMERGENCY EXIT')",
+        "expr_verify": "expr_verify(predict='(3)/(4)')",
+        "time_verify": "time_verify(predict='6:40 PM', pformat='%I:%M %p')",
+        "list_verify": "list_verify(predict=['Bergen', 'Voss'])",
         "bbox_verify": "bbox_verify(predict=[[529, 119, 890, 433], [1.5, 2, 3, 4]])",
         "point_verify": "point_verify(predict=[])",
     }

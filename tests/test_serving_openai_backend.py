@@ -45,7 +45,7 @@ async def test_fuzzy_criteria_are_scored_by_the_model(judge):
     group = response.json()["groups"][0]
     # expr: [1, 1, 0]; class: [1, 0, 0] -> remapped as is; weights 3/4 and 1/4.
     assert group["rewards"] == [1.0, 0.75, 0.0]
-    assert group["records"][0]["criteria"][0]["extracted"] == 'expr_verify(predict="8")'
+    assert group["records"][0]["criteria"][0]["extracted"] == "expr_verify(predict='8')"
     requests = judge.app.state.requests
     assert len(requests) == 3
     for body in requests:

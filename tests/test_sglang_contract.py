@@ -1,9 +1,11 @@
-"""Contract: the chat requests our judge backends send validate against SGLang's own request model.
+"""Contract: the chat requests our judge backends send validate against SGLang's own request model, and XGrammar
+(SGLang's grammar backend) compiles every rubric's schema, accepts the answers a judge should write and rejects
+wrong ones.
 
 SGLang needs a GPU and pins its own dependencies, so it lives in a separate environment: point
-``GENRM_SGLANG_PYTHON`` at its interpreter (``pip install --no-deps sglang`` plus the protocol module's imports; see
-DESIGN.md; with sglang 0.5.23 the chain also imports `triton`). Without it this test is skipped, never counted
-as passed.
+``GENRM_SGLANG_PYTHON`` at its interpreter (``pip install --no-deps sglang`` plus the protocol module's imports, see
+DESIGN.md; with sglang 0.5.23 the chain also imports ``triton``; and ``xgrammar==0.2.7``, the version it pins).
+Without it this test is skipped, never counted as passed.
 """
 
 import json
@@ -11,7 +13,9 @@ import os
 import subprocess
 
 import pytest
+from fake_judge import judge_answer
 
+from genrm.output_schema import response_format
 from genrm.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
 from genrm.rubric import plan_rubric
 from serving.openai_backend import OpenAIBackend, SamplingSettings
@@ -20,36 +24,52 @@ SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 
 _CHECK = """
 import json, sys
+import xgrammar
+from xgrammar.testing import _is_grammar_accept_string
 from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
-payloads = json.load(open(sys.argv[1]))
-for payload in payloads:
+cases = json.load(open(sys.argv[1]))
+for case in cases:
+    payload = case["payload"]
     request = ChatCompletionRequest.model_validate(payload)
     assert request.response_format is not None and request.response_format.type == "json_schema", payload
-    assert request.response_format.json_schema.schema_ == payload["response_format"]["json_schema"]["schema"]
-    assert request.temperature == payload["temperature"] and request.max_tokens == payload["max_tokens"]
-print(len(payloads))
+    schema = request.response_format.json_schema.schema_
+    assert schema == payload["response_format"]["json_schema"]["schema"]
+    assert request.temperature == payload["temperature"]
+    assert request.max_completion_tokens == payload["max_completion_tokens"]
+    grammar = xgrammar.Grammar.from_json_schema(json.dumps(schema), any_whitespace=True)
+    assert _is_grammar_accept_string(grammar, case["answer"]), case["answer"]
+    assert not _is_grammar_accept_string(grammar, case["wrong"]), case["wrong"]
+print(len(cases))
 """
 
 
-def _payloads(instances) -> list[dict]:
+def _wrong(answer: str) -> str:
+    """The answer with its first credit corrupted: a fuzzy 0.3, or a call with a double-quoted string."""
+    value = json.loads(answer)
+    item = value["essential"][0]
+    item["credit"] = 0.3 if isinstance(item["credit"], (int, float)) else 'expr_verify(predict="1")'
+    return json.dumps(value)
+
+
+def _cases(instances) -> list[dict]:
     backend = OpenAIBackend(["http://127.0.0.1:1/v1"], "judge", sampling=SamplingSettings(max_tokens=512, seed=7))
-    payloads = []
+    cases = []
     for instance in instances:
         for exposure in EXPOSURES:
             plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type), exposure)
             prompt = build_scoring_prompt(instance.prompt, plans, instance.responses[0], exposure,
                                           image="data:image/png;base64,iVBORw0KGgo=")  # fmt: skip
-            from genrm.output_schema import response_format
-
-            payloads.append(backend._payload(prompt, response_format(plans)))
-    return payloads
+            answer = judge_answer(prompt.user)
+            cases.append({"payload": backend._payload(prompt, response_format(plans)), "answer": answer,
+                          "wrong": _wrong(answer)})  # fmt: skip
+    return cases
 
 
 @pytest.mark.skipif(SGLANG_PYTHON is None, reason="GENRM_SGLANG_PYTHON (an environment with sglang) is not set")
 def test_requests_validate_against_sglang_protocol(example_instances, tmp_path):
-    payloads = _payloads(example_instances)
-    path = tmp_path / "payloads.json"
-    path.write_text(json.dumps(payloads))
+    cases = _cases(example_instances)
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(cases))
     done = subprocess.run([SGLANG_PYTHON, "-c", _CHECK, str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert int(done.stdout.split()[-1]) == len(payloads) == len(example_instances) * len(EXPOSURES)
+    assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * len(EXPOSURES)
