@@ -160,10 +160,12 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         judge.usage_callback = metrics.count_tokens
     state: dict[str, Any] = {}
 
+    # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
+    state["slots"] = asyncio.Semaphore(settings.max_concurrent_groups)
+    state["log"] = RecordLog(settings.record_log) if settings.record_log else None
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        state["slots"] = asyncio.Semaphore(settings.max_concurrent_groups)
-        state["log"] = RecordLog(settings.record_log) if settings.record_log else None
         await anyio.to_thread.run_sync(warm_up)
         logger.info("reward server ready: backend %s, exposure %s", judge.name, settings.exposure)
         try:

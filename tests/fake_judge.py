@@ -103,26 +103,34 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class FakeJudgeServer:
-    """The fake judge served by uvicorn on loopback in a background thread (``url`` ends in ``/v1``)."""
+class AppServer:
+    """An ASGI app served by uvicorn on loopback in a background thread, for tests over real HTTP."""
 
-    def __init__(self) -> None:
-        self.app = make_app()
+    def __init__(self, app: object) -> None:
+        self.app = app
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
+        self.root = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def __enter__(self) -> FakeJudgeServer:
+    def __enter__(self) -> AppServer:
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
             if time.monotonic() > deadline:
-                raise RuntimeError("the fake judge did not start")
+                raise RuntimeError("the server did not start")
             time.sleep(0.05)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+
+class FakeJudgeServer(AppServer):
+    """The fake judge on loopback (``url`` ends in ``/v1``)."""
+
+    def __init__(self) -> None:
+        super().__init__(make_app())
+        self.url = f"{self.root}/v1"

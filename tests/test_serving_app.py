@@ -226,3 +226,29 @@ async def test_rule_backend_matches_the_reward_core(example_instances):
     assert response.status_code == 200
     served_rewards = [g["rewards"] for g in response.json()["groups"]]
     assert served_rewards == [score_instance(i, RuleJudge()).rewards for i in example_instances]
+
+
+class _SlowBackend(_DownBackend):
+    name = "slow"
+
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        import asyncio
+
+        await asyncio.sleep(0.6)
+        return RuleJudge().judge_group(request)
+
+    async def health(self):
+        return True, "slow"
+
+
+def test_client_gone_mid_request_loses_nothing(tmp_path):
+    from fake_judge import AppServer
+
+    app = create_app(ServerSettings(record_log=tmp_path / "log.jsonl"), backend=_SlowBackend())
+    with AppServer(app) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(server.root + "/v1/score", json={"groups": [GROUP]}, timeout=0.1)
+        later = httpx.post(server.root + "/v1/score", json={"groups": [dict(GROUP, id="g2")]}, timeout=30)
+        assert later.status_code == 200 and later.json()["groups"][0]["rewards"] == [1.0, 0.0, 0.0]
+    # The abandoned request was still scored and logged: a client that leaves does not lose its work.
+    assert sorted(e["instance"]["id"] for e in read_records(tmp_path / "log.jsonl")) == ["g1", "g2"]
