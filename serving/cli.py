@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from typing import Any
 
@@ -28,6 +30,17 @@ def register(sub: Any) -> None:
         help="OpenAI-compatible base URL of the judge, e.g. http://127.0.0.1:30000/v1 (repeat for replicas)",
     )
     serve.add_argument("--judge-model", help="model name to send to the judge endpoint")
+    serve.add_argument(
+        "--launch",
+        action="store_true",
+        default=None,
+        help="start an SGLang server for --model (needs --backend sglang and a GPU); stopped on exit",
+    )
+    serve.add_argument("--model", dest="model_path", help="judge checkpoint (directory or hub id) for --launch")
+    serve.add_argument("--tp-size", type=int, help="tensor-parallel size of the launched SGLang server")
+    serve.add_argument("--dp-size", type=int, help="data-parallel size of the launched SGLang server")
+    serve.add_argument("--mem-fraction", type=float, dest="mem_fraction_static", help="SGLang GPU memory share")
+    serve.add_argument("--sglang-port", type=int, help="port of the launched SGLang server (default 30000)")
     serve.add_argument("--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"])
     serve.add_argument("--tau", type=float, help="remapping threshold in (0, 1)")
     serve.add_argument("--record-log", metavar="PATH", help="append every scored group to this JSONL file")
@@ -50,12 +63,31 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             args.config, host=args.host, port=args.port, api_key=args.api_key, backend=args.backend,
             exposure=args.exposure, tau=args.tau, record_log=args.record_log,
             max_concurrent_groups=args.max_concurrent_groups, log_level=args.log_level, judge_urls=args.judge_urls,
-            judge_model=args.judge_model,
+            judge_model=args.judge_model, launch=args.launch, model_path=args.model_path, tp_size=args.tp_size,
+            dp_size=args.dp_size, mem_fraction_static=args.mem_fraction_static, sglang_port=args.sglang_port,
         )  # fmt: skip
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    with contextlib.ExitStack() as stack:
+        if settings.launch:
+            from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher
+
+            launch = SGLangLaunch(
+                str(settings.model_path), port=settings.sglang_port, tp_size=settings.tp_size,
+                dp_size=settings.dp_size, mem_fraction_static=settings.mem_fraction_static,
+                served_model_name=settings.judge_model, extra_args=tuple(settings.sglang_args),
+                **({"program": tuple(settings.sglang_command)} if settings.sglang_command else {}),
+            )  # fmt: skip
+            try:
+                stack.enter_context(SGLangLauncher(launch))
+            except LaunchError as exc:
+                print(f"genrm serve: {exc}", file=sys.stderr)
+                return 1
+            # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turn that into an exit that unwinds this
+            # block, so the launched SGLang server is stopped too.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        app = create_app(settings)
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
     return 0

@@ -55,10 +55,27 @@ class ServerSettings(BaseSettings):
     judge_retries: int = Field(2, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
     judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
     constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")
+    launch: bool = Field(False, description="start an SGLang server for model_path and stop it on exit")
+    model_path: str | None = Field(None, description="judge checkpoint (directory or hub id) for launch")
+    sglang_port: int = Field(30000, ge=1, le=65535, description="port of the launched SGLang server")
+    tp_size: int = Field(1, ge=1, description="tensor-parallel size of the launched SGLang server")
+    dp_size: int = Field(1, ge=1, description="data-parallel size of the launched SGLang server")
+    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0, description="SGLang GPU memory share")
+    sglang_args: list[str] = Field(default_factory=list, description="further SGLang flags, as given")
+    sglang_command: list[str] = Field(
+        default_factory=list,
+        description="command before the flags when SGLang lives elsewhere, e.g. [/opt/sglang/bin/python, -m, "
+        "sglang.launch_server] (default: this interpreter)",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @model_validator(mode="after")
     def _model_backends_need_an_endpoint(self) -> ServerSettings:
+        if self.launch:
+            if self.backend != "sglang" or not self.model_path:
+                raise ValueError("launch needs backend sglang and a model_path")
+            self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.sglang_port}/v1"]
+            self.judge_model = self.judge_model or self.model_path
         if self.backend != "rule" and not (self.judge_urls and self.judge_model):
             raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
         return self

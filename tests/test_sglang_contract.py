@@ -73,3 +73,28 @@ def test_requests_validate_against_sglang_protocol(example_instances, tmp_path):
     done = subprocess.run([SGLANG_PYTHON, "-c", _CHECK, str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * len(EXPOSURES)
+
+
+_FLAGS = """
+import argparse, json, sys
+from sglang.srt.server_args import ServerArgs
+parser = argparse.ArgumentParser()
+ServerArgs.add_cli_args(parser)
+args = parser.parse_args(json.loads(sys.argv[1]))
+print(json.dumps({"tp": args.tp_size, "dp": args.dp_size, "mem": args.mem_fraction_static, "port": args.port,
+                  "name": args.served_model_name, "metrics": args.enable_metrics, "key": args.api_key}))
+"""
+
+
+@pytest.mark.skipif(SGLANG_PYTHON is None, reason="GENRM_SGLANG_PYTHON (an environment with sglang) is not set")
+def test_launch_flags_parse_with_sglang():
+    from serving.launcher import SGLangLaunch
+
+    launch = SGLangLaunch("/models/judge", port=31000, tp_size=2, dp_size=4, mem_fraction_static=0.75, api_key="k",
+                          served_model_name="judge", context_length=8192)  # fmt: skip
+    flags = launch.command()[len(launch.program) :]
+    done = subprocess.run([SGLANG_PYTHON, "-c", _FLAGS, json.dumps(flags)], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    parsed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert parsed == {"tp": 2, "dp": 4, "mem": 0.75, "port": 31000, "name": "judge", "metrics": True, "key": "k"}

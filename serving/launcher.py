@@ -1,0 +1,151 @@
+"""Start an SGLang server for the judge, wait until it is healthy, and stop it (and its workers) on exit.
+
+    with SGLangLauncher(SGLangLaunch(model_path="/models/judge", tp_size=2)) as launched:
+        launched.base_url        # http://127.0.0.1:30000/v1, for SGLangBackend
+
+The command is ``python -m sglang.launch_server`` with the flags below (checked against SGLang's own argument
+parser by the contract test). The server runs in its own process group, so stopping it also stops its scheduler and
+detokenizer processes: SIGTERM, then SIGKILL after ``stop_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+logger = logging.getLogger("genrm.serving.launcher")
+
+
+class LaunchError(RuntimeError):
+    """The SGLang server exited or did not become healthy in time; the message ends with its last log lines."""
+
+
+@dataclass(frozen=True)
+class SGLangLaunch:
+    """How to start SGLang for the judge.
+
+    Attributes:
+        model_path: local checkpoint directory or hub id of the judge model.
+        port: port of the SGLang server (loopback only).
+        tp_size, dp_size: tensor- and data-parallel sizes (GPUs = tp_size x dp_size).
+        mem_fraction_static: share of GPU memory for weights and KV cache (SGLang's default when None).
+        context_length: maximum context in tokens (the model's when None).
+        api_key: key SGLang requires from its clients (none when None).
+        served_model_name: the name requests use (defaults to ``model_path``).
+        extra_args: further SGLang flags, passed as given.
+        startup_timeout_s: how long to wait for ``/health`` (loading a large model takes minutes).
+        program: the command before the flags (tests substitute a stand-in server).
+    """
+
+    model_path: str
+    port: int = 30000
+    tp_size: int = 1
+    dp_size: int = 1
+    mem_fraction_static: float | None = None
+    context_length: int | None = None
+    api_key: str | None = None
+    served_model_name: str | None = None
+    extra_args: tuple[str, ...] = ()
+    startup_timeout_s: float = 1800.0
+    stop_timeout_s: float = 30.0
+    program: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", "sglang.launch_server"))
+
+    def __post_init__(self) -> None:
+        if self.tp_size < 1 or self.dp_size < 1:
+            raise ValueError("tp_size and dp_size must be at least 1")
+        if self.mem_fraction_static is not None and not 0.0 < self.mem_fraction_static < 1.0:
+            raise ValueError("mem_fraction_static must be in (0, 1)")
+
+    @property
+    def model_name(self) -> str:
+        """The model name judge requests must send."""
+        return self.served_model_name or self.model_path
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL of the launched server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        """The full command line."""
+        flags = ["--model-path", self.model_path, "--host", "127.0.0.1", "--port", str(self.port),
+                 "--tp-size", str(self.tp_size), "--dp-size", str(self.dp_size), "--enable-metrics",
+                 "--served-model-name", self.model_name]  # fmt: skip
+        if self.mem_fraction_static is not None:
+            flags += ["--mem-fraction-static", str(self.mem_fraction_static)]
+        if self.context_length is not None:
+            flags += ["--context-length", str(self.context_length)]
+        if self.api_key is not None:
+            flags += ["--api-key", self.api_key]
+        return [*self.program, *flags, *self.extra_args]
+
+
+class SGLangLauncher:
+    """Context manager that runs one SGLang server for the duration of a ``with`` block."""
+
+    def __init__(self, launch: SGLangLaunch) -> None:
+        self.launch = launch
+        self.process: subprocess.Popen | None = None
+        self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (``…/v1``)."""
+        return self.launch.base_url
+
+    def _tail(self, lines: int = 30) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        return "".join(self._log.readlines()[-lines:])
+
+    def start(self) -> None:
+        """Start the server and wait for ``/health``; raises LaunchError (with its log tail) when it fails."""
+        logger.info("starting SGLang: %s", " ".join(self.launch.command()))
+        self.process = subprocess.Popen(
+            self.launch.command(), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        headers = {"Authorization": f"Bearer {self.launch.api_key}"} if self.launch.api_key else {}
+        deadline = time.monotonic() + self.launch.startup_timeout_s
+        health = f"http://127.0.0.1:{self.launch.port}/health"
+        while True:
+            if self.process.poll() is not None:
+                raise LaunchError(f"SGLang exited with code {self.process.returncode}:\n{self._tail()}")
+            try:
+                if httpx.get(health, headers=headers, timeout=2.0).status_code == 200:
+                    logger.info("SGLang is healthy at %s", self.base_url)
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LaunchError(f"SGLang not healthy after {self.launch.startup_timeout_s:.0f} s:\n{self._tail()}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """Stop the server's whole process group: SIGTERM, then SIGKILL after ``stop_timeout_s``."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        group = os.getpgid(process.pid)
+        os.killpg(group, signal.SIGTERM)
+        try:
+            process.wait(timeout=self.launch.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(group, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def __enter__(self) -> SGLangLauncher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._log.close()

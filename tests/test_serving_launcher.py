@@ -1,0 +1,81 @@
+"""The SGLang launcher: its command line, start-up wait, failure report and shutdown (with a stand-in server)."""
+
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_judge import free_port
+
+from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher
+from serving.openai_backend import SGLangBackend
+
+STAND_IN = (sys.executable, str(Path(__file__).with_name("fake_sglang_server.py")))
+
+
+def test_command_line():
+    launch = SGLangLaunch("/models/judge", port=31000, tp_size=2, dp_size=2, mem_fraction_static=0.8,
+                          api_key="k", extra_args=("--chunked-prefill-size", "4096"))  # fmt: skip
+    command = launch.command()
+    assert command[:3] == [sys.executable, "-m", "sglang.launch_server"]
+    flags = dict(zip(command[3::2], command[4::2], strict=False))
+    assert flags["--model-path"] == "/models/judge" and flags["--port"] == "31000" and flags["--tp-size"] == "2"
+    assert flags["--dp-size"] == "2" and "--mem-fraction-static" in command and "--enable-metrics" in command
+    assert command[-2:] == ["--chunked-prefill-size", "4096"] and launch.base_url == "http://127.0.0.1:31000/v1"
+    with pytest.raises(ValueError, match="tp_size"):
+        SGLangLaunch("/m", tp_size=0)
+
+
+@pytest.mark.anyio
+async def test_launch_judge_and_stop():
+    launch = SGLangLaunch("judge-model", port=free_port(), program=STAND_IN, startup_timeout_s=60)
+    with SGLangLauncher(launch) as launched:
+        process = launched.process
+        backend = SGLangBackend([launched.base_url], launch.model_name)
+        assert (await backend.health())[0]
+        await backend.aclose()
+    assert process.poll() is not None  # stopped with the block
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{launch.port}/health", timeout=1)
+
+
+def test_a_server_that_dies_is_reported_with_its_log():
+    launch = SGLangLaunch("missing", port=free_port(), program=STAND_IN, startup_timeout_s=60)
+    with pytest.raises(LaunchError, match="exited with code 1(.|\n)*does not exist"):
+        with SGLangLauncher(launch):
+            pass
+
+
+def test_genrm_serve_launches_and_stops_sglang(tmp_path):
+    import subprocess
+    import time
+
+    from serving.client import RewardClient, RewardServerError
+
+    port, judge_port = free_port(), free_port()
+    config = tmp_path / "serve.yaml"
+    config.write_text(
+        f"port: {port}\nbackend: sglang\nlaunch: true\nmodel_path: judge-model\nsglang_port: {judge_port}\n"
+        f"sglang_command: [{sys.executable!r}, {STAND_IN[1]!r}]\nlog_level: warning\n"
+    )
+    process = subprocess.Popen([sys.executable, "-m", "genrm", "serve", "--config", str(config)])
+    try:
+        with RewardClient(f"http://127.0.0.1:{port}", retries=0, timeout_s=5) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    health = client.health()
+                    break
+                except RewardServerError:
+                    assert process.poll() is None and time.monotonic() < deadline, "genrm serve did not start"
+                    time.sleep(0.2)
+            assert health.backend == "sglang" and health.backend_reachable
+            group = {"id": "g", "prompt": "Name the class of spiders.", "responses": ["Arachnids.", "Insects."],
+                     "rubric": {"essential": [{"criterion": "Names the class.", "reference": "arachnid",
+                                               "weight": 3}]}}  # fmt: skip
+            assert client.score([group])[0].rewards == [1.0, 0.0]  # a fuzzy criterion, judged by the model
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    with pytest.raises(httpx.TransportError):  # the launched judge went down with the server
+        httpx.get(f"http://127.0.0.1:{judge_port}/health", timeout=1)
