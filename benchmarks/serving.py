@@ -30,7 +30,7 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 import httpx  # noqa: E402
 
-from genrm.judge import GroupRequest  # noqa: E402
+from genrm.judge import GroupRequest, call_string  # noqa: E402
 from genrm.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
 from genrm.schemas import Instance  # noqa: E402
 from verifiers import REGISTRY  # noqa: E402
@@ -53,9 +53,8 @@ class ZeroLatencyBackend:
             if plan.verifier is None:
                 criteria.append(CriterionJudgement(plan, credit=1.0))
             else:
-                keywords = ", ".join(f"{k}={v!r}" for k, v in empty_prediction(REGISTRY[plan.verifier]).items()
-                                     if v is not None)  # fmt: skip
-                criteria.append(CriterionJudgement(plan, call=f"{plan.verifier}({keywords})"))
+                empty = {k: v for k, v in empty_prediction(REGISTRY[plan.verifier]).items() if v is not None}
+                criteria.append(CriterionJudgement(plan, call=call_string(plan.verifier, empty)))
         return [ParsedJudgement(None, "zero", "", list(criteria)) for _ in request.responses]
 
     async def health(self) -> tuple[bool, str]:

@@ -48,7 +48,8 @@ class Judge(Protocol):
         ...
 
 
-def _call_string(verifier: str, keywords: dict[str, object]) -> str:
+def call_string(verifier: str, keywords: dict[str, object]) -> str:
+    """A scoring-side call with literal keyword values, e.g. ``expr_verify(predict='42')``."""
     # repr() writes Python literals, which is what the call parser reads back (never evaluated).
     return f"{verifier}({', '.join(f'{key}={value!r}' for key, value in keywords.items())})"
 
@@ -57,7 +58,7 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
-    call = _call_string(plan.verifier, extract_prediction(plan.verifier, span))
+    call = call_string(plan.verifier, extract_prediction(plan.verifier, span))
     where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}" if span else "no final answer found"
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from genrm.rubric import CriterionPlan, RubricPolicy
@@ -174,6 +175,7 @@ def render_checklist(plans: Sequence[CriterionPlan], exposure: Exposure = "minim
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=len(EXPOSURES))
 def scoring_system_prompt(exposure: Exposure = "minimal") -> str:
     """The system message of response scoring; it depends only on ``exposure`` (cached across every request)."""
     exposure = check_exposure(exposure)
@@ -208,6 +210,36 @@ def scoring_prefix(prompt: str, plans: Sequence[CriterionPlan], exposure: Exposu
     )
 
 
+def build_group_prompts(
+    prompt: str,
+    plans: Sequence[CriterionPlan],
+    responses: Sequence[str],
+    exposure: Exposure = "minimal",
+    image: str | None = None,
+) -> list[ScoringPrompt]:
+    """The scoring conversation of every response of a group; the shared part is built once.
+
+    Args:
+        prompt: the question the policy answered (text only).
+        plans: the rubric's execution plans (:func:`genrm.rubric.plan_rubric`), essential first.
+        responses: the candidate responses; each fenced, with marker lines inside it defused.
+        exposure: what the judge sees (module docstring).
+        image: the instance's image; attached only under ``vlm``.
+    """
+    prefix = scoring_prefix(prompt, plans, exposure)
+    system = scoring_system_prompt(exposure)
+    shown = image if exposure == "vlm" else None
+    return [
+        ScoringPrompt(
+            system,
+            f"{prefix}{_defuse(r)}\n{RESPONSE_CLOSE}\n\nNow write the JSON object.",
+            shown,
+            shared_prefix=prefix,
+        )  # fmt: skip
+        for r in responses
+    ]
+
+
 def build_scoring_prompt(
     prompt: str,
     plans: Sequence[CriterionPlan],
@@ -215,20 +247,8 @@ def build_scoring_prompt(
     exposure: Exposure = "minimal",
     image: str | None = None,
 ) -> ScoringPrompt:
-    """The conversation that asks the judge to score ``response`` against the rubric's ``plans``.
-
-    Args:
-        prompt: the question the policy answered (text only).
-        plans: the rubric's execution plans (:func:`genrm.rubric.plan_rubric`), essential first.
-        response: the candidate response; fenced, with marker lines inside it defused.
-        exposure: what the judge sees (module docstring).
-        image: the instance's image; attached only under ``vlm``.
-    """
-    prefix = scoring_prefix(prompt, plans, exposure)
-    user = f"{prefix}{_defuse(response)}\n{RESPONSE_CLOSE}\n\nNow write the JSON object."
-    return ScoringPrompt(
-        scoring_system_prompt(exposure), user, image if exposure == "vlm" else None, shared_prefix=prefix
-    )
+    """The conversation that asks the judge to score one ``response`` (see :func:`build_group_prompts`)."""
+    return build_group_prompts(prompt, plans, [response], exposure, image)[0]
 
 
 def _verifier_block(task_type: str | None, policy: RubricPolicy) -> str:

@@ -31,7 +31,7 @@ import httpx
 from genrm.judge import GroupRequest
 from genrm.judge_output import ParsedJudgement, parse_judge_output
 from genrm.output_schema import response_format
-from genrm.prompts import ScoringPrompt, build_scoring_prompt
+from genrm.prompts import ScoringPrompt, build_group_prompts
 from serving.backends import BackendUnavailable
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -136,7 +136,6 @@ class OpenAIBackend:
         return text if isinstance(text, str) else ""
 
     async def _judge_one(self, prompt: ScoringPrompt, request: GroupRequest, schema: dict | None) -> ParsedJudgement:
-        parsed = ParsedJudgement("backend_error", "no attempt")
         for _ in range(self.parse_retries + 1):
             try:
                 text = self._text(await self._post(self._payload(prompt, schema)))
@@ -144,24 +143,26 @@ class OpenAIBackend:
                 return ParsedJudgement("backend_error", str(exc))
             parsed = parse_judge_output(text, request.plans)
             if parsed.failure not in _UNREADABLE:
-                return parsed
+                break
         return parsed
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One judgement per response; the G calls go out concurrently."""
         schema = response_format(request.plans) if self.constrained else None
-        prompts = [
-            build_scoring_prompt(request.prompt, request.plans, response, request.exposure, request.image)
-            for response in request.responses
-        ]
+        prompts = build_group_prompts(
+            request.prompt, request.plans, request.responses, request.exposure, request.image
+        )
         return list(await asyncio.gather(*(self._judge_one(p, request, schema) for p in prompts)))
 
+    def _health_url(self, base_url: str) -> str:
+        return f"{base_url}/models"
+
     async def health(self) -> tuple[bool, str]:
-        """Reachable when at least one endpoint lists its models."""
+        """Reachable when at least one endpoint answers its health probe (``/models`` here)."""
         problems = []
-        for url in self.base_urls:
+        for url in map(self._health_url, self.base_urls):
             try:
-                response = await self._http.get(f"{url}/models", timeout=5.0)
+                response = await self._http.get(url, timeout=5.0)
                 if response.is_success:
                     return True, f"{url} answers"
                 problems.append(f"{url}: HTTP {response.status_code}")
@@ -179,16 +180,6 @@ class SGLangBackend(OpenAIBackend):
 
     name = "sglang"
 
-    async def health(self) -> tuple[bool, str]:
-        """Reachable when at least one server's ``/health`` answers 200."""
-        problems = []
-        for url in self.base_urls:
-            root = url[: -len("/v1")] if url.endswith("/v1") else url
-            try:
-                response = await self._http.get(f"{root}/health", timeout=5.0)
-                if response.is_success:
-                    return True, f"{root} healthy"
-                problems.append(f"{root}: HTTP {response.status_code}")
-            except httpx.HTTPError as exc:
-                problems.append(f"{root}: {type(exc).__name__}")
-        return False, "; ".join(problems)
+    def _health_url(self, base_url: str) -> str:
+        root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+        return f"{root}/health"
