@@ -4,6 +4,8 @@
     genrm verify --examples
     genrm verifiers [--only text_verify expr_verify] [--json]
     genrm score datasets/examples/reward_core.jsonl -o rewards.jsonl [--backend rule]
+    genrm score INPUT.jsonl -o rewards.jsonl --backend transformers --model PATH
+    genrm tiny-model runs/tiny-judge
 
 Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
 """
@@ -97,7 +99,17 @@ def _cmd_score(args: argparse.Namespace) -> int:
         tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
         verify=VerifyConfig(deadline_s=args.deadline),
     )  # fmt: skip
-    judge = RuleJudge()
+    if args.backend == "transformers":
+        if not args.model:
+            print("genrm score: --backend transformers needs --model PATH", file=sys.stderr)
+            return 2
+        try:
+            judge = _local_judge(args)
+        except (OSError, ValueError) as exc:  # no checkpoint at that path, or one without a chat template
+            print(f"genrm score: cannot load the judge {args.model!r}: {exc}", file=sys.stderr)
+            return 2
+    else:
+        judge = RuleJudge()
     with contextlib.ExitStack() as stack:
         try:
             source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
@@ -109,6 +121,28 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     return 1 if summary.failed else 0
+
+
+def _local_judge(args: argparse.Namespace) -> object:
+    from genrm.hf_generation import LocalGenerator
+    from genrm.judge import SamplingSettings
+    from genrm.model_judge import ModelJudge
+
+    generator = LocalGenerator.from_pretrained(
+        args.model, device=args.device, sampling=SamplingSettings(max_tokens=args.max_tokens)
+    )
+    return ModelJudge(generator.generate)
+
+
+def _cmd_tiny_model(args: argparse.Namespace) -> int:
+    from genrm.tiny_model import TinyModelConfig, save_tiny_judge
+
+    config = TinyModelConfig(
+        vocab_size=args.vocab_size, hidden_size=args.hidden_size, num_hidden_layers=args.layers, seed=args.seed
+    )
+    out = save_tiny_judge(args.output, config)
+    print(f"saved a tiny judge (untrained) to {out}")
+    return 0
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -155,9 +189,13 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
     score.add_argument("-o", "--output", default="-", metavar="OUTPUT.jsonl", help="default: standard output")
     score.add_argument(
-        "--backend", choices=["rule"], default="rule",
-        help="rule: read final answers by fixed rules; fuzzy criteria stay unscored (default)",
+        "--backend", choices=["rule", "transformers"], default="rule",
+        help="rule: read final answers by fixed rules, fuzzy criteria stay unscored (default); transformers: a "
+        "judge checkpoint (--model) run in this process",
     )  # fmt: skip
+    score.add_argument("--model", metavar="PATH", help="judge checkpoint (directory or hub id) for transformers")
+    score.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="where the judge runs")
+    score.add_argument("--max-tokens", type=int, default=1024, help="output token budget per judge answer")
     score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
     score.add_argument(
         "--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"], default="minimal",
@@ -167,6 +205,20 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     score.set_defaults(handler=_cmd_score)
+
+    tiny = sub.add_parser(
+        "tiny-model",
+        help="save an untrained tiny judge checkpoint (tokenizer trained here, model from a config)",
+        description="Train a byte-level BPE tokenizer on the example set's judge prompts and answers, build a "
+        "randomly initialised Qwen3 model of that vocabulary and save both (no download). For tests, CPU recipes "
+        "and trying the transformers backend.",
+    )
+    tiny.add_argument("output", metavar="DIR", help="directory to save the checkpoint to")
+    tiny.add_argument("--vocab-size", type=int, default=1024, help="tokenizer vocabulary (default: 1024)")
+    tiny.add_argument("--hidden-size", type=int, default=64, help="model width (default: 64)")
+    tiny.add_argument("--layers", type=int, default=2, help="decoder layers (default: 2)")
+    tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
+    tiny.set_defaults(handler=_cmd_tiny_model)
     _register_plugins(sub)
     return parser
 

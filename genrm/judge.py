@@ -37,6 +37,23 @@ class GroupRequest:
     exposure: Exposure = "minimal"
 
 
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How a judge answer is sampled (greedy by default: rewards should not be noisy).
+
+    Attributes:
+        max_tokens: output token budget of one answer (> 0).
+        temperature: 0 for greedy decoding, else the sampling temperature (0-2).
+        top_p: nucleus sampling mass (0-1], used when sampling.
+        seed: seed of the sampler, or None.
+    """
+
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
 @runtime_checkable
 class Judge(Protocol):
     """A backend that judges every response of a group against the rubric."""

@@ -88,17 +88,18 @@ def extract_json_object(text: str) -> dict | None:
     """The judge's JSON object in ``text``: the last fenced block that holds one, else the first object that parses.
 
     Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
-    from at most 64 opening braces.
+    from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
+    constrained model write them (a tab or newline in a rationale), and they say nothing about the verdict.
     """
     text = _strip_reasoning(text[:MAX_OUTPUT_CHARS])
     for block in reversed(_FENCE.findall(text)):
         try:
-            value = json.loads(block)
+            value = json.loads(block, strict=False)
         except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     start, tried = text.find("{"), 0
     while start != -1 and tried < _MAX_JSON_STARTS:
         try:

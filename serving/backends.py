@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
-from genrm.judge import GroupRequest, RuleJudge
+from genrm.judge import GroupRequest, RuleJudge, SamplingSettings
 from genrm.judge_output import ParsedJudgement
 
 if TYPE_CHECKING:
@@ -69,7 +69,11 @@ def make_backend(settings: ServerSettings) -> AsyncJudge:
     """The backend ``settings.backend`` names, configured from ``settings``."""
     if settings.backend == "rule":
         return RuleBackend()
-    from serving.openai_backend import OpenAIBackend, SamplingSettings, SGLangBackend
+    if settings.backend == "transformers":
+        from serving.transformers_backend import TransformersBackend
+
+        return TransformersBackend.from_settings(settings)
+    from serving.openai_backend import OpenAIBackend, SGLangBackend
 
     cls = SGLangBackend if settings.backend == "sglang" else OpenAIBackend
     key = settings.judge_api_key.get_secret_value() if settings.judge_api_key else None

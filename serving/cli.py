@@ -21,7 +21,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need an API key)")
     serve.add_argument("--port", type=int, help="TCP port (default 8000)")
     serve.add_argument("--api-key", help="bearer token clients must send (or GENRM_API_KEY)")
-    serve.add_argument("--backend", choices=["rule", "openai", "sglang"], help="judge backend (default: rule)")
+    serve.add_argument(
+        "--backend", choices=["rule", "openai", "sglang", "transformers"], help="judge backend (default: rule)"
+    )
     serve.add_argument(
         "--judge-url",
         action="append",
@@ -36,7 +38,14 @@ def register(sub: Any) -> None:
         default=None,
         help="start an SGLang server for --model (needs --backend sglang and a GPU); stopped on exit",
     )
-    serve.add_argument("--model", dest="model_path", help="judge checkpoint (directory or hub id) for --launch")
+    serve.add_argument(
+        "--model",
+        dest="model_path",
+        help="judge checkpoint (directory or hub id) for --launch or --backend transformers",
+    )
+    serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="transformers backend: where the model runs")
+    serve.add_argument("--max-batch-size", type=int, help="transformers backend: most prompts in one batch")
+    serve.add_argument("--max-tokens", type=int, dest="judge_max_tokens", help="output token budget per answer")
     serve.add_argument("--tp-size", type=int, help="tensor-parallel size of the launched SGLang server")
     serve.add_argument("--dp-size", type=int, help="data-parallel size of the launched SGLang server")
     serve.add_argument("--mem-fraction", type=float, dest="mem_fraction_static", help="SGLang GPU memory share")
@@ -65,6 +74,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             max_concurrent_groups=args.max_concurrent_groups, log_level=args.log_level, judge_urls=args.judge_urls,
             judge_model=args.judge_model, launch=args.launch, model_path=args.model_path, tp_size=args.tp_size,
             dp_size=args.dp_size, mem_fraction_static=args.mem_fraction_static, sglang_port=args.sglang_port,
+            device=args.device, max_batch_size=args.max_batch_size, judge_max_tokens=args.judge_max_tokens,
         )  # fmt: skip
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)

@@ -23,12 +23,11 @@ import asyncio
 import itertools
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from genrm.judge import GroupRequest
+from genrm.judge import GroupRequest, SamplingSettings
 from genrm.judge_output import ParsedJudgement, parse_judge_output
 from genrm.output_schema import response_format
 from genrm.prompts import ScoringPrompt, build_group_prompts
@@ -36,16 +35,6 @@ from serving.backends import BackendUnavailable
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _UNREADABLE = ("not_json", "schema")
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    """Sampling parameters sent with every judge request (greedy by default: rewards should not be noisy)."""
-
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
 
 
 class _CallFailed(Exception):

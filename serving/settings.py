@@ -22,7 +22,7 @@ from pydantic_settings import (
 
 from genrm.prompts import Exposure
 
-BackendName = Literal["rule", "openai", "sglang"]
+BackendName = Literal["rule", "openai", "sglang", "transformers"]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -56,7 +56,7 @@ class ServerSettings(BaseSettings):
     judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
     constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")
     launch: bool = Field(False, description="start an SGLang server for model_path and stop it on exit")
-    model_path: str | None = Field(None, description="judge checkpoint (directory or hub id) for launch")
+    model_path: str | None = Field(None, description="judge checkpoint (directory or hub id): launch, transformers")
     sglang_port: int = Field(30000, ge=1, le=65535, description="port of the launched SGLang server")
     tp_size: int = Field(1, ge=1, description="tensor-parallel size of the launched SGLang server")
     dp_size: int = Field(1, ge=1, description="data-parallel size of the launched SGLang server")
@@ -67,6 +67,16 @@ class ServerSettings(BaseSettings):
         description="command before the flags when SGLang lives elsewhere, e.g. [/opt/sglang/bin/python, -m, "
         "sglang.launch_server] (default: this interpreter)",
     )
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="transformers backend: where the model runs")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="transformers backend: weight dtype (auto: bfloat16 on CUDA, float32 on CPU)"
+    )
+    trust_remote_code: bool = Field(False, description="transformers backend: run the checkpoint's own code")
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="transformers backend: chat-template variables, e.g. enable_thinking"
+    )
+    max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
+    batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @model_validator(mode="after")
@@ -76,7 +86,11 @@ class ServerSettings(BaseSettings):
                 raise ValueError("launch needs backend sglang and a model_path")
             self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.sglang_port}/v1"]
             self.judge_model = self.judge_model or self.model_path
-        if self.backend != "rule" and not (self.judge_urls and self.judge_model):
+        if self.backend == "transformers":
+            if not self.model_path:
+                raise ValueError("the transformers backend needs a model_path")
+            self.judge_model = self.judge_model or self.model_path
+        elif self.backend != "rule" and not (self.judge_urls and self.judge_model):
             raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
         return self
 

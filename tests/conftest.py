@@ -39,3 +39,11 @@ def example_instances() -> list[Instance]:
 def anyio_backend() -> str:
     """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop uvicorn serves with."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def tiny_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained tiny judge checkpoint (``genrm.tiny_model``) saved once per test session."""
+    from genrm.tiny_model import save_tiny_judge
+
+    return save_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))

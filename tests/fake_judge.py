@@ -4,6 +4,9 @@ It reads the scoring prompt the way a judge must (the checklist, the fenced resp
 extractor's values for tool items and a substring check for reference items, and checks its own answer against the
 request's ``response_format`` schema. Faults on demand: ``fail_first`` 500s, a ``delay_s`` per call, ``garbage``
 answers.
+
+Also here: :class:`AppServer` (an ASGI app on loopback in a thread) and :class:`ServeProcess` (``genrm serve`` in its
+own process), for tests over real HTTP.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import asyncio
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -134,3 +139,34 @@ class FakeJudgeServer(AppServer):
     def __init__(self) -> None:
         super().__init__(make_app())
         self.url = f"{self.root}/v1"
+
+
+class ServeProcess:
+    """``genrm serve ARGS`` in its own process on a free loopback port; terminated on exit if still running."""
+
+    def __init__(self, *args: str, startup_timeout_s: float = 120.0) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.command = [sys.executable, "-m", "genrm", "serve", "--port", str(self.port), *args]
+        self.startup_timeout_s = startup_timeout_s
+
+    def __enter__(self) -> ServeProcess:
+        from serving.client import RewardClient, RewardServerError
+
+        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + self.startup_timeout_s
+        with RewardClient(self.url, retries=0, timeout_s=2) as probe:
+            while True:
+                try:
+                    probe.health()
+                    return self
+                except RewardServerError:
+                    if self.process.poll() is not None or time.monotonic() > deadline:
+                        self.process.kill()
+                        raise RuntimeError(f"server did not start: {self.process.stdout.read()}") from None
+                    time.sleep(0.2)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)

@@ -111,6 +111,14 @@ def test_criterion_text_must_be_the_rubric_s():
     assert parse_judge_output(json.dumps(value), PLANS).criteria[0].failure is None
 
 
+def test_raw_control_characters_in_free_text_are_read():
+    # XGrammar's JSON grammar lets a constrained model put raw control characters inside strings
+    text = GOOD.replace('"checked"', '"line one\nline\ttwo\x01"')
+    assert "\n" in text and "\\n" not in text
+    parsed = parse_judge_output(text, PLANS)
+    assert parsed.ok and parsed.thought == "line one\nline\ttwo\x01"
+
+
 def test_extraction_prefers_the_last_fenced_object():
     text = '```json\n{"a": 1}\n```\nrevised:\n```json\n{"a": 2}\n```'
     assert extract_json_object(text) == {"a": 2}

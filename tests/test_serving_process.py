@@ -3,49 +3,22 @@
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 
 import anyio
 import pytest
+from fake_judge import ServeProcess
 
 from genrm.judge import RuleJudge
 from genrm.scoring import score_instance
-from serving.client import AsyncRewardClient, RewardClient, RewardServerError
+from serving.client import AsyncRewardClient, RewardClient
 from serving.record_log import read_records
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def server(tmp_path):
-    port = _free_port()
     log = tmp_path / "records.jsonl"
-    command = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--record-log", str(log),
-               "--log-level", "warning"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    with RewardClient(url, retries=0, timeout_s=2) as probe:
-        while True:
-            try:
-                probe.health()
-                break
-            except RewardServerError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    process.kill()
-                    raise RuntimeError(f"server did not start: {process.stdout.read()}") from None
-                time.sleep(0.2)
-    yield url, process, log
-    if process.poll() is None:
-        process.terminate()
-        process.wait(timeout=30)
+    with ServeProcess("--record-log", str(log), "--log-level", "warning") as served:
+        yield served.url, served.process, log
 
 
 def test_rule_backend_end_to_end(server, example_instances):

@@ -15,10 +15,11 @@ import subprocess
 import pytest
 from fake_judge import judge_answer
 
+from genrm.judge import SamplingSettings
 from genrm.output_schema import response_format
 from genrm.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
 from genrm.rubric import plan_rubric
-from serving.openai_backend import OpenAIBackend, SamplingSettings
+from serving.openai_backend import OpenAIBackend
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 

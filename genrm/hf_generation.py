@@ -1,0 +1,249 @@
+"""Batched generation of judge answers in process with transformers, constrained to the rubric's JSON schema.
+
+:class:`LocalGenerator` applies the model's chat template to each prompt, left-pads a batch, and runs one
+``model.generate`` for it. Where XGrammar is installed (the ``train`` extra brings it; it is also SGLang's default
+grammar backend, so a judge is constrained by the same engine in process and behind SGLang), each row of the batch
+gets a token mask compiled from its own schema (``xgrammar.contrib.hf.LogitsProcessor``), so groups with different
+rubrics share a batch. Grammars are compiled once per schema (XGrammar's compiler caches them) and in compact form
+(no free whitespace, which a weak model would otherwise fill until the token budget runs out).
+
+Failures are per prompt and never raise out of :meth:`LocalGenerator.generate`: a prompt too long for the model, an
+image for a text-only model, a schema XGrammar cannot compile or a failed ``generate`` call come back as a
+:class:`Generation` with ``error`` set.
+
+Needs torch and transformers; imported only where a local model runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from genrm.judge import SamplingSettings
+from genrm.prompts import ChatPrompt
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+DeviceName = Literal["auto", "cpu", "cuda"]
+DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+@dataclass(frozen=True)
+class GenerationItem:
+    """One prompt to answer: the conversation, the JSON schema to constrain it to (or None), and its sampling."""
+
+    prompt: ChatPrompt
+    schema: dict[str, Any] | None = None
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated answer, or why there is none (``error``); token counts are of this prompt alone."""
+
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finished: bool = False
+    error: str | None = None
+
+
+def pick_device(device: DeviceName) -> str:
+    """``cuda`` when asked for or when ``auto`` finds a CUDA device, else ``cpu``."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda was asked for, but torch sees no CUDA device")
+    return device
+
+
+def pick_dtype(dtype: DtypeName, device: str) -> torch.dtype:
+    """The torch dtype for ``dtype``; ``auto`` is bfloat16 on CUDA and float32 on CPU."""
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device == "cuda" else torch.float32
+    return getattr(torch, dtype)
+
+
+@dataclass
+class _Grammars:
+    """XGrammar's compiler for one tokenizer; None where XGrammar is not installed."""
+
+    compiler: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def compile(self, schema: dict[str, Any]) -> Any:
+        with self.lock:
+            return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, strict_mode=True)
+
+
+def _grammar_compiler(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> _Grammars | None:
+    try:
+        import xgrammar
+    except ImportError:
+        return None
+    info = xgrammar.TokenizerInfo.from_huggingface(
+        tokenizer, vocab_size=vocab_size, stop_token_ids=[int(tokenizer.eos_token_id)]
+    )
+    return _Grammars(xgrammar.GrammarCompiler(info, max_threads=2))
+
+
+class LocalGenerator:
+    """A causal LM and its tokenizer, generating judge answers for batches of prompts (one batch at a time)."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        sampling: SamplingSettings | None = None,
+        constrained: bool = True,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        name: str = "local",
+    ) -> None:
+        """Wrap a loaded model.
+
+        Args:
+            model: a causal LM in eval mode, on its device.
+            tokenizer: its tokenizer, with a chat template and an end-of-sequence token.
+            sampling: token budget, temperature and top-p (a :class:`GenerationItem` may override the temperature).
+            constrained: constrain answers to their schema when XGrammar is installed (a warning says when it is not).
+            chat_template_kwargs: extra variables for the chat template, e.g. ``{"enable_thinking": False}``.
+            name: the model's name in logs and health reports.
+        """
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no end-of-sequence token; the judge could not stop")
+        if tokenizer.chat_template is None:
+            raise ValueError("the tokenizer has no chat template; the judge's prompts are conversations")
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.sampling = sampling or SamplingSettings()
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        tokenizer.padding_side = "left"  # decoder-only batches: every answer starts right after its prompt
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.max_positions = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 0)
+        self.grammars = _grammar_compiler(tokenizer, self.vocab_size) if constrained else None
+        if constrained and self.grammars is None:
+            logger.warning("xgrammar is not installed: judge answers are not constrained to the rubric's schema")
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str,
+        device: DeviceName = "auto",
+        dtype: DtypeName = "auto",
+        trust_remote_code: bool = False,
+        **kwargs: Any,
+    ) -> LocalGenerator:
+        """Load a checkpoint (directory or hub id) and its tokenizer; ``kwargs`` go to the constructor."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        where = pick_device(device)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=pick_dtype(dtype, where), trust_remote_code=trust_remote_code
+        )
+        logger.info("loaded judge %s on %s (%.1f M parameters)", path, where, model.num_parameters() / 1e6)
+        return cls(model.to(where).eval(), tokenizer, name=kwargs.pop("name", path), **kwargs)
+
+    @property
+    def constrained(self) -> bool:
+        """Whether answers are constrained to their schema."""
+        return self.grammars is not None
+
+    @property
+    def device(self) -> str:
+        """The model's device, e.g. ``cpu`` or ``cuda:0``."""
+        return str(self.model.device)
+
+    def _template(self, prompt: ChatPrompt) -> str:
+        return self.tokenizer.apply_chat_template(
+            prompt.messages(), add_generation_prompt=True, tokenize=False, **self.chat_template_kwargs
+        )
+
+    def _prepare(self, item: GenerationItem) -> tuple[list[int], Any] | str:
+        if item.prompt.image is not None:
+            return "the transformers backend serves text judges; the vlm exposure needs an SGLang or OpenAI backend"
+        ids = self.tokenizer(self._template(item.prompt), add_special_tokens=False).input_ids
+        if self.max_positions and len(ids) + self.sampling.max_tokens > self.max_positions:
+            return (
+                f"the prompt is {len(ids)} tokens; with {self.sampling.max_tokens} output tokens it exceeds the "
+                f"model's {self.max_positions} positions"
+            )
+        grammar = None
+        if self.grammars is not None and item.schema is not None:
+            try:
+                grammar = self.grammars.compile(item.schema)
+            except Exception as exc:  # XGrammar raises RuntimeError/ValueError subclasses of its own
+                return f"xgrammar could not compile the answer schema: {exc}"
+        return ids, grammar
+
+    def generate(self, items: Sequence[GenerationItem]) -> list[Generation]:
+        """Answers for ``items``, in order. Items of one call are one batch and must share a temperature."""
+        if not items:
+            return []
+        if len({item.temperature for item in items}) > 1:
+            raise ValueError("one batch takes one temperature; group items by temperature first")
+        results: list[Generation | None] = [None] * len(items)
+        ready: list[tuple[int, list[int], Any]] = []
+        for index, item in enumerate(items):
+            prepared = self._prepare(item)
+            if isinstance(prepared, str):
+                results[index] = Generation(error=prepared)
+            else:
+                ready.append((index, *prepared))
+        if ready:
+            try:
+                generated = self._generate_batch([ids for _, ids, _ in ready], [g for _, _, g in ready], items[0])
+            except Exception as exc:  # an out-of-memory or a library error fails this batch, not the process
+                logger.exception("judge generation failed for a batch of %d", len(ready))
+                generated = [Generation(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(ready)
+            for (index, _, _), generation in zip(ready, generated, strict=True):
+                results[index] = generation
+        return [r if r is not None else Generation(error="not generated") for r in results]
+
+    def _generate_batch(self, prompts: list[list[int]], grammars: list[Any], item: GenerationItem) -> list[Generation]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        batch = self.tokenizer.pad({"input_ids": prompts}, padding=True, return_tensors="pt").to(self.model.device)
+        processors = LogitsProcessorList()
+        if any(g is not None for g in grammars):
+            if not all(g is not None for g in grammars):
+                raise ValueError("a batch is either all constrained or all free")
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            processors.append(LogitsProcessor(list(grammars)))
+        sample = item.temperature > 0
+        options: dict[str, Any] = {"do_sample": sample}
+        if sample:
+            options.update(temperature=item.temperature, top_p=self.sampling.top_p, top_k=0)
+            if self.sampling.seed is not None:
+                torch.manual_seed(self.sampling.seed)
+        else:
+            options.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            output = self.model.generate(
+                **batch, max_new_tokens=self.sampling.max_tokens, logits_processor=processors,
+                eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id, **options,
+            )  # fmt: skip
+        new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
+        return [self._decoded(prompt, row) for prompt, row in zip(prompts, new_tokens, strict=True)]
+
+    def _decoded(self, prompt: list[int], row: list[int]) -> Generation:
+        eos = self.tokenizer.eos_token_id
+        finished = eos in row
+        tokens = row[: row.index(eos)] if finished else row
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return Generation(text, len(prompt), len(tokens) + int(finished), finished)

@@ -1,0 +1,93 @@
+"""Batched local generation with transformers and XGrammar, on the tiny judge (real model, real grammar)."""
+
+import json
+
+import jsonschema
+import pytest
+
+from genrm.hf_generation import GenerationItem, LocalGenerator
+from genrm.judge import SamplingSettings
+from genrm.output_schema import scoring_json_schema
+from genrm.prompts import ChatPrompt, build_group_prompts, exposed_plans
+from genrm.rubric import plan_rubric
+
+
+@pytest.fixture(scope="module")
+def generator(tiny_judge_dir):
+    return LocalGenerator.from_pretrained(str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=768))
+
+
+def _items(instances, exposure="minimal"):
+    items, schemas = [], []
+    for instance in instances:
+        plans = exposed_plans(plan_rubric(instance.rubric), exposure)
+        schema = scoring_json_schema(plans)
+        for prompt in build_group_prompts(instance.prompt, plans, list(instance.responses), exposure, None):
+            items.append(GenerationItem(prompt, schema))
+            schemas.append(schema)
+    return items, schemas
+
+
+def test_constrained_answers_follow_each_rows_schema(generator, example_instances):
+    # one batch mixing rubrics of different verifiers and sections: every row has its own grammar
+    picked = [example_instances[i] for i in (0, 7, 19, 33)]
+    items, schemas = _items(picked)
+    answers = generator.generate(items)
+    assert generator.constrained
+    for answer, schema in zip(answers, schemas, strict=True):
+        assert answer.error is None and answer.finished
+        jsonschema.validate(json.loads(answer.text, strict=False), schema)
+        assert answer.prompt_tokens > 100 and 0 < answer.completion_tokens < 768
+
+
+def test_a_row_answers_the_same_alone_and_in_a_batch(generator, example_instances):
+    # left padding and the attention mask must keep a short prompt's answer independent of its batch mates
+    items, _ = _items(example_instances[:3])
+    batched = generator.generate(items)
+    for index in (0, len(items) - 1):
+        assert generator.generate([items[index]])[0].text == batched[index].text
+
+
+def test_greedy_answers_are_reproducible(generator, example_instances):
+    items, _ = _items(example_instances[:1])
+    assert [a.text for a in generator.generate(items)] == [a.text for a in generator.generate(items)]
+
+
+def test_unconstrained_generation_is_free_text(tiny_judge_dir, example_instances):
+    free = LocalGenerator.from_pretrained(
+        str(tiny_judge_dir), device="cpu", constrained=False, sampling=SamplingSettings(max_tokens=24)
+    )
+    items, _ = _items(example_instances[:1])
+    answers = free.generate(items)
+    assert not free.constrained
+    assert all(a.error is None and a.completion_tokens <= 24 for a in answers)
+
+
+def test_problems_are_per_prompt_errors(generator, example_instances):
+    items, _ = _items(example_instances[:1])
+    too_long = GenerationItem(ChatPrompt("system", "word " * 10_000))
+    with_image = GenerationItem(ChatPrompt("system", "look", image="data:image/png;base64,AAAA"))
+    bad_schema = GenerationItem(items[0].prompt, {"type": "string", "pattern": "(?<=lookbehind)x"})
+    answers = generator.generate([items[0], too_long, with_image, bad_schema])
+    assert answers[0].error is None
+    assert "exceeds the model's" in answers[1].error
+    assert "text judges" in answers[2].error
+    assert "could not compile" in answers[3].error
+
+
+def test_one_batch_takes_one_temperature(generator, example_instances):
+    items, _ = _items(example_instances[:1])
+    with pytest.raises(ValueError, match="one temperature"):
+        generator.generate([items[0], GenerationItem(items[1].prompt, items[1].schema, temperature=0.7)])
+
+
+def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
+    sampled = LocalGenerator.from_pretrained(
+        str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=768, temperature=1.0, seed=3)
+    )
+    items, schemas = _items(example_instances[:1])
+    hot = [GenerationItem(item.prompt, item.schema, 1.0) for item in items]
+    first, second = sampled.generate(hot), sampled.generate(hot)
+    assert [a.text for a in first] == [a.text for a in second]
+    for answer, schema in zip(first, schemas, strict=True):
+        jsonschema.validate(json.loads(answer.text, strict=False), schema)

@@ -1,0 +1,74 @@
+"""The transformers backend: a tiny judge checkpoint served in process, over real HTTP on loopback."""
+
+import anyio
+import pytest
+from fake_judge import AppServer, ServeProcess
+from pydantic import ValidationError
+
+from genrm.hf_generation import LocalGenerator
+from genrm.judge import SamplingSettings
+from genrm.rubric import plan_rubric
+from serving.app import create_app
+from serving.client import AsyncRewardClient, RewardClient
+from serving.settings import ServerSettings
+from serving.transformers_backend import TransformersBackend
+
+
+def test_genrm_serve_with_a_local_checkpoint(tiny_judge_dir, example_instances):
+    # fuzzy and verifiable criteria alike: constrained decoding gives every response a readable judgement, so the
+    # untrained model's rewards are all known (and mostly 0)
+    fuzzy = [i for i in example_instances if any(p.verifier is None for p in plan_rubric(i.rubric))]
+    picked = example_instances[:8] + fuzzy[:4]
+    args = ("--backend", "transformers", "--model", str(tiny_judge_dir), "--device", "cpu", "--max-tokens", "768")
+    with ServeProcess(*args, "--log-level", "warning") as served, RewardClient(served.url, timeout_s=300) as client:
+        health = client.health()
+        results = client.score(picked)
+        metrics = client._http.get("/metrics").text
+    assert health.backend == "transformers" and health.backend_reachable and "xgrammar" in health.detail
+    assert [r.id for r in results] == [i.id for i in picked]
+    records = [record for result in results for record in result.records]
+    assert len(records) == sum(len(i.responses) for i in picked)
+    assert all(record.judge_failure is None for record in records)
+    assert all(reward is not None and 0.0 <= reward <= 1.0 for r in results for reward in r.rewards)
+    assert any(criterion.verifier is None and criterion.score in (0.0, 0.5, 1.0) for rec in records
+               for criterion in rec.criteria)  # fmt: skip
+    prompt_tokens = next(line for line in metrics.splitlines() if line.startswith('genrm_judge_tokens_total{kind="p'))
+    assert float(prompt_tokens.split()[-1]) > 1000
+
+
+def test_concurrent_requests_share_batches(tiny_judge_dir, example_instances):
+    generator = LocalGenerator.from_pretrained(str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(768))
+    backend = TransformersBackend(generator, max_batch_size=32, max_wait_s=0.05)
+    picked = example_instances[:8]
+
+    async def score_all(url):
+        async with AsyncRewardClient(url, timeout_s=300) as client:
+            results = [None] * len(picked)
+
+            async def one(i):
+                results[i] = (await client.score([picked[i]]))[0]
+
+            async with anyio.create_task_group() as group:
+                for i in range(len(picked)):
+                    group.start_soon(one, i)
+            return results
+
+    with AppServer(create_app(ServerSettings(), backend=backend)) as server:
+        results = anyio.run(score_all, server.root)
+    assert all(reward is not None for r in results for reward in r.rewards)
+    # 8 groups arriving together are answered in fewer batches than groups
+    assert 0 < backend._batcher.batches < len(picked)
+
+
+def test_settings_of_the_transformers_backend(tmp_path):
+    with pytest.raises(ValidationError, match="needs a model_path"):
+        ServerSettings(backend="transformers")
+    settings = ServerSettings(backend="transformers", model_path=str(tmp_path), max_batch_size=4, device="cpu")
+    assert settings.judge_model == str(tmp_path) and settings.batch_wait_ms == 5.0
+
+
+def test_a_missing_checkpoint_stops_the_server_with_a_message(tmp_path):
+    with pytest.raises(RuntimeError, match="server did not start") as failure:
+        with ServeProcess("--backend", "transformers", "--model", str(tmp_path / "absent"), startup_timeout_s=60):
+            pass
+    assert "absent" in str(failure.value)
