@@ -9,6 +9,12 @@ execution, aggregation and serialization. Requests carry one group of G = 8 resp
 group's 4 responses twice). For each server: latency of one request at a time (p50 and p99, and p50 per response),
 then throughput with ``--concurrency`` requests in flight for ``--seconds``.
 
+A third server runs the ``transformers`` backend on a judge checkpoint (``--model``; by default the untrained tiny
+judge of ``genrm tiny-model``, made in a temporary directory) on the same single core, with XGrammar-constrained
+answers: its sequential latency against its throughput with ``--concurrency`` requests in flight shows what dynamic
+batching gains. An untrained model's answers are short, so these figures measure the serving path, not a real judge
+(``--no-model`` skips it).
+
 Targets on this machine: overhead <= 2 ms p50 per response (zero-latency backend); >= 1,000 responses/s with the
 rule backend at G = 8.
 """
@@ -22,6 +28,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,10 +87,14 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start(kind: str, core: int | None) -> tuple[subprocess.Popen, str]:
+def _start(kind: str, core: int | None, model: str | None = None) -> tuple[subprocess.Popen, str]:
     port = _free_port()
+    serve = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning"]
     if kind == "rule":
-        command = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning"]
+        command = serve
+    elif kind == "transformers":
+        options = ["--backend", "transformers", "--model", str(model), "--device", "cpu", "--max-tokens", "512"]
+        command = [*serve, *options, "--max-batch-size", "64"]
     else:
         command = [sys.executable, __file__, "--serve-zero", str(port)]
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
@@ -153,6 +164,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="throughput phase per server (default: 5)")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default: 8)")
     parser.add_argument("--latency-requests", type=int, default=200, help="sequential requests (default: 200)")
+    parser.add_argument("--model", help="judge checkpoint for the transformers row (default: the tiny judge)")
+    parser.add_argument("--no-model", action="store_true", help="skip the transformers backend")
+    parser.add_argument("--model-requests", type=int, default=10, help="sequential requests, transformers row")
     parser.add_argument("--serve-zero", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_zero is not None:
@@ -166,27 +180,43 @@ def main() -> int:
     bodies = _bodies()
     print(f"G = {G} responses per request, {len(bodies)} distinct groups; server on core {server_core}, "
           f"load generator on {cores[1:] if server_core is not None else 'all cores'}")  # fmt: skip
-    print(f"{'backend':<8} {'p50 ms':>8} {'p99 ms':>8} {'p50 ms/resp':>12} {'responses/s':>12} {'requests':>9}")
+    print(f"{'backend':<12} {'p50 ms':>8} {'p99 ms':>8} {'p50 ms/resp':>12} {'responses/s':>12} {'requests':>9}")
     figures = {}
-    for kind in ("zero", "rule"):
-        process, url = _start(kind, server_core)
-        try:
-            asyncio.run(_latency(url, bodies, 20))  # warm-up: connections, caches of the rubric plans
-            times = asyncio.run(_latency(url, bodies, args.latency_requests))
-            requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, args.seconds))
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-        p50, p99 = statistics.median(times) * 1e3, _percentile(times, 0.99) * 1e3
-        rate = requests * G / elapsed
-        figures[kind] = (p50 / G, rate)
-        print(f"{kind:<8} {p50:>8.2f} {p99:>8.2f} {p50 / G:>12.3f} {rate:>12,.0f} {requests:>9}")
+    with tempfile.TemporaryDirectory() as scratch:
+        kinds = ["zero", "rule"]
+        model = args.model
+        if not args.no_model:
+            kinds.append("transformers")
+            if model is None:
+                from genrm.tiny_model import save_tiny_judge
+
+                model = str(save_tiny_judge(Path(scratch) / "tiny-judge"))
+        for kind in kinds:
+            warm, count = (2, args.model_requests) if kind == "transformers" else (20, args.latency_requests)
+            seconds = max(args.seconds, 20.0) if kind == "transformers" else args.seconds
+            process, url = _start(kind, server_core, model)
+            try:
+                asyncio.run(_latency(url, bodies, warm))  # warm-up: connections, caches, compiled grammars
+                times = asyncio.run(_latency(url, bodies, count))
+                requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, seconds))
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+            p50, p99 = statistics.median(times) * 1e3, _percentile(times, 0.99) * 1e3
+            rate = requests * G / elapsed
+            figures[kind] = (p50 / G, rate, G / statistics.median(times))
+            print(f"{kind:<12} {p50:>8.2f} {p99:>8.2f} {p50 / G:>12.3f} {rate:>12,.1f} {requests:>9}")
 
     overhead, rule_rate = figures["zero"][0], figures["rule"][1]
     met = overhead <= OVERHEAD_TARGET_MS and rule_rate >= RULE_TARGET
     print(f"\nsummary: server overhead {overhead:.3f} ms p50 per response (target <= {OVERHEAD_TARGET_MS}); rule "
           f"backend {rule_rate:,.0f} responses/s at G={G}, concurrency {args.concurrency} (target >= "
-          f"{RULE_TARGET:,.0f}): {'met' if met else 'NOT met'}")  # fmt: skip
+          f"{RULE_TARGET:,.0f}): {'met' if met else 'NOT met'}", end="")  # fmt: skip
+    if "transformers" in figures:
+        _, batched, sequential = figures["transformers"]
+        print(f"; transformers backend {sequential:,.1f} responses/s one request at a time, {batched:,.1f} with "
+              f"{args.concurrency} in flight (dynamic batching x{batched / sequential:.1f})", end="")  # fmt: skip
+    print()
     return 0 if met else 1
 
 

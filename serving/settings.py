@@ -75,6 +75,7 @@ class ServerSettings(BaseSettings):
     chat_template_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="transformers backend: chat-template variables, e.g. enable_thinking"
     )
+    prefix_cache: bool = Field(True, description="transformers backend: compute a batch's common prefix once")
     max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
     batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
     log_level: Literal["debug", "info", "warning", "error"] = "info"

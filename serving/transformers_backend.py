@@ -55,7 +55,7 @@ class TransformersBackend:
             str(settings.model_path), device=settings.device, dtype=settings.dtype,
             trust_remote_code=settings.trust_remote_code, sampling=sampling,
             constrained=settings.constrained_decoding, chat_template_kwargs=settings.chat_template_kwargs,
-            name=str(settings.judge_model or settings.model_path),
+            name=str(settings.judge_model or settings.model_path), prefix_cache=settings.prefix_cache,
         )  # fmt: skip
         wait_s = settings.batch_wait_ms / 1000
         return cls(generator, settings.max_batch_size, wait_s, max_concurrent_groups=settings.max_concurrent_groups)

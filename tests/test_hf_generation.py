@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from genrm.hf_generation import GenerationItem, LocalGenerator
+from genrm.hf_generation import GenerationItem, LocalGenerator, _common_prefix_length
 from genrm.judge import SamplingSettings
 from genrm.output_schema import scoring_json_schema
 from genrm.prompts import ChatPrompt, build_group_prompts, exposed_plans
@@ -91,3 +91,23 @@ def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
     assert [a.text for a in first] == [a.text for a in second]
     for answer, schema in zip(first, schemas, strict=True):
         jsonschema.validate(json.loads(answer.text, strict=False), schema)
+
+
+def test_the_shared_prefix_cache_changes_nothing_but_the_cost(tiny_judge_dir, example_instances):
+    # one group alone (shared prefix: all but the response) and three groups together (shared: the system message)
+    items, _ = _items(example_instances[:3])
+    plain = LocalGenerator.from_pretrained(
+        str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=768), prefix_cache=False
+    )
+    cached = LocalGenerator(plain.model, plain.tokenizer, sampling=SamplingSettings(max_tokens=768))
+    for batch in (items[:4], items):
+        assert [a.text for a in cached.generate(batch)] == [a.text for a in plain.generate(batch)]
+    assert len(cached._prefixes) == 2
+
+
+@pytest.mark.parametrize(
+    ("rows", "shared"),
+    [([[1, 2, 3, 4], [1, 2, 3, 5]], 3), ([[1, 2, 3], [1, 2, 3, 4]], 2), ([[7, 8]], 1), ([[1, 2], [3, 4]], 0)],
+)
+def test_common_prefix_leaves_every_row_a_token(rows, shared):
+    assert _common_prefix_length(rows) == shared
