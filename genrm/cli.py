@@ -6,6 +6,8 @@
     genrm score datasets/examples/reward_core.jsonl -o rewards.jsonl [--backend rule]
     genrm score INPUT.jsonl -o rewards.jsonl --backend transformers --model PATH
     genrm tiny-model runs/tiny-judge
+    genrm data synthetic -o datasets/judge_synth;  genrm data sft|rlvr EXAMPLES.jsonl -o OUT.jsonl
+    genrm eval --data datasets/judge_synth/test.jsonl [--backend transformers --model PATH]
 
 Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
 """
@@ -219,6 +221,10 @@ def make_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--layers", type=int, default=2, help="decoder layers (default: 2)")
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
     tiny.set_defaults(handler=_cmd_tiny_model)
+
+    from genrm.cli_data import register as register_data
+
+    register_data(sub)
     _register_plugins(sub)
     return parser
 

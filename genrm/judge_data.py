@@ -1,0 +1,187 @@
+"""Judge-training data: one labelled judgement per line, and the dataset formats TRL's trainers read.
+
+A :class:`JudgeExample` is one response to one input (prompt + rubric) with a label per criterion: for a verifiable
+criterion the scoring-side call holding the value to extract (``expr_verify(predict='12')``), for a fuzzy one the
+credit (0, 0.5 or 1); each label also keeps the credit the criterion earns. Labels come from teachers or
+from the synthetic generator (:mod:`genrm.synthetic`), which knows them by construction. The same file feeds:
+
+- SFT (:func:`sft_record`): ``{"prompt": [system, user], "completion": [assistant]}``, the conversational
+  prompt-completion format of TRL's ``SFTTrainer`` (loss on the completion only), the prompt built by the same
+  builders the server uses, the completion the labelled answer as JSON;
+- RLVR (:func:`rlvr_record`): ``{"prompt": [system, user], "judge_label": "<JSON>"}`` for TRL's ``GRPOTrainer``,
+  whose reward functions receive the ``judge_label`` column (:mod:`genrm.judge_rewards`);
+- evaluation (:mod:`genrm.reliability`).
+
+Both record formats load with ``datasets.load_dataset("json", data_files=...)``; the label is a JSON string so that
+Arrow never has to unify rubrics of different shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from genrm.judge_output import FUZZY_CREDITS
+from genrm.prompts import Exposure, build_scoring_prompt, exposed_plans
+from genrm.rubric import CriterionPlan, plan_rubric
+from genrm.schemas import SECTIONS, Rubric
+from verifiers import VerifierError, parse_call
+
+LABEL_COLUMN = "judge_label"
+
+
+class CriterionLabel(BaseModel):
+    """The label of one criterion: the value a judge should extract (verifiable) or the credit (fuzzy)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(pattern=r"^(essential|additional)\[\d+\]$", description="e.g. essential[0]")
+    call: str | None = Field(None, max_length=20_000, description="scoring-side call (verifiable criteria)")
+    credit: float = Field(ge=0.0, le=1.0, description="credit the criterion earns (fuzzy: 0, 0.5 or 1)")
+    rationale: str = Field("", max_length=2_000, description="a short reason, shown to SFT; never rewarded")
+
+
+class JudgeExample(BaseModel):
+    """One labelled judgement: an input (prompt and rubric), one response, and one label per criterion in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=256)
+    input_id: str = Field(min_length=1, max_length=256, description="the input's id: train/test never share one")
+    prompt: str = Field(max_length=100_000)
+    image: str | None = Field(None, max_length=10_000_000)
+    task_type: str | None = Field(None, max_length=64)
+    rubric: Rubric
+    response: str = Field(max_length=100_000)
+    labels: list[CriterionLabel]
+    thought: str = Field("", max_length=4_000, description="a short reading of the response, shown to SFT")
+    source: Literal["synthetic", "teachers"] = "teachers"
+
+    @model_validator(mode="after")
+    def _labels_match_the_rubric(self) -> JudgeExample:
+        plans = plan_rubric(self.rubric, self.task_type)
+        paths = [plan.path for plan in plans]
+        if [label.path for label in self.labels] != paths:
+            raise ValueError(f"labels must follow the rubric's criteria in order: {paths}")
+        for plan, label in zip(plans, self.labels, strict=True):
+            if plan.verifier is None:
+                if label.call is not None or label.credit not in FUZZY_CREDITS:
+                    raise ValueError(f"{plan.path} is fuzzy: its label is a credit of 0, 0.5 or 1 and no call")
+                continue
+            if label.call is None:
+                raise ValueError(f"{plan.path} is verifiable: its label needs a {plan.verifier}(...) call")
+            try:
+                call = parse_call(label.call, side="scoring")
+            except VerifierError as exc:
+                raise ValueError(f"{plan.path}: {exc}") from None
+            if call.name != plan.verifier:
+                raise ValueError(f"{plan.path}: the label calls {call.name}, the rubric {plan.verifier}")
+        return self
+
+    def plans(self, exposure: Exposure = "minimal") -> list[CriterionPlan]:
+        """The rubric's plans as the judge's answer is read under ``exposure``."""
+        return exposed_plans(plan_rubric(self.rubric, self.task_type), exposure)
+
+    @property
+    def loses_credit(self) -> bool:
+        """Whether any criterion earns less than full credit (the balancing key)."""
+        return any(label.credit < 1.0 for label in self.labels)
+
+
+def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
+    """The judge answer the labels call for, as the JSON object the judge writes (``genrm.schemas.JudgeOutput``).
+
+    Under the ``no_verifier`` exposure every criterion is fuzzy, so a verifiable label gives its credit rounded to
+    the nearest of 0, 0.5 and 1.
+    """
+    answer: dict[str, Any] = {"thought": example.thought, **{section: [] for section in SECTIONS}}
+    for plan, label in zip(example.plans(exposure), example.labels, strict=True):
+        if plan.verifier is not None:
+            credit: Any = label.call
+        else:
+            credit = min(FUZZY_CREDITS, key=lambda allowed: abs(allowed - label.credit))
+            credit = int(credit) if credit in (0.0, 1.0) else credit
+        answer[plan.section].append(
+            {"criterion": plan.criterion.criterion, "rationale": label.rationale, "credit": credit}
+        )
+    return answer
+
+
+def _prompt_messages(example: JudgeExample, exposure: Exposure) -> list[dict[str, Any]]:
+    image = example.image if exposure == "vlm" else None
+    prompt = build_scoring_prompt(example.prompt, example.plans(exposure), example.response, exposure, image)
+    return prompt.messages()
+
+
+def sft_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
+    """A conversational prompt-completion record for TRL's ``SFTTrainer``."""
+    answer = json.dumps(labelled_answer(example, exposure), ensure_ascii=False)
+    return {
+        "id": example.id,
+        "prompt": _prompt_messages(example, exposure),
+        "completion": [{"role": "assistant", "content": answer}],
+    }
+
+
+def rlvr_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
+    """A conversational prompt record for TRL's ``GRPOTrainer``; the label rides along in ``judge_label``."""
+    label = {"exposure": exposure, "example": example.model_dump(mode="json", exclude={"image"})}
+    return {"id": example.id, "prompt": _prompt_messages(example, exposure), LABEL_COLUMN: json.dumps(label)}
+
+
+def balance(examples: Sequence[JudgeExample], seed: int = 0) -> list[JudgeExample]:
+    """As many examples where a criterion loses credit as where none does (the larger side is subsampled)."""
+    losing = [e for e in examples if e.loses_credit]
+    full = [e for e in examples if not e.loses_credit]
+    size = min(len(losing), len(full))
+    rng = random.Random(seed)
+    kept = {id(e) for e in rng.sample(losing, size) + rng.sample(full, size)}
+    return [e for e in examples if id(e) in kept]
+
+
+def split_by_input(
+    examples: Sequence[JudgeExample], test_fraction: float = 0.15, seed: int = 0
+) -> tuple[list[JudgeExample], list[JudgeExample]]:
+    """Train and test examples, split by ``input_id`` so that no input appears in both.
+
+    Args:
+        examples: the examples to split.
+        test_fraction: share of inputs held out, in (0, 1).
+        seed: shuffles the inputs.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    inputs = sorted({e.input_id for e in examples})
+    random.Random(seed).shuffle(inputs)
+    held = set(inputs[: max(1, round(len(inputs) * test_fraction))])
+    return [e for e in examples if e.input_id not in held], [e for e in examples if e.input_id in held]
+
+
+def read_examples(lines: Iterable[str]) -> list[JudgeExample]:
+    """Judge examples from JSONL lines; raises ValueError naming the first bad line."""
+    examples = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            examples.append(JudgeExample.model_validate_json(line))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: not a judge example: {exc}") from None
+    return examples
+
+
+def write_jsonl(records: Iterable[BaseModel | dict[str, Any]], path: str) -> int:
+    """Write records (pydantic models or dicts) as JSONL to ``path``; returns how many were written."""
+    count = 0
+    with open(path, "w", encoding="utf-8") as sink:
+        for record in records:
+            text = (
+                record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record, ensure_ascii=False)
+            )
+            sink.write(text + "\n")
+            count += 1
+    return count

@@ -1,0 +1,136 @@
+"""The two verifiable rewards a judge is trained on with RLVR, and the argument check they share with evaluation.
+
+- :func:`format_reward`: 1 only when the answer is one JSON object (after an optional reasoning block) with every
+  required field of the right type (``genrm.schemas.JudgeOutput``), else 0.
+- :func:`content_reward`: the mean over the rubric's criteria of: for a verifiable criterion, how well the extracted
+  value matches the label's, judged by that criterion's own verifier with the label's value as the target (so
+  ``expr_verify(predict='0.5')`` matches a label of ``1/2``, and a box a few units off still scores its IoU); for a
+  fuzzy criterion, 1 when the credit equals the label's. A criterion the answer gets wrong in form scores 0.
+
+Free-text fields (``thought``, ``rationale``) are never rewarded. :func:`format_reward_func` and
+:func:`content_reward_func` have the signature of TRL reward functions: they read conversational completions and the
+``judge_label`` column of :func:`genrm.judge_data.rlvr_record`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from genrm.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
+from genrm.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
+from genrm.prompts import Exposure, check_exposure
+from genrm.rubric import CriterionPlan
+from genrm.schemas import JudgeOutput
+from verifiers import VerifierError, parse_call, run_verifier
+
+# Scoring-side keywords and the rubric-side keyword that holds the same kind of value.
+_AS_TARGET = {"predict": "target", "pformat": "tformat"}
+_TARGET_KEYWORDS = frozenset({"target", "candidates", "tformat"})
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list)) and len(value) == 0)
+
+
+def expected_credit(label: CriterionLabel) -> float:
+    """The fuzzy credit a label calls for: its credit rounded to the nearest of 0, 0.5 and 1."""
+    return min(FUZZY_CREDITS, key=lambda allowed: (abs(allowed - label.credit), allowed))
+
+
+def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -> float:
+    """How well ``predicted_call`` extracts the label's value, in [0, 1], judged by ``plan``'s verifier.
+
+    The label's scoring-side values become the rubric-side target (``predict`` → ``target``, ``pformat`` →
+    ``tformat``), with the rubric's own options kept (``ignore_case`` ...). A label with an empty prediction (the
+    response has no answer for this criterion) is matched only by an empty prediction. Never raises: an unreadable
+    call scores 0.
+    """
+    if plan.verifier is None:
+        raise ValueError(f"{plan.path} is fuzzy; arguments are checked on verifiable criteria only")
+    try:
+        label = parse_call(label_call, side="scoring").as_dict()
+        predicted = parse_call(predicted_call, side="scoring").as_dict()
+    except VerifierError:
+        return 0.0
+    if _empty(label.get("predict")):
+        return 1.0 if _empty(predicted.get("predict")) else 0.0
+    rubric_side = {key: value for key, value in plan.target_kwargs.items() if key not in _TARGET_KEYWORDS}
+    for key, value in label.items():
+        if key in _AS_TARGET and value is not None:
+            rubric_side[_AS_TARGET[key]] = value
+    if plan.verifier == "time_verify" and "tformat" not in rubric_side:
+        rubric_side["tformat"] = plan.target_kwargs.get("tformat")
+    result = run_verifier(plan.verifier, rubric_side, predicted)
+    return result.score if result.status == "ok" else 0.0
+
+
+def criterion_content(judged: CriterionJudgement, label: CriterionLabel) -> float:
+    """The content score of one judged criterion against its label, in [0, 1] (0 when it failed in form)."""
+    if judged.failure is not None:
+        return 0.0
+    if judged.plan.verifier is None:
+        return 1.0 if judged.credit == expected_credit(label) else 0.0
+    if label.call is None or judged.call is None:
+        return 0.0
+    return arguments_score(judged.plan, label.call, judged.call)
+
+
+def judgement_content(parsed: ParsedJudgement, example: JudgeExample) -> float:
+    """The mean content score over the example's criteria, in [0, 1]; 0 when the answer could not be read."""
+    if parsed.failure is not None or not parsed.criteria:
+        return 0.0
+    scores = [criterion_content(j, label) for j, label in zip(parsed.criteria, example.labels, strict=True)]
+    return sum(scores) / len(scores)
+
+
+def format_reward(text: str) -> float:
+    """1.0 when ``text`` is one JSON object of the scoring schema (an optional ``<think>`` block may precede it)."""
+    if not isinstance(text, str):
+        return 0.0
+    body = text.strip()
+    if body.lower().startswith("<think>") and "</think>" in body.lower():
+        body = body[body.lower().index("</think>") + len("</think>") :].strip()
+    try:
+        JudgeOutput.model_validate(json.loads(body, strict=False))
+    except (ValueError, RecursionError, TypeError):
+        return 0.0
+    return 1.0
+
+
+def content_reward(text: str, example: JudgeExample, exposure: Exposure = "minimal") -> float:
+    """The content reward of a judge answer ``text`` for ``example`` (see the module docstring), in [0, 1]."""
+    return judgement_content(parse_judge_output(text, example.plans(exposure)), example)
+
+
+def _completion_text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
+        content = completion[-1].get("content", "")
+        return content if isinstance(content, str) else ""
+    return ""
+
+
+def read_label(raw: str) -> tuple[JudgeExample, Exposure]:
+    """The example and exposure of a ``judge_label`` column value."""
+    value = json.loads(raw)
+    return JudgeExample.model_validate(value["example"]), check_exposure(value["exposure"])
+
+
+def format_reward_func(completions: Sequence[Any], **_: Any) -> list[float]:
+    """TRL reward function: :func:`format_reward` of each completion (conversational or plain text)."""
+    return [format_reward(_completion_text(c)) for c in completions]
+
+
+def content_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
+    """TRL reward function: :func:`content_reward` of each completion against its row's ``judge_label``."""
+    labels = columns.get(LABEL_COLUMN)
+    if labels is None or len(labels) != len(completions):
+        raise ValueError(f"content_reward_func needs the {LABEL_COLUMN!r} column, one value per completion")
+    rewards = []
+    for completion, raw in zip(completions, labels, strict=True):
+        example, exposure = read_label(raw)
+        rewards.append(content_reward(_completion_text(completion), example, exposure))
+    return rewards

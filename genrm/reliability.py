@@ -1,0 +1,176 @@
+"""The reliability table of a judge (RLR3 table 4): how often its answers are well formed, executable and right.
+
+For each labelled example (:class:`genrm.judge_data.JudgeExample`) the judge's answer is read against the rubric and
+compared with the labels:
+
+- **Schema** (per answer): one JSON object with every required field of the right type, fuzzy credits in {0, 0.5, 1};
+- **Criterion** (per answer): the sections hold exactly the rubric's criteria, each copied;
+- **Execution** (per criterion): the right path (a credit for a fuzzy criterion, a call for a verifiable one) and the
+  right verifier, with a call that parses;
+- **Arguments** (per verifiable criterion): the extracted value matches the label's, judged by the criterion's own
+  verifier (score >= ``argument_threshold``), not by string equality;
+- **Credit** (per fuzzy criterion): the credit equals the label's;
+- **Criterion-level** (per criterion): executed and right (arguments or credit);
+- **Sample-level** (per answer): every criterion right.
+
+A failed form counts against every finer measure of the same answer: an unreadable answer has no criterion right.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from genrm.judge import GroupRequest, Judge
+from genrm.judge_data import CriterionLabel, JudgeExample
+from genrm.judge_output import ParsedJudgement
+from genrm.judge_rewards import arguments_score, expected_credit
+from genrm.prompts import Exposure
+
+_FORM_FAILURES = ("not_json", "schema", "backend_error")
+_EXECUTION_FAILURES = ("wrong_path", "wrong_verifier", "bad_call", "unscored")
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The checks of one answer: form per answer, then per criterion (``None`` where a measure does not apply)."""
+
+    schema: bool
+    criterion_slots: bool
+    execution: tuple[bool, ...]
+    arguments: tuple[bool | None, ...]
+    credit: tuple[bool | None, ...]
+
+    @property
+    def criteria_right(self) -> tuple[bool, ...]:
+        """Per criterion: executed and right."""
+        measures = zip(self.execution, self.arguments, self.credit, strict=True)
+        return tuple(bool(ran and (args if args is not None else credit)) for ran, args, credit in measures)
+
+    @property
+    def sample_right(self) -> bool:
+        """Every criterion right (and the form with it)."""
+        return self.schema and self.criterion_slots and all(self.criteria_right)
+
+
+def check_answer(parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9) -> AnswerCheck:
+    """Check one parsed answer against ``example``'s labels (see the module docstring).
+
+    Args:
+        parsed: the judge's answer read against ``example.plans(exposure)``.
+        example: the labelled example.
+        argument_threshold: verifier score at or above which an extracted value counts as right, in (0, 1].
+    """
+    labels: list[CriterionLabel] = example.labels
+    count = len(labels)
+    schema = parsed.failure not in _FORM_FAILURES and not any(c.failure == "schema" for c in parsed.criteria)
+    slots = (schema and parsed.failure != "criterion_mismatch" and len(parsed.criteria) == count
+             and not any(c.failure == "criterion_mismatch" for c in parsed.criteria))  # fmt: skip
+    if not slots:
+        verifiable = [label.call is not None for label in labels]
+        return AnswerCheck(schema, False, (False,) * count, tuple(False if v else None for v in verifiable),
+                           tuple(None if v else False for v in verifiable))  # fmt: skip
+    execution, arguments, credit = [], [], []
+    for judged, label in zip(parsed.criteria, labels, strict=True):
+        ran = judged.failure is None
+        execution.append(ran)
+        if judged.plan.verifier is not None:
+            right = ran and label.call is not None and judged.call is not None
+            arguments.append(right and arguments_score(judged.plan, label.call, judged.call) >= argument_threshold)
+            credit.append(None)
+        else:
+            arguments.append(None)
+            credit.append(ran and judged.credit == expected_credit(label))
+    return AnswerCheck(schema, slots, tuple(execution), tuple(arguments), tuple(credit))
+
+
+class ReliabilityRow(BaseModel):
+    """One measure: how many were right out of how many, and the rate in percent (None when there were none)."""
+
+    measure: str
+    unit: str
+    right: int
+    total: int
+    percent: float | None
+
+
+class ReliabilityReport(BaseModel):
+    """The reliability table of one judge on one data set."""
+
+    judge: str
+    examples: int
+    rows: list[ReliabilityRow]
+
+    def row(self, measure: str) -> ReliabilityRow:
+        """The row named ``measure`` (e.g. ``Schema``)."""
+        return next(r for r in self.rows if r.measure == measure)
+
+    def markdown(self) -> str:
+        """The table as markdown."""
+        lines = [f"Reliability of {self.judge} on {self.examples} answers", "",
+                 "| measure | unit | right | total | % |", "| --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+        for r in self.rows:
+            percent = "n/a" if r.percent is None else f"{r.percent:.1f}"
+            lines.append(f"| {r.measure} | {r.unit} | {r.right} | {r.total} | {percent} |")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        """The table as JSON."""
+        return json.dumps(self.model_dump(), indent=2)
+
+
+def _row(measure: str, unit: str, values: Iterable[bool | None]) -> ReliabilityRow:
+    counted = [v for v in values if v is not None]
+    right = sum(counted)
+    percent = 100.0 * right / len(counted) if counted else None
+    return ReliabilityRow(measure=measure, unit=unit, right=right, total=len(counted), percent=percent)
+
+
+def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityReport:
+    """Aggregate answer checks into the table (rates over answers or criteria, as each row's unit says)."""
+    flat = lambda name: [v for c in checks for v in getattr(c, name)]  # noqa: E731
+    rows = [
+        _row("Schema", "answer", [c.schema for c in checks]),
+        _row("Criterion", "answer", [c.criterion_slots for c in checks]),
+        _row("Execution", "criterion", flat("execution")),
+        _row("Arguments", "verifiable criterion", flat("arguments")),
+        _row("Credit", "fuzzy criterion", flat("credit")),
+        _row("Criterion-level", "criterion", flat("criteria_right")),
+        _row("Sample-level", "answer", [c.sample_right for c in checks]),
+    ]
+    return ReliabilityReport(judge=judge, examples=len(checks), rows=rows)
+
+
+def evaluate(
+    judge: Judge,
+    examples: list[JudgeExample],
+    exposure: Exposure = "minimal",
+    argument_threshold: float = 0.9,
+    progress: bool = False,
+) -> tuple[ReliabilityReport, list[AnswerCheck]]:
+    """Judge every example with ``judge`` and build the reliability table.
+
+    Examples of the same input are judged as one group (one request, a shared prompt prefix). Returns the report and
+    the per-answer checks, in the order of ``examples``.
+    """
+    from tqdm import tqdm
+
+    groups: dict[str, list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(example.input_id, []).append(index)
+    checks: list[AnswerCheck | None] = [None] * len(examples)
+    bar = tqdm(total=len(examples), unit="answer", desc=f"judging ({judge.name})", disable=not progress)
+    for indices in groups.values():
+        first = examples[indices[0]]
+        plans = first.plans(exposure)
+        image = first.image if exposure == "vlm" else None
+        request = GroupRequest(first.prompt, plans, [examples[i].response for i in indices], image, exposure)
+        for index, parsed in zip(indices, judge.judge_group(request), strict=True):
+            checks[index] = check_answer(parsed, examples[index], argument_threshold)
+        bar.update(len(indices))
+    bar.close()
+    done = [c for c in checks if c is not None]
+    return reliability_report(done, judge.name), done

@@ -1,0 +1,105 @@
+"""Judge-training examples, the synthetic set, and the SFT / RLVR records TRL reads."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from pydantic import ValidationError
+
+import datasets
+from genrm.cli import main
+from genrm.judge_data import (
+    JudgeExample,
+    balance,
+    labelled_answer,
+    read_examples,
+    rlvr_record,
+    sft_record,
+    split_by_input,
+)
+from genrm.judge_output import parse_judge_output
+from genrm.judge_rewards import read_label
+from genrm.output_schema import scoring_json_schema
+from genrm.synthetic import FAMILIES, generate_examples
+
+SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth"
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return generate_examples(70, seed=3)
+
+
+def test_every_family_verifier_and_kind_of_response_is_covered(examples):
+    verifiers = {plan.verifier for e in examples for plan in e.plans()}
+    assert verifiers == {None, "expr_verify", "text_verify", "time_verify", "list_verify", "bbox_verify",
+                         "point_verify"}  # fmt: skip
+    assert {e.input_id.split("-")[1] for e in examples} == set(FAMILIES)
+    credits = [label.credit for e in examples for label in e.labels]
+    assert 0.0 in credits and 1.0 in credits and any(0.0 < c < 1.0 for c in credits)
+    assert any(label.call and "predict=''" in label.call for e in examples for label in e.labels)
+
+
+def test_labelled_answers_are_what_a_constrained_judge_can_write(examples):
+    for example in examples:
+        for exposure in ("minimal", "no_verifier"):
+            plans = example.plans(exposure)
+            answer = labelled_answer(example, exposure)
+            jsonschema.validate(answer, scoring_json_schema(plans))
+            assert parse_judge_output(json.dumps(answer), plans).ok
+
+
+def test_sft_and_rlvr_records_load_with_datasets(examples, tmp_path):
+    sft, rlvr = tmp_path / "sft.jsonl", tmp_path / "rlvr.jsonl"
+    sft.write_text("".join(json.dumps(sft_record(e)) + "\n" for e in examples[:20]))
+    rlvr.write_text("".join(json.dumps(rlvr_record(e)) + "\n" for e in examples[:20]))
+    sft_set = datasets.load_dataset("json", data_files=str(sft), split="train")
+    rlvr_set = datasets.load_dataset("json", data_files=str(rlvr), split="train")
+    assert sft_set.column_names == ["id", "prompt", "completion"] and len(sft_set) == 20
+    row = sft_set[0]
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["completion"][0]["role"] == "assistant"
+    assert examples[0].response in row["prompt"][1]["content"]
+    example, exposure = read_label(rlvr_set[5]["judge_label"])
+    assert example == examples[5] and exposure == "minimal"
+
+
+def test_labels_must_follow_the_rubric(examples):
+    raw = examples[0].model_dump()
+    swapped = dict(raw, labels=list(reversed(raw["labels"])))
+    with pytest.raises(ValidationError, match="in order"):
+        JudgeExample.model_validate(swapped)
+    wrong = dict(raw, labels=[dict(raw["labels"][0], call="text_verify(predict='1')"), *raw["labels"][1:]])
+    with pytest.raises(ValidationError, match="the rubric expr_verify"):
+        JudgeExample.model_validate(wrong)
+    fuzzy_call = dict(raw, labels=[raw["labels"][0], dict(raw["labels"][1], call="expr_verify(predict='1')")])
+    with pytest.raises(ValidationError, match="is fuzzy"):
+        JudgeExample.model_validate(fuzzy_call)
+    with pytest.raises(ValueError, match="line 2"):
+        read_examples([examples[0].model_dump_json(), "{}"])
+
+
+def test_balance_and_split(examples):
+    balanced = balance(examples, seed=1)
+    losing = sum(e.loses_credit for e in balanced)
+    assert losing == len(balanced) - losing > 0
+    train, test = split_by_input(balanced, 0.2, seed=1)
+    assert not {e.input_id for e in train} & {e.input_id for e in test}
+    assert len(train) + len(test) == len(balanced) and test
+    with pytest.raises(ValueError):
+        split_by_input(balanced, 1.0)
+
+
+def test_the_shipped_synthetic_set_is_what_the_generator_writes(tmp_path, capsys):
+    assert main(["data", "synthetic", "-o", str(tmp_path)]) == 0
+    for name in ("train.jsonl", "test.jsonl"):
+        assert (tmp_path / name).read_bytes() == (SHIPPED / name).read_bytes()
+    assert "240 with a criterion losing credit, 240 without" in capsys.readouterr().out
+
+
+def test_record_commands(tmp_path):
+    out = tmp_path / "sft.jsonl"
+    assert main(["data", "sft", str(SHIPPED / "test.jsonl"), "-o", str(out), "--exposure", "no_verifier"]) == 0
+    first = json.loads(out.read_text().splitlines()[0])
+    answer = json.loads(first["completion"][0]["content"])
+    assert all(isinstance(item["credit"], (int, float)) for item in answer["essential"] + answer["additional"])

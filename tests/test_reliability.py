@@ -1,0 +1,87 @@
+"""The reliability table: each measure counted on the right unit, failures of form counted against finer ones."""
+
+import json
+
+from genrm.cli import main
+from genrm.judge import GroupRequest, RuleJudge
+from genrm.judge_data import labelled_answer
+from genrm.judge_output import parse_judge_output
+from genrm.reliability import check_answer, evaluate, reliability_report
+from genrm.synthetic import generate_examples
+
+EXAMPLES = generate_examples(14, seed=2)
+
+
+class Replaying:
+    """A judge that answers with given texts (keyed by prompt and response), read like a model's output."""
+
+    name = "replay"
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def judge_group(self, request: GroupRequest):
+        return [parse_judge_output(self.texts[request.prompt, r], request.plans) for r in request.responses]
+
+
+def test_labelled_answers_are_right_on_every_measure():
+    report, _ = evaluate(
+        Replaying({(e.prompt, e.response): json.dumps(labelled_answer(e)) for e in EXAMPLES}), EXAMPLES
+    )
+    assert all(row.percent == 100.0 for row in report.rows)
+    assert report.row("Arguments").total == sum(1 for e in EXAMPLES for label in e.labels if label.call)
+    assert report.row("Credit").total == sum(1 for e in EXAMPLES for label in e.labels if label.call is None)
+    assert report.row("Sample-level").total == len(EXAMPLES)
+
+
+def test_each_failure_lands_on_its_measure():
+    expr = next(e for e in EXAMPLES if e.plans()[0].verifier == "expr_verify" and len(e.labels) == 2)
+    plans = expr.plans()
+
+    def check(answer):
+        return check_answer(parse_judge_output(answer if isinstance(answer, str) else json.dumps(answer), plans), expr)
+
+    good = labelled_answer(expr)
+    broken = check("{")
+    assert not broken.schema and not broken.criterion_slots and broken.execution == (False, False)
+    renamed = dict(good, essential=[dict(good["essential"][0], criterion="Something else entirely.")])
+    assert check(renamed).schema and not check(renamed).criterion_slots
+    wrong_verifier = dict(good, essential=[dict(good["essential"][0], credit="text_verify(predict='1')")])
+    result = check(wrong_verifier)
+    assert result.execution == (False, True) and result.arguments == (False, None) and not result.sample_right
+    wrong_credit = dict(good, additional=[dict(good["additional"][0], credit=0.5)])
+    result = check(wrong_credit)
+    assert result.execution == (True, True) and result.credit == (None, False)
+    assert result.criteria_right == (True, False)
+
+
+def test_the_rule_judge_executes_no_fuzzy_criterion():
+    report, checks = evaluate(RuleJudge(), EXAMPLES)
+    assert report.row("Credit").right == 0 and report.row("Credit").total > 0
+    assert report.row("Schema").percent == 100.0
+    assert report == reliability_report(checks, "rule")
+    assert "| Execution | criterion |" in report.markdown()
+
+
+def test_eval_command_writes_the_table(tmp_path, capsys):
+    data = tmp_path / "examples.jsonl"
+    data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES))
+    out = tmp_path / "table.json"
+    assert main(["eval", "--data", str(data), "--json", str(out), "-q"]) == 0
+    assert "Sample-level" in capsys.readouterr().out
+    assert json.loads(out.read_text())["examples"] == len(EXAMPLES)
+    assert main(["eval", "--data", str(data), "--backend", "transformers", "-q"]) == 2
+
+
+def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
+    # the untrained tiny judge under constrained decoding: well formed, executable, and (almost) never right
+    data = tmp_path / "examples.jsonl"
+    data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES[:8]))
+    out = tmp_path / "table.json"
+    args = ["eval", "--data", str(data), "--backend", "transformers", "--model", str(tiny_judge_dir),
+            "--device", "cpu", "--max-tokens", "512", "--json", str(out), "-q"]  # fmt: skip
+    assert main(args) == 0
+    table = {row["measure"]: row for row in json.loads(out.read_text())["rows"]}
+    assert table["Schema"]["percent"] == 100.0 and table["Execution"]["percent"] == 100.0
+    assert table["Sample-level"]["total"] == 8
+    assert "Reliability of transformers" in capsys.readouterr().out
