@@ -8,6 +8,7 @@
     genrm tiny-model runs/tiny-judge
     genrm data synthetic -o datasets/judge_synth;  genrm data sft|rlvr EXAMPLES.jsonl -o OUT.jsonl
     genrm eval --data datasets/judge_synth/test.jsonl [--backend transformers --model PATH]
+    genrm train sft|rlvr --config recipes/sft_tiny_cpu.yaml
 
 Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
 """
@@ -223,8 +224,10 @@ def make_parser() -> argparse.ArgumentParser:
     tiny.set_defaults(handler=_cmd_tiny_model)
 
     from genrm.cli_data import register as register_data
+    from genrm.cli_train import register as register_train
 
     register_data(sub)
+    register_train(sub)
     _register_plugins(sub)
     return parser
 

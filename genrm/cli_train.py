@@ -1,0 +1,49 @@
+"""``genrm train sft|rlvr``: train the judge from a recipe (TRL's YAML and flag conventions).
+
+    genrm train sft --config recipes/sft_tiny_cpu.yaml
+    genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml --max_steps 10
+
+Everything after the job name goes to ``trl.TrlParser``; ``genrm train sft --help`` lists every field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from trl import ModelConfig, TrlParser
+
+    from genrm.train_common import JudgeDataArguments
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.job == "sft":
+        from trl import SFTConfig
+
+        from genrm.train_sft import run_sft as run
+
+        config_type: Any = SFTConfig
+    else:
+        from trl import GRPOConfig
+
+        from genrm.train_rlvr import run_rlvr as run
+
+        config_type = GRPOConfig
+    parser = TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {args.job}")
+    data, training, model = parser.parse_args_and_config(args=args.rest)
+    run(data, training, model)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``train`` to the ``genrm`` command."""
+    train = sub.add_parser(
+        "train", help="train the judge: sft, then rlvr (TRL + peft)", add_help=False,
+        description="Train the judge. Arguments after the job go to TRL's parser: --config recipe.yaml and any field "
+        "of JudgeDataArguments, SFTConfig/GRPOConfig and ModelConfig as --flag value.",
+    )  # fmt: skip
+    train.add_argument("job", choices=["sft", "rlvr"])
+    train.add_argument("rest", nargs=argparse.REMAINDER)
+    train.set_defaults(handler=_cmd_train)

@@ -1,0 +1,108 @@
+"""What the judge's SFT and RLVR runs share: data arguments, the tiny base model, length checks, reward plots."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genrm.judge_data import JudgeExample, read_examples
+from genrm.prompts import Exposure, check_exposure
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class JudgeDataArguments:
+    """Where the judge examples are and how they are shown (YAML keys of a recipe, or ``--flags``)."""
+
+    train_file: str = field(default="datasets/judge_synth/train.jsonl", metadata={"help": "judge examples (JSONL)"})
+    eval_file: str | None = field(default=None, metadata={"help": "judge examples for evaluation during training"})
+    exposure: str = field(default="minimal", metadata={"help": "minimal, unlimited, vlm or no_verifier"})
+    max_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
+    build_tiny_model: bool = field(
+        default=False,
+        metadata={"help": "when model_name_or_path does not exist, save the untrained tiny judge there first"},
+    )
+    merge_lora: bool = field(
+        default=True, metadata={"help": "with LoRA, save the merged model (adapter in adapter/) so servers load it"}
+    )
+    plot: bool = field(default=True, metadata={"help": "save training_curves.png next to the run"})
+
+    def checked_exposure(self) -> Exposure:
+        """The exposure, validated."""
+        return check_exposure(self.exposure)
+
+
+def load_examples(path: str, limit: int | None = None) -> list[JudgeExample]:
+    """Judge examples from a JSONL file (the first ``limit`` when given)."""
+    with open(path, encoding="utf-8") as source:
+        examples = read_examples(source)
+    return examples[:limit] if limit else examples
+
+
+def ensure_base_model(path: str | None, build_tiny: bool) -> str:
+    """``path``, after saving the tiny judge there when asked to and nothing is there yet."""
+    if not path:
+        raise ValueError("model_name_or_path is required (a checkpoint directory or a hub id)")
+    if build_tiny and not Path(path).exists():
+        from genrm.tiny_model import save_tiny_judge
+
+        logger.info("saving the untrained tiny judge to %s", path)
+        save_tiny_judge(path)
+    return path
+
+
+def fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -> bool:
+    """Whether a conversation fits in ``max_length`` tokens under the tokenizer's chat template."""
+    ids = tokenizer.apply_chat_template(list(messages), tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return len(ids) <= max_length
+
+
+def plot_curves(log_history: list[dict[str, Any]], keys: Sequence[str], path: Path, title: str) -> Path | None:
+    """Plot the logged ``keys`` against the step into ``path`` (PNG); None when nothing of them was logged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {key: [(e["step"], e[key]) for e in log_history if key in e and "step" in e] for key in keys}
+    series = {key: points for key, points in series.items() if points}
+    if not series:
+        return None
+    figure, axes = plt.subplots(len(series), 1, figsize=(7, 2.6 * len(series)), squeeze=False, sharex=True)
+    for axis, (key, points) in zip(axes[:, 0], series.items(), strict=True):
+        axis.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=3)
+        axis.set_ylabel(key.replace("rewards/", "").replace("/mean", ""))
+        axis.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("step")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def save_judge(trainer: Any, tokenizer: Any, out: Path, merge_lora: bool) -> Path:
+    """Save the trained judge with its tokenizer and ``log_history.json`` to ``out``; LoRA merged when asked to.
+
+    A merged checkpoint loads in every server (SGLang, the transformers backend) with no peft; the adapter alone is
+    kept in ``out/adapter``.
+    """
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n", encoding="utf-8")
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "peft_config") and merge_lora:
+        model.save_pretrained(str(out / "adapter"))
+        model = model.merge_and_unload()
+        model.save_pretrained(str(out))
+    else:
+        trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out

@@ -1,0 +1,73 @@
+"""RLVR of the judge with TRL's ``GRPOTrainer`` on two verifiable rewards: format and content.
+
+    genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml
+
+Start from the SFT judge. The prompts are the scoring prompts of the examples
+(:func:`genrm.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which TRL hands to
+the reward functions: :func:`genrm.judge_rewards.format_reward_func` (1 only for one well-typed JSON object) and
+:func:`genrm.judge_rewards.content_reward_func` (extracted values checked by each criterion's verifier against the
+label, fuzzy credits against the label's). Free-text fields are not rewarded. Sampling is free (no grammar): the
+judge has to learn the format, which constrained serving then only guarantees. Recipe fields are those of
+:class:`genrm.train_common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``, ``max_completion_length``,
+``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from genrm.judge_data import LABEL_COLUMN, rlvr_record
+from genrm.judge_rewards import content_reward_func, format_reward_func
+from genrm.train_common import JudgeDataArguments, ensure_base_model, fits, load_examples, plot_curves, save_judge
+
+logger = logging.getLogger(__name__)
+
+REWARD_FUNCS = (format_reward_func, content_reward_func)
+
+
+def _dataset(path: str, data: JudgeDataArguments, tokenizer: Any, max_prompt_tokens: int, limit: int | None) -> Any:
+    from datasets import Dataset
+
+    records = [rlvr_record(e, data.checked_exposure()) for e in load_examples(path, limit)]
+    kept = [r for r in records if fits(tokenizer, r["prompt"], max_prompt_tokens)]
+    if len(kept) < len(records):
+        logger.warning("dropped %d of %d prompts longer than %d tokens", len(records) - len(kept), len(records),
+                       max_prompt_tokens)  # fmt: skip
+    if not kept:
+        raise ValueError(f"no prompt of {path} fits in {max_prompt_tokens} tokens")
+    return Dataset.from_list([{"prompt": r["prompt"], LABEL_COLUMN: r[LABEL_COLUMN]} for r in kept])
+
+
+def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
+    """Train and save the judge with GRPO; returns the output directory (model, tokenizer, ``training_curves.png``).
+
+    Args:
+        data: judge examples and exposure.
+        training: a ``trl.GRPOConfig``.
+        model_args: a ``trl.ModelConfig`` (model path, dtype, LoRA settings).
+    """
+    from transformers import AutoConfig, AutoTokenizer
+    from trl import GRPOTrainer, get_peft_config
+
+    path = ensure_base_model(model_args.model_name_or_path, data.build_tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training.trust_remote_code)
+    config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
+    positions = getattr(config.get_text_config(), "max_position_embeddings", None) or 32_768
+    max_prompt_tokens = positions - training.max_completion_length
+    train = _dataset(data.train_file, data, tokenizer, max_prompt_tokens, data.max_examples)
+    evaluation = _dataset(data.eval_file, data, tokenizer, max_prompt_tokens, None) if data.eval_file else None
+    training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
+    logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
+    trainer = GRPOTrainer(
+        model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,
+        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+    )  # fmt: skip
+    trainer.train(resume_from_checkpoint=training.resume_from_checkpoint)
+    out = save_judge(trainer, tokenizer, Path(training.output_dir), data.merge_lora)
+    if data.plot:
+        keys = [f"rewards/{f.__name__}/mean" for f in REWARD_FUNCS] + ["reward", "loss"]
+        plot_curves(trainer.state.log_history, keys, out / "training_curves.png", f"RLVR of {Path(path).name}")
+    logger.info("saved the RLVR judge to %s", out)
+    return out
