@@ -55,12 +55,31 @@ def ensure_base_model(path: str | None, build_tiny: bool) -> str:
     return path
 
 
-def fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -> bool:
-    """Whether a conversation fits in ``max_length`` tokens under the tokenizer's chat template."""
+def _fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -> bool:
     ids = tokenizer.apply_chat_template(list(messages), tokenize=True)
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
     return len(ids) <= max_length
+
+
+def records_dataset(
+    records: Sequence[dict[str, Any]], columns: Sequence[str], tokenizer: Any, max_tokens: int, source: str
+) -> Any:
+    """A ``datasets.Dataset`` of ``columns`` from the records whose messages fit in ``max_tokens``.
+
+    The messages counted are the ``prompt`` plus the ``completion`` when there is one. Records that do not fit are
+    dropped with a warning (never truncated: a cut answer would teach the judge to stop mid-JSON); raises ValueError
+    when none fits.
+    """
+    from datasets import Dataset
+
+    kept = [r for r in records if _fits(tokenizer, list(r["prompt"]) + list(r.get("completion", [])), max_tokens)]
+    if len(kept) < len(records):
+        logger.warning("dropped %d of %d records of %s longer than %d tokens", len(records) - len(kept),
+                       len(records), source, max_tokens)  # fmt: skip
+    if not kept:
+        raise ValueError(f"no record of {source} fits in {max_tokens} tokens")
+    return Dataset.from_list([{column: r[column] for column in columns} for r in kept])
 
 
 def plot_curves(log_history: list[dict[str, Any]], keys: Sequence[str], path: Path, title: str) -> Path | None:

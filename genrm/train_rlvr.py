@@ -20,7 +20,14 @@ from typing import Any
 
 from genrm.judge_data import LABEL_COLUMN, rlvr_record
 from genrm.judge_rewards import content_reward_func, format_reward_func
-from genrm.train_common import JudgeDataArguments, ensure_base_model, fits, load_examples, plot_curves, save_judge
+from genrm.train_common import (
+    JudgeDataArguments,
+    ensure_base_model,
+    load_examples,
+    plot_curves,
+    records_dataset,
+    save_judge,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -28,16 +35,8 @@ REWARD_FUNCS = (format_reward_func, content_reward_func)
 
 
 def _dataset(path: str, data: JudgeDataArguments, tokenizer: Any, max_prompt_tokens: int, limit: int | None) -> Any:
-    from datasets import Dataset
-
     records = [rlvr_record(e, data.checked_exposure()) for e in load_examples(path, limit)]
-    kept = [r for r in records if fits(tokenizer, r["prompt"], max_prompt_tokens)]
-    if len(kept) < len(records):
-        logger.warning("dropped %d of %d prompts longer than %d tokens", len(records) - len(kept), len(records),
-                       max_prompt_tokens)  # fmt: skip
-    if not kept:
-        raise ValueError(f"no prompt of {path} fits in {max_prompt_tokens} tokens")
-    return Dataset.from_list([{"prompt": r["prompt"], LABEL_COLUMN: r[LABEL_COLUMN]} for r in kept])
+    return records_dataset(records, ("prompt", LABEL_COLUMN), tokenizer, max_prompt_tokens, path)
 
 
 def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:

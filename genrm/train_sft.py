@@ -18,22 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from genrm.judge_data import sft_record
-from genrm.train_common import JudgeDataArguments, ensure_base_model, fits, load_examples, plot_curves, save_judge
+from genrm.train_common import (
+    JudgeDataArguments,
+    ensure_base_model,
+    load_examples,
+    plot_curves,
+    records_dataset,
+    save_judge,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def _dataset(path: str, data: JudgeDataArguments, tokenizer: Any, max_length: int, limit: int | None) -> Any:
-    from datasets import Dataset
-
     records = [sft_record(e, data.checked_exposure()) for e in load_examples(path, limit)]
-    kept = [r for r in records if fits(tokenizer, r["prompt"] + r["completion"], max_length)]
-    if len(kept) < len(records):
-        logger.warning("dropped %d of %d examples longer than max_length=%d", len(records) - len(kept), len(records),
-                       max_length)  # fmt: skip
-    if not kept:
-        raise ValueError(f"no example of {path} fits in max_length={max_length} tokens")
-    return Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in kept])
+    return records_dataset(records, ("prompt", "completion"), tokenizer, max_length, path)
 
 
 def run_sft(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:

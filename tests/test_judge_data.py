@@ -103,3 +103,17 @@ def test_record_commands(tmp_path):
     first = json.loads(out.read_text().splitlines()[0])
     answer = json.loads(first["completion"][0]["content"])
     assert all(isinstance(item["credit"], (int, float)) for item in answer["essential"] + answer["additional"])
+
+
+def test_records_too_long_are_dropped_not_truncated(examples, tiny_judge_dir):
+    from transformers import AutoTokenizer
+
+    from genrm.train_common import records_dataset
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_judge_dir)
+    records = [sft_record(e) for e in examples[:4]]
+    records[1] = dict(records[1], completion=[{"role": "assistant", "content": "x " * 5000}])
+    kept = records_dataset(records, ("prompt", "completion"), tokenizer, 4000, "test")
+    assert len(kept) == 3 and all("x x x" not in row["completion"][0]["content"] for row in kept)
+    with pytest.raises(ValueError, match="no record of test fits"):
+        records_dataset(records, ("prompt",), tokenizer, 10, "test")
