@@ -107,7 +107,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
             print("genrm score: --backend transformers needs --model PATH", file=sys.stderr)
             return 2
         try:
-            judge = _local_judge(args)
+            from genrm.model_judge import ModelJudge
+
+            judge = ModelJudge.from_pretrained(args.model, args.device, args.max_tokens)
         except (OSError, ValueError) as exc:  # no checkpoint at that path, or one without a chat template
             print(f"genrm score: cannot load the judge {args.model!r}: {exc}", file=sys.stderr)
             return 2
@@ -124,17 +126,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     return 1 if summary.failed else 0
-
-
-def _local_judge(args: argparse.Namespace) -> object:
-    from genrm.hf_generation import LocalGenerator
-    from genrm.judge import SamplingSettings
-    from genrm.model_judge import ModelJudge
-
-    generator = LocalGenerator.from_pretrained(
-        args.model, device=args.device, sampling=SamplingSettings(max_tokens=args.max_tokens)
-    )
-    return ModelJudge(generator.generate)
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:

@@ -59,15 +59,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if not args.model:
             print("genrm eval: --backend transformers needs --model PATH", file=sys.stderr)
             return 2
-        from genrm.hf_generation import LocalGenerator
-        from genrm.judge import SamplingSettings
         from genrm.model_judge import ModelJudge
 
-        generator = LocalGenerator.from_pretrained(
-            args.model, device=args.device, sampling=SamplingSettings(max_tokens=args.max_tokens),
-            constrained=not args.unconstrained,
-        )  # fmt: skip
-        judge: Any = ModelJudge(generator.generate, parse_retries=0)
+        # no re-sampling: the table measures the judge's first answers
+        judge: Any = ModelJudge.from_pretrained(
+            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0
+        )
     else:
         judge = RuleJudge()
     report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)

@@ -51,6 +51,22 @@ class ModelJudge:
         self.retry_temperature = temperature if temperature > 0 else retry_temperature
         self.usage_callback: Callable[[int, int], None] | None = None
 
+    @classmethod
+    def from_pretrained(
+        cls, path: str, device: str = "auto", max_tokens: int = 1024, constrained: bool = True, parse_retries: int = 1
+    ) -> ModelJudge:
+        """A judge on a checkpoint loaded in this process (:class:`genrm.hf_generation.LocalGenerator`), unbatched.
+
+        Raises OSError or ValueError when the checkpoint cannot be loaded or has no chat template.
+        """
+        from genrm.hf_generation import LocalGenerator
+        from genrm.judge import SamplingSettings
+
+        generator = LocalGenerator.from_pretrained(
+            path, device=device, sampling=SamplingSettings(max_tokens=max_tokens), constrained=constrained
+        )  # type: ignore[arg-type]
+        return cls(generator.generate, constrained=constrained, parse_retries=parse_retries)
+
     def _answers(self, items: list[GenerationItem]) -> list[Generation]:
         answers = self._generate(items)
         if self.usage_callback is not None:

@@ -58,7 +58,7 @@ class TinyModelConfig:
     seed: int = 0
 
 
-def _answer_json(instance: Instance, request: GroupRequest) -> Iterator[str]:
+def _answer_json(request: GroupRequest) -> Iterator[str]:
     # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls.
     for judgement in RuleJudge().judge_group(request):
         sections: dict[str, list[dict[str, object]]] = {"essential": [], "additional": []}
@@ -79,7 +79,7 @@ def judge_corpus(instances: Sequence[Instance]) -> Iterator[str]:
         for prompt in build_group_prompts(instance.prompt, plans, responses, "minimal", None):
             yield prompt.user
         request = GroupRequest(instance.prompt, plans, responses)
-        yield from _answer_json(instance, request)
+        yield from _answer_json(request)
 
 
 def example_instances() -> list[Instance]:

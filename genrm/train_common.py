@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,36 @@ def _fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
     return len(ids) <= max_length
+
+
+def judge_datasets(
+    data: JudgeDataArguments,
+    build: Callable[[JudgeExample, Exposure], dict[str, Any]],
+    columns: Sequence[str],
+    tokenizer: Any,
+    max_tokens: int,
+) -> tuple[Any, Any]:
+    """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the examples."""
+    exposure = data.checked_exposure()
+
+    def dataset(path: str, limit: int | None) -> Any:
+        records = [build(example, exposure) for example in load_examples(path, limit)]
+        return records_dataset(records, columns, tokenizer, max_tokens, path)
+
+    train = dataset(data.train_file, data.max_examples)
+    return train, dataset(data.eval_file, None) if data.eval_file else None
+
+
+def train_and_save(
+    trainer: Any, tokenizer: Any, data: JudgeDataArguments, plot_keys: Sequence[str], title: str
+) -> Path:
+    """Run ``trainer``, save the judge (:func:`save_judge`) and, when asked, its curves; returns the output dir."""
+    trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
+    out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
+    if data.plot:
+        plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)
+    logger.info("saved the judge to %s", out)
+    return out
 
 
 def records_dataset(

@@ -20,23 +20,11 @@ from typing import Any
 
 from genrm.judge_data import LABEL_COLUMN, rlvr_record
 from genrm.judge_rewards import content_reward_func, format_reward_func
-from genrm.train_common import (
-    JudgeDataArguments,
-    ensure_base_model,
-    load_examples,
-    plot_curves,
-    records_dataset,
-    save_judge,
-)
+from genrm.train_common import JudgeDataArguments, ensure_base_model, judge_datasets, train_and_save
 
 logger = logging.getLogger(__name__)
 
 REWARD_FUNCS = (format_reward_func, content_reward_func)
-
-
-def _dataset(path: str, data: JudgeDataArguments, tokenizer: Any, max_prompt_tokens: int, limit: int | None) -> Any:
-    records = [rlvr_record(e, data.checked_exposure()) for e in load_examples(path, limit)]
-    return records_dataset(records, ("prompt", LABEL_COLUMN), tokenizer, max_prompt_tokens, path)
 
 
 def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
@@ -55,18 +43,12 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
     positions = getattr(config.get_text_config(), "max_position_embeddings", None) or 32_768
     max_prompt_tokens = positions - training.max_completion_length
-    train = _dataset(data.train_file, data, tokenizer, max_prompt_tokens, data.max_examples)
-    evaluation = _dataset(data.eval_file, data, tokenizer, max_prompt_tokens, None) if data.eval_file else None
+    train, evaluation = judge_datasets(data, rlvr_record, ("prompt", LABEL_COLUMN), tokenizer, max_prompt_tokens)
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
     trainer = GRPOTrainer(
         model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
     )  # fmt: skip
-    trainer.train(resume_from_checkpoint=training.resume_from_checkpoint)
-    out = save_judge(trainer, tokenizer, Path(training.output_dir), data.merge_lora)
-    if data.plot:
-        keys = [f"rewards/{f.__name__}/mean" for f in REWARD_FUNCS] + ["reward", "loss"]
-        plot_curves(trainer.state.log_history, keys, out / "training_curves.png", f"RLVR of {Path(path).name}")
-    logger.info("saved the RLVR judge to %s", out)
-    return out
+    keys = [f"rewards/{f.__name__}/mean" for f in REWARD_FUNCS] + ["reward", "loss"]
+    return train_and_save(trainer, tokenizer, data, keys, f"RLVR of {Path(path).name}")

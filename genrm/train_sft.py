@@ -18,21 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from genrm.judge_data import sft_record
-from genrm.train_common import (
-    JudgeDataArguments,
-    ensure_base_model,
-    load_examples,
-    plot_curves,
-    records_dataset,
-    save_judge,
-)
+from genrm.train_common import JudgeDataArguments, ensure_base_model, judge_datasets, train_and_save
 
 logger = logging.getLogger(__name__)
-
-
-def _dataset(path: str, data: JudgeDataArguments, tokenizer: Any, max_length: int, limit: int | None) -> Any:
-    records = [sft_record(e, data.checked_exposure()) for e in load_examples(path, limit)]
-    return records_dataset(records, ("prompt", "completion"), tokenizer, max_length, path)
 
 
 def run_sft(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
@@ -48,18 +36,12 @@ def run_sft(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
 
     path = ensure_base_model(model_args.model_name_or_path, data.build_tiny_model)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training.trust_remote_code)
-    train = _dataset(data.train_file, data, tokenizer, training.max_length, data.max_examples)
-    evaluation = _dataset(data.eval_file, data, tokenizer, training.max_length, None) if data.eval_file else None
+    train, evaluation = judge_datasets(data, sft_record, ("prompt", "completion"), tokenizer, training.max_length)
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("SFT of %s on %d examples (%s exposure)", path, len(train), data.exposure)
     trainer = SFTTrainer(
         model=path, args=training, train_dataset=train, eval_dataset=evaluation, processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )  # fmt: skip
-    trainer.train(resume_from_checkpoint=training.resume_from_checkpoint)
-    out = save_judge(trainer, tokenizer, Path(training.output_dir), data.merge_lora)
-    if data.plot:
-        keys = ["loss", "eval_loss", "mean_token_accuracy"]
-        plot_curves(trainer.state.log_history, keys, out / "training_curves.png", f"SFT of {Path(path).name}")
-    logger.info("saved the SFT judge to %s", out)
-    return out
+    keys = ["loss", "eval_loss", "mean_token_accuracy"]
+    return train_and_save(trainer, tokenizer, data, keys, f"SFT of {Path(path).name}")

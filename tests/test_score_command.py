@@ -64,3 +64,14 @@ def test_example_set_scores_without_errors(tmp_path):
     out = [json.loads(line) for line in target.read_text().splitlines()]
     assert len(out) == len(EXAMPLE_SET.read_text().splitlines()) and all(o["error"] is None for o in out)
     assert "reward unknown" in done.stderr and "criteria by status: ok" in done.stderr
+
+
+def test_scoring_with_a_local_checkpoint(tmp_path, tiny_judge_dir):
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(EXAMPLE_SET.read_text().splitlines()[:3]) + "\n")
+    out = tmp_path / "out.jsonl"
+    args = ["--backend", "transformers", "--model", str(tiny_judge_dir), "--device", "cpu", "--max-tokens", "512"]
+    assert _score(str(source), "-o", str(out), "-q", *args).returncode == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 3 and all(r is not None for line in lines for r in line["rewards"])
+    assert _score(str(source), "--backend", "transformers").returncode == 2
