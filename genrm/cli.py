@@ -132,8 +132,9 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
     from genrm.tiny_model import TinyModelConfig, save_tiny_judge
 
     config = TinyModelConfig(
-        vocab_size=args.vocab_size, hidden_size=args.hidden_size, num_hidden_layers=args.layers, seed=args.seed
-    )
+        vocab_size=args.vocab_size, hidden_size=args.hidden_size, intermediate_size=2 * args.hidden_size,
+        num_hidden_layers=args.layers, seed=args.seed,
+    )  # fmt: skip
     out = save_tiny_judge(args.output, config)
     print(f"saved a tiny judge (untrained) to {out}")
     return 0
@@ -208,9 +209,12 @@ def make_parser() -> argparse.ArgumentParser:
         "and trying the transformers backend.",
     )
     tiny.add_argument("output", metavar="DIR", help="directory to save the checkpoint to")
-    tiny.add_argument("--vocab-size", type=int, default=1024, help="tokenizer vocabulary (default: 1024)")
-    tiny.add_argument("--hidden-size", type=int, default=64, help="model width (default: 64)")
-    tiny.add_argument("--layers", type=int, default=2, help="decoder layers (default: 2)")
+    from genrm.tiny_model import TinyModelConfig
+
+    defaults = TinyModelConfig()
+    tiny.add_argument("--vocab-size", type=int, default=defaults.vocab_size, help="tokenizer vocabulary (%(default)s)")
+    tiny.add_argument("--hidden-size", type=int, default=defaults.hidden_size, help="model width (%(default)s)")
+    tiny.add_argument("--layers", type=int, default=defaults.num_hidden_layers, help="decoder layers (%(default)s)")
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
     tiny.set_defaults(handler=_cmd_tiny_model)
 

@@ -3,12 +3,16 @@
 genrm data synthetic -o datasets/judge_synth [--inputs 240] [--seed 0] [--test-fraction 0.15]
 genrm data sft datasets/judge_synth/train.jsonl -o runs/sft.jsonl [--exposure minimal]
 genrm data rlvr datasets/judge_synth/train.jsonl -o runs/rlvr.jsonl
-genrm eval --data datasets/judge_synth/test.jsonl [--backend rule|transformers --model PATH] [--json OUT]
+genrm data rubrics TASKS.jsonl -o INSTANCES.jsonl --teacher MODEL@URL [--teacher ...] [--aggregator MODEL@URL]
+genrm data labels INSTANCES.jsonl -o DIR --teacher MODEL@URL --teacher ... [--min-teachers N]
+genrm eval --data datasets/judge_synth/test.jsonl [--backend rule|transformers|openai|sglang ...] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,23 +59,135 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
+    judge: Any = RuleJudge()
+    if args.backend != "rule" and not args.model:
+        print(f"genrm eval: --backend {args.backend} needs --model (a checkpoint path, or the served model's name)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.backend == "transformers":
-        if not args.model:
-            print("genrm eval: --backend transformers needs --model PATH", file=sys.stderr)
-            return 2
         from genrm.model_judge import ModelJudge
 
         # no re-sampling: the table measures the judge's first answers
-        judge: Any = ModelJudge.from_pretrained(
+        judge = ModelJudge.from_pretrained(
             args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0
         )
-    else:
-        judge = RuleJudge()
-    report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
+    elif args.backend in ("openai", "sglang"):
+        if not args.url:
+            print(f"genrm eval: --backend {args.backend} needs --url BASE_URL (ending in /v1)", file=sys.stderr)
+            return 2
+        judge = _remote_judge(args)
+    try:
+        report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
+    finally:
+        if hasattr(judge, "close"):
+            judge.close()
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(report.to_json() + "\n", encoding="utf-8")
     return 0
+
+
+def _remote_judge(args: argparse.Namespace) -> Any:
+    import os
+
+    from genrm.chat_endpoint import ChatEndpoint
+    from genrm.judge import SamplingSettings
+    from genrm.remote_judge import BlockingJudge, RemoteJudge
+
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    endpoint = ChatEndpoint(args.url, args.model, key)
+    sampling = SamplingSettings(max_tokens=args.max_tokens)
+    remote = RemoteJudge(endpoint, sampling, constrained=not args.unconstrained, parse_retries=0)
+    remote.name = args.backend
+    return BlockingJudge(remote)
+
+
+def _teachers(args: argparse.Namespace) -> list[Any]:
+    from genrm.teachers import parse_teacher_spec
+
+    return [parse_teacher_spec(spec, args.api_key_env, device=args.device) for spec in args.teacher]
+
+
+async def _close(teachers: list[Any]) -> None:
+    for teacher in teachers:
+        await teacher.aclose()
+
+
+def _cmd_rubrics(args: argparse.Namespace) -> int:
+    from genrm.judge_data import write_jsonl
+    from genrm.teacher_rubrics import RULE_CHECKER, RubricTask, build_rubrics
+
+    with open(args.input, encoding="utf-8") as source:
+        tasks = [RubricTask.model_validate_json(line) for line in source if line.strip()]
+    teachers = _teachers(args)
+    aggregator = _teachers(argparse.Namespace(**{**vars(args), "teacher": [args.aggregator]}))[0] \
+        if args.aggregator else teachers[0]  # fmt: skip
+
+    async def run() -> Any:
+        try:
+            checker = aggregator.judge() if args.dual_check == "aggregator" else RULE_CHECKER
+            return await build_rubrics(
+                tasks, teachers, aggregator, checker, repair_rounds=args.repair_rounds,
+                concurrency=args.concurrency, progress=not args.quiet,
+            )  # fmt: skip
+        finally:
+            await _close(teachers + ([aggregator] if args.aggregator else []))
+
+    report = asyncio.run(run())
+    by_id = {task.id: task for task in tasks}
+    kept = [by_id[o.task_id].instance(o.rubric) for o in report.outcomes if o.rubric is not None]
+    write_jsonl(kept, args.output)
+    print(report.markdown())
+    if args.report:
+        outcomes = [{"id": o.task_id, "kept": o.rubric is not None, "proposals": o.proposals, "merged": o.merged,
+                     "dual_check": o.dual_check, "dropped": o.dropped, "failures": o.failures}
+                    for o in report.outcomes]  # fmt: skip
+        Path(args.report).write_text(json.dumps({"counts": report.counts(), "tasks": outcomes}, indent=1) + "\n")
+    print(f"wrote {len(kept)} instances to {args.output}")
+    return 0
+
+
+def _cmd_labels(args: argparse.Namespace) -> int:
+    from genrm.judge_data import balance, split_by_input, write_jsonl
+    from genrm.schemas import Instance
+    from genrm.teacher_labels import label_instances
+
+    with open(args.input, encoding="utf-8") as source:
+        instances = [Instance.model_validate_json(line) for line in source if line.strip()]
+    teachers = _teachers(args)
+
+    async def run() -> Any:
+        try:
+            judges = [teacher.judge() for teacher in teachers]
+            return await label_instances(instances, judges, args.min_teachers, args.concurrency, not args.quiet)
+        finally:
+            await _close(teachers)
+
+    examples, report = asyncio.run(run())
+    print(report.markdown())
+    if not args.no_balance:
+        examples = balance(examples, args.seed)
+    if not examples:
+        print("genrm data labels: no response could be labelled; nothing written", file=sys.stderr)
+        return 1
+    train, test = split_by_input(examples, args.test_fraction, args.seed)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(train, str(out / "train.jsonl"))
+    write_jsonl(test, str(out / "test.jsonl"))
+    (out / "labels_report.json").write_text(json.dumps(report.counts(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {len(train)} train and {len(test)} test examples to {out}")
+    return 0
+
+
+def _teacher_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--teacher", action="append", required=True, metavar="SPEC",
+                        help="a teacher: MODEL@URL[,URL...] (OpenAI-compatible, e.g. SGLang) or transformers:PATH; "
+                        "repeat for several")  # fmt: skip
+    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the teachers' API key")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="for local teachers")
+    parser.add_argument("--concurrency", type=int, default=8, help="inputs worked on at once (default: 8)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def register(sub: Any) -> None:
@@ -98,14 +214,56 @@ def register(sub: Any) -> None:
         records.add_argument("--exposure", choices=EXPOSURES, default="minimal")
         records.set_defaults(handler=_cmd_records)
 
+    rubrics = data_sub.add_parser(
+        "rubrics", help="rubrics written by teachers, merged, and dual-checked against the reference answer",
+        description="Each teacher writes a rubric per task (JSONL: id, prompt, image, reference_answer, task_type, "
+        "responses); the aggregator merges valid proposals keeping what most agree on; rubrics whose essential "
+        "verifiable criteria fail on the reference answer are repaired by the aggregator or dropped.",
+    )  # fmt: skip
+    rubrics.add_argument("input", metavar="TASKS.jsonl")
+    rubrics.add_argument("-o", "--output", required=True, metavar="INSTANCES.jsonl")
+    _teacher_options(rubrics)
+    rubrics.add_argument("--aggregator", metavar="SPEC", help="the merging teacher (default: the first teacher)")
+    rubrics.add_argument(
+        "--dual-check",
+        choices=["rule", "aggregator"],
+        default="rule",
+        help="who reads the reference answer: rule extraction (default) or the aggregator as judge",
+    )
+    rubrics.add_argument("--repair-rounds", type=int, default=1, help="repair attempts after a failed dual check")
+    rubrics.add_argument("--report", metavar="OUT.json", help="write every task's outcome as JSON")
+    rubrics.set_defaults(handler=_cmd_rubrics)
+
+    labels = data_sub.add_parser(
+        "labels", help="judge examples labelled by several teachers (median credit), balanced and split",
+        description="Every teacher judges every response of the instances; per criterion the median credit is kept "
+        "and, for verifiable criteria, the extracted value of a teacher whose credit equals it. Writes train.jsonl, "
+        "test.jsonl (no input in both) and labels_report.json.",
+    )  # fmt: skip
+    labels.add_argument("input", metavar="INSTANCES.jsonl")
+    labels.add_argument("-o", "--output", required=True, metavar="DIR")
+    _teacher_options(labels)
+    labels.add_argument("--min-teachers", type=int, help="usable answers a label needs (default: a majority)")
+    labels.add_argument("--test-fraction", type=float, default=0.15, help="share of inputs held out")
+    labels.add_argument("--no-balance", action="store_true", help="keep every labelled example")
+    labels.add_argument("--seed", type=int, default=0)
+    labels.set_defaults(handler=_cmd_labels)
+
     evaluation = sub.add_parser(
         "eval", help="the reliability table of a judge on labelled examples",
         description="Judge every labelled example and print the reliability table: schema, criterion slots, "
         "execution, arguments (judged by the verifier), credit, criterion-level and sample-level accuracy.",
     )  # fmt: skip
     evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl")
-    evaluation.add_argument("--backend", choices=["rule", "transformers"], default="rule")
-    evaluation.add_argument("--model", metavar="PATH", help="judge checkpoint for the transformers backend")
+    evaluation.add_argument("--backend", choices=["rule", "transformers", "openai", "sglang"], default="rule")
+    evaluation.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
+    evaluation.add_argument(
+        "--url",
+        action="append",
+        metavar="BASE_URL",
+        help="OpenAI-compatible base URL ending in /v1 (openai, sglang); repeat for replicas",
+    )
+    evaluation.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     evaluation.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     evaluation.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
     evaluation.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")

@@ -54,6 +54,14 @@ class SamplingSettings:
     seed: int | None = None
 
 
+class BackendUnavailable(RuntimeError):
+    """The judge model cannot be reached now; the request may be retried after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 @runtime_checkable
 class Judge(Protocol):
     """A backend that judges every response of a group against the rubric."""

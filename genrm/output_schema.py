@@ -30,8 +30,18 @@ DEFAULT_MAX_RATIONALE_CHARS = 200
 # Python). XGrammar (SGLang's default grammar backend) matches a string pattern against the raw JSON text between
 # the quotes and produces neither escaped quotes nor backslashes there, so string literals are single-quoted and hold
 # no quote, backslash or control character: LaTeX is written without backslashes (3/4, sqrt(2), 9π).
+#
+# Bounded repetitions are spelled out (``[0-9]?[0-9]?`` rather than ``[0-9]{0,2}``, ``X X X`` rather than ``X{3}``):
+# XGrammar 0.2.8 mis-scopes ``{m,n}`` before an optional group, so that ``(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,6})?``
+# accepted "040404" and 7-digit integers (tests/test_output_schema.py compares both engines on these patterns).
 _STR = r"'[^'\"\\\x00-\x1f]*'"
-_NUM = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,6})?"
+
+
+def _upto(piece: str, least: int, most: int) -> str:
+    return piece * least + f"{piece}?" * (most - least)
+
+
+_NUM = rf"-?(?:0|[1-9]{_upto('[0-9]', 0, 5)})(?:\.{_upto('[0-9]', 1, 6)})?"
 _SEP = r", ?"
 _STR_LIST = rf"\[(?:{_STR}(?:{_SEP}{_STR})*)?\]"
 _KIND_PATTERNS: dict[str, str] = {
@@ -41,7 +51,7 @@ _KIND_PATTERNS: dict[str, str] = {
 
 
 def _coords_pattern(size: int) -> str:
-    shape = rf"\[{_NUM}(?:{_SEP}{_NUM}){{{size - 1}}}\]"
+    shape = rf"\[{_NUM}{f'{_SEP}{_NUM}' * (size - 1)}\]"
     return rf"\[(?:{shape}(?:{_SEP}{shape})*)?\]"
 
 

@@ -11,19 +11,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
-from genrm.judge import GroupRequest, RuleJudge, SamplingSettings
+from genrm.judge import BackendUnavailable, GroupRequest, RuleJudge, SamplingSettings
 from genrm.judge_output import ParsedJudgement
+
+__all__ = ["AsyncJudge", "BackendUnavailable", "RuleBackend", "make_backend"]
 
 if TYPE_CHECKING:
     from serving.settings import ServerSettings
-
-
-class BackendUnavailable(RuntimeError):
-    """The judge model cannot be reached now; the request may be retried after ``retry_after_s`` seconds."""
-
-    def __init__(self, message: str, retry_after_s: float = 5.0) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
 
 
 @runtime_checkable

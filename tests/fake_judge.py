@@ -3,7 +3,8 @@
 It reads the scoring prompt the way a judge must (the checklist, the fenced response), answers with the rule
 extractor's values for tool items and a substring check for reference items, and checks its own answer against the
 request's ``response_format`` schema. Faults on demand: ``fail_first`` 500s, a ``delay_s`` per call, ``garbage``
-answers.
+answers. A test can set ``app.state.responder`` (request body -> answer text, or None for the default judge) to play
+teachers that write rubrics or judge differently per model name.
 
 Also here: :class:`AppServer` (an ASGI app on loopback in a thread) and :class:`ServeProcess` (``genrm serve`` in its
 own process), for tests over real HTTP.
@@ -72,6 +73,7 @@ def judge_answer(user: str) -> str:
 def make_app() -> FastAPI:
     app = FastAPI()
     app.state.fail_first, app.state.delay_s, app.state.garbage, app.state.requests = 0, 0.0, False, []
+    app.state.responder = None
 
     @app.post("/v1/chat/completions")
     async def complete(request: Request) -> JSONResponse:
@@ -82,9 +84,13 @@ def make_app() -> FastAPI:
         if app.state.fail_first > 0:
             app.state.fail_first -= 1
             return JSONResponse({"error": "overloaded"}, status_code=500)
-        text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(body["messages"]))
+        custom = app.state.responder(body) if app.state.responder is not None else None
+        if custom is not None:
+            text = custom
+        else:
+            text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(body["messages"]))
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
-        if schema is not None and not app.state.garbage:
+        if schema is not None and not app.state.garbage and (custom is None or text.startswith("{")):
             jsonschema.validate(json.loads(text), schema)  # a constrained decoder could not have written otherwise
         usage = {"prompt_tokens": len(_user_text(body["messages"])) // 4, "completion_tokens": len(text) // 4}
         return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"], "usage": usage,
@@ -139,6 +145,10 @@ class FakeJudgeServer(AppServer):
     def __init__(self) -> None:
         super().__init__(make_app())
         self.url = f"{self.root}/v1"
+
+    @property
+    def state(self):  # noqa: ANN201 - the app's state: requests, faults, responder
+        return self.app.state
 
 
 class ServeProcess:

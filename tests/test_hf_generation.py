@@ -83,13 +83,14 @@ def test_one_batch_takes_one_temperature(generator, example_instances):
 
 def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
     sampled = LocalGenerator.from_pretrained(
-        str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=768, temperature=1.0, seed=3)
-    )
+        str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=2048, temperature=1.0, seed=3)
+    )  # a budget above the schema's longest answer: a sampled untrained model fills every string to its maxLength
     items, schemas = _items(example_instances[:1])
     hot = [GenerationItem(item.prompt, item.schema, 1.0) for item in items]
     first, second = sampled.generate(hot), sampled.generate(hot)
     assert [a.text for a in first] == [a.text for a in second]
     for answer, schema in zip(first, schemas, strict=True):
+        assert answer.finished
         jsonschema.validate(json.loads(answer.text, strict=False), schema)
 
 

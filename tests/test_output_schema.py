@@ -110,3 +110,42 @@ def test_example_set_schemas(example_instances):
             sections = schema["properties"]
             assert sections["essential"]["minItems"] == len(instance.rubric.essential)
             assert sections["additional"]["maxItems"] == len(instance.rubric.additional)
+
+
+_ENGINE_CASES = {
+    "expr_verify": ["expr_verify(predict='42')", "expr_verify(predict='')", "expr_verify(predict='3/4', x=1)"],
+    "time_verify": ["time_verify(predict='18:15')", "time_verify(predict='6 PM', pformat='%I %p')"],
+    "bbox_verify": [
+        "bbox_verify(predict=[[0, 12.5, 300, 400]])",
+        "bbox_verify(predict=[[040404, 0, 1, 2]])",
+        "bbox_verify(predict=[[1, 2, 3]])",
+        "bbox_verify(predict=[[1, 2, 3, 4], [5, 6, 7, 8]])",
+        "bbox_verify(predict=[[1234567, 2, 3, 4]])",
+        "bbox_verify(predict=[[-03, 2, 3, 4]])",
+    ],
+    "point_verify": [
+        "point_verify(predict=[[040404,000000]])",
+        "point_verify(predict=[[0,0]])",
+        "point_verify(predict=[[0.1234567, 1]])",
+        "point_verify(predict=[[10.25, -3]])",
+        "point_verify(predict=[[1, 2, 3]])",
+        "point_verify(predict=[])",
+    ],
+    "list_verify": ["list_verify(predict=['a', 'b'])", "list_verify(predict=['a',])", "list_verify(predict=[])"],
+    "text_verify": ["text_verify(predict='North Gate')", "text_verify(predict='it\\'s')"],
+}
+
+
+@pytest.mark.parametrize("verifier", sorted(_ENGINE_CASES))
+def test_xgrammar_reads_each_call_pattern_as_python_does(verifier):
+    # The schema is enforced by XGrammar (in process and behind SGLang) and checked by Python's re: both must agree.
+    xgrammar = pytest.importorskip("xgrammar")
+    vocabulary = [chr(c) for c in range(32, 127)] + ["<eos>"]
+    tokens = xgrammar.TokenizerInfo(vocabulary, stop_token_ids=[len(vocabulary) - 1])
+    schema = json.dumps({"type": "string", "pattern": call_pattern(verifier)})
+    grammar = xgrammar.GrammarCompiler(tokens).compile_json_schema(schema, any_whitespace=False)
+    for call in _ENGINE_CASES[verifier]:
+        matcher = xgrammar.GrammarMatcher(grammar)
+        # accepted whole: every character, then the end of the answer
+        by_xgrammar = bool(matcher.accept_string(json.dumps(call))) and matcher.accept_token(len(vocabulary) - 1)
+        assert by_xgrammar == bool(re.match(call_pattern(verifier), call)), call

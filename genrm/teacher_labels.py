@@ -1,0 +1,176 @@
+"""Judge-training labels from several teachers executing the same rubric (the median rule of section 4.4).
+
+Every teacher judges every response of an instance, as the reward server's judge would (same prompts, schema and
+parser). Per response and criterion, each teacher's answer gives a credit: the verifier's score of its extracted value
+for a verifiable criterion, its 0 / 0.5 / 1 for a fuzzy one. The label keeps the **median credit** (the lower median
+for an even count, so that it is always some teacher's credit and never rounds a split vote up), and, for a
+verifiable criterion, the extracted value (call) of a teacher whose credit equals that median; its rationale comes
+along. A criterion with fewer than ``min_teachers`` usable answers drops the response, with the reason in the report:
+a label is never guessed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from genrm.execution import CriterionScore, execute
+from genrm.judge import BackendUnavailable, GroupRequest
+from genrm.judge_data import CriterionLabel, JudgeExample
+from genrm.judge_output import ParsedJudgement
+from genrm.remote_judge import AsyncGroupJudge
+from genrm.rubric import plan_rubric
+from genrm.schemas import Instance
+
+
+@dataclass
+class LabelReport:
+    """What came of every response: how many were labelled, why the others were dropped, how often teachers agreed."""
+
+    responses: int = 0
+    labelled: int = 0
+    drop_reasons: Counter[str] = field(default_factory=Counter)
+    teacher_failures: dict[str, Counter[str]] = field(default_factory=dict)
+    criteria: int = 0
+    unanimous: int = 0
+
+    def counts(self) -> dict[str, Any]:
+        """The report as plain data (for JSON)."""
+        return {
+            "responses": self.responses,
+            "labelled": self.labelled,
+            "dropped": self.responses - self.labelled,
+            "drop_reasons": dict(self.drop_reasons),
+            "teacher_failures": {name: dict(c) for name, c in self.teacher_failures.items()},
+            "criteria_labelled": self.criteria,
+            "unanimous_share": self.unanimous / self.criteria if self.criteria else None,
+        }
+
+    def markdown(self) -> str:
+        """A short markdown summary."""
+        share = f"{100 * self.unanimous / self.criteria:.1f}%" if self.criteria else "n/a"
+        lines = [
+            f"labels: {self.labelled} of {self.responses} responses labelled; teachers unanimous on {share} of "
+            f"{self.criteria} criteria",
+        ]
+        lines += [f"- dropped ({count}): {reason}" for reason, count in self.drop_reasons.most_common()]
+        for name, failures in self.teacher_failures.items():
+            lines.append(f"- {name} failed: " + ", ".join(f"{k} {v}" for k, v in failures.most_common()))
+        return "\n".join(lines)
+
+
+def _usable(score: CriterionScore) -> bool:
+    return score.score is not None
+
+
+def median_label(
+    scores: Sequence[CriterionScore | None], rationales: Sequence[str], min_teachers: int
+) -> tuple[CriterionLabel | None, int | None, str]:
+    """The label of one criterion from each teacher's score of it (None where the teacher gave none).
+
+    Args:
+        scores: per teacher, its executed score of the criterion, or None.
+        rationales: per teacher, its rationale for the criterion ("" where none).
+        min_teachers: usable scores needed for a label (>= 1).
+
+    Returns the label (or None), the index of the teacher whose answer it took, and a reason when there is no label.
+    """
+    usable = [(t, s) for t, s in enumerate(scores) if s is not None and _usable(s)]
+    if len(usable) < min_teachers:
+        plan = next(s.plan for s in scores if s is not None)
+        return None, None, f"fewer than {min_teachers} teachers gave a usable answer on a criterion ({plan.section})"
+    median = statistics.median_low([float(s.score) for _, s in usable])  # type: ignore[arg-type]
+    teacher, chosen = next((t, s) for t, s in usable if float(s.score) == median)  # type: ignore[arg-type]
+    plan = chosen.plan
+    call = str(chosen.extracted) if plan.verifier is not None else None
+    label = CriterionLabel(path=plan.path, call=call, credit=median, rationale=rationales[teacher][:2000])
+    return label, teacher, ""
+
+
+async def _judge_all(judges: Sequence[AsyncGroupJudge], request: GroupRequest) -> list[list[ParsedJudgement]]:
+    async def one(judge: AsyncGroupJudge) -> list[ParsedJudgement]:
+        try:
+            return await judge.judge_group(request)
+        except BackendUnavailable as exc:
+            return [ParsedJudgement("backend_error", str(exc))] * len(request.responses)
+
+    return list(await asyncio.gather(*(one(j) for j in judges)))
+
+
+async def label_instance(
+    instance: Instance, judges: Sequence[AsyncGroupJudge], min_teachers: int, report: LabelReport
+) -> list[JudgeExample]:
+    """The judge examples of one instance's responses (dropped responses are counted in ``report``)."""
+    plans = plan_rubric(instance.rubric, instance.task_type)
+    request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, "minimal")
+    per_teacher = await _judge_all(judges, request)
+    examples = []
+    for index, response in enumerate(instance.responses):
+        report.responses += 1
+        judgements = [answers[index] for answers in per_teacher]
+        scores: list[list[CriterionScore] | None] = []
+        for judge, parsed in zip(judges, judgements, strict=True):
+            if parsed.failure is not None:
+                report.teacher_failures.setdefault(judge.name, Counter())[parsed.failure] += 1
+                scores.append(None)
+            else:
+                scores.append(execute(parsed, plans))
+        labels, chosen, reason = [], Counter[int](), ""
+        for k in range(len(plans)):
+            rationales = [j.criteria[k].rationale if j.criteria else "" for j in judgements]
+            label, teacher, reason = median_label([s[k] if s else None for s in scores], rationales, min_teachers)
+            if label is None or teacher is None:
+                break
+            labels.append(label)
+            chosen[teacher] += 1
+            credits = {float(s[k].score) for s in scores if s and s[k].score is not None}  # type: ignore[arg-type]
+            report.unanimous += len(credits) == 1
+        if len(labels) != len(plans):
+            report.drop_reasons[reason] += 1
+            continue
+        report.criteria += len(labels)
+        report.labelled += 1
+        lead = chosen.most_common(1)[0][0]
+        examples.append(
+            JudgeExample(
+                id=f"{instance.id}-r{index}", input_id=instance.id, prompt=instance.prompt, image=instance.image,
+                task_type=instance.task_type, rubric=instance.rubric, response=response, labels=labels,
+                thought=judgements[lead].thought[:4000], source="teachers",
+            )
+        )  # fmt: skip
+    return examples
+
+
+async def label_instances(
+    instances: Sequence[Instance],
+    judges: Sequence[AsyncGroupJudge],
+    min_teachers: int | None = None,
+    concurrency: int = 8,
+    progress: bool = False,
+) -> tuple[list[JudgeExample], LabelReport]:
+    """Label every response of ``instances`` with the teachers ``judges``; ``min_teachers`` defaults to a majority."""
+    from tqdm import tqdm
+
+    if not judges:
+        raise ValueError("at least one teacher is needed")
+    needed = min_teachers if min_teachers is not None else len(judges) // 2 + 1
+    if not 1 <= needed <= len(judges):
+        raise ValueError(f"min_teachers must be between 1 and the number of teachers ({len(judges)}), got {needed}")
+    report, slots = LabelReport(), asyncio.Semaphore(concurrency)
+    bar = tqdm(total=sum(len(i.responses) for i in instances), unit="response", desc="labelling", disable=not progress)
+
+    async def one(instance: Instance) -> list[JudgeExample]:
+        async with slots:
+            examples = await label_instance(instance, judges, needed, report)
+        bar.update(len(instance.responses))
+        return examples
+
+    try:
+        batches = await asyncio.gather(*(one(i) for i in instances))
+    finally:
+        bar.close()
+    return [example for batch in batches for example in batch], report
