@@ -4,12 +4,12 @@
 
 Start from the SFT judge. The prompts are the scoring prompts of the examples
 (:func:`genrm.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which TRL hands to
-the reward functions: :func:`genrm.judge_rewards.format_reward_func` (1 only for one well-typed JSON object) and
-:func:`genrm.judge_rewards.content_reward_func` (extracted values checked by each criterion's verifier against the
-label, fuzzy credits against the label's). Free-text fields are not rewarded. Sampling is free (no grammar): the
-judge has to learn the format, which constrained serving then only guarantees. Recipe fields are those of
-:class:`genrm.train_common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``, ``max_completion_length``,
-``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
+the reward functions: :func:`genrm.judge_rewards.format_reward_func` (1 only for one JSON object filling every
+rubric slot with the right type) and :func:`genrm.judge_rewards.content_reward_func` (extracted values checked by
+each criterion's verifier against the label, fuzzy credits against the label's). Free-text fields are not rewarded.
+Sampling is free (no grammar): the judge has to learn the format, which constrained serving then only guarantees.
+Recipe fields are those of :class:`genrm.train_common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``,
+``max_completion_length``, ``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,21 @@ def test_format_reward(text, reward):
     assert format_reward(text) == reward
 
 
+def test_format_against_the_rubric_needs_every_slot_filled_with_the_right_type():
+    expr = _by_verifier("expr_verify")
+    plans = expr.plans()
+    assert format_reward(json.dumps(labelled_answer(expr)), plans) == 1.0
+    dropped = labelled_answer(expr)
+    dropped["additional"] = []
+    assert format_reward(json.dumps(dropped), None) == 1.0  # the generic shape alone passes
+    assert format_reward(json.dumps(dropped), plans) == 0.0
+    assert format_reward(_answer(expr, **{"essential[0]": 1}), plans) == 0.0  # a credit where a call is needed
+    assert format_reward(_answer(expr, **{"essential[0]": "text_verify(predict='1')"}), plans) == 0.0
+    renamed = labelled_answer(expr)
+    renamed["essential"][0]["criterion"] = "Something else entirely."
+    assert format_reward(json.dumps(renamed), plans) == 0.0
+
+
 def test_the_labelled_answer_earns_full_content():
     for example in EXAMPLES:
         assert content_reward(json.dumps(labelled_answer(example)), example) == 1.0
@@ -90,3 +105,5 @@ def test_trl_reward_functions_read_conversational_completions():
     assert content_reward_func(completions, judge_label=labels) == [1.0, 1.0, 0.0]
     with pytest.raises(ValueError, match="judge_label"):
         content_reward_func(completions)
+    with pytest.raises(ValueError, match="judge_label"):
+        format_reward_func(completions)
