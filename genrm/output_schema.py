@@ -10,7 +10,9 @@ parse_judge_output` reads without a schema failure:
 - a fuzzy criterion's ``credit`` is one of 0, 0.5, 1; a verifiable one's is a string matching a call of that
   criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
   without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain;
-- ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging.
+- ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
+  XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
+  free-text fields, and why the rubric schema of the teachers (``genrm.teacher_rubrics``) bounds no string.
 """
 
 from __future__ import annotations

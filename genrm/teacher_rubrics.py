@@ -36,18 +36,21 @@ from genrm.rubric import RubricError, RubricPolicy, plan_rubric
 from genrm.schemas import Instance, Rubric
 from genrm.teachers import Teacher
 
+# No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
+# and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model
+# checks lengths after decoding.
 _ITEM_SCHEMA = {
     "type": "object",
     "properties": {
-        "criterion": {"type": "string", "minLength": 1, "maxLength": 500},
-        "reference": {"type": "string", "minLength": 1, "maxLength": 2000},
+        "criterion": {"type": "string"},
+        "reference": {"type": "string"},
         "weight": {"enum": [1, 2, 3]},
     },
     "required": ["criterion", "reference", "weight"],
     "additionalProperties": False,
 }
 
-#: What a teacher's rubric answer is constrained to (bounded, so a constrained decoder cannot run away).
+#: What a teacher's rubric answer is constrained to (a bounded number of items).
 RUBRIC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -15,11 +15,12 @@ import subprocess
 import pytest
 from fake_judge import judge_answer
 
+from genrm.chat_endpoint import ChatEndpoint
 from genrm.judge import SamplingSettings
 from genrm.output_schema import response_format
-from genrm.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
+from genrm.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
 from genrm.rubric import plan_rubric
-from serving.openai_backend import OpenAIBackend
+from genrm.teacher_rubrics import RUBRIC_SCHEMA
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 
@@ -53,7 +54,9 @@ def _wrong(answer: str) -> str:
 
 
 def _cases(instances) -> list[dict]:
-    backend = OpenAIBackend(["http://127.0.0.1:1/v1"], "judge", sampling=SamplingSettings(max_tokens=512, seed=7))
+    # the same transport (and request body) serves the judge backends and the teachers
+    endpoint = ChatEndpoint(["http://127.0.0.1:1/v1"], "judge")
+    sampling = SamplingSettings(max_tokens=512, seed=7)
     cases = []
     for instance in instances:
         for exposure in EXPOSURES:
@@ -61,8 +64,15 @@ def _cases(instances) -> list[dict]:
             prompt = build_scoring_prompt(instance.prompt, plans, instance.responses[0], exposure,
                                           image="data:image/png;base64,iVBORw0KGgo=")  # fmt: skip
             answer = judge_answer(prompt.user)
-            cases.append({"payload": backend._payload(prompt, response_format(plans)), "answer": answer,
-                          "wrong": _wrong(answer)})  # fmt: skip
+            payload = endpoint.payload(prompt.messages(), sampling, response_format(plans))
+            cases.append({"payload": payload, "answer": answer, "wrong": _wrong(answer)})
+        # a teacher writing a rubric: its answer is constrained to the rubric schema
+        rubric_prompt = build_rubric_prompt(instance.prompt, instance.reference_answer, instance.task_type)
+        rubric_format = {"type": "json_schema", "json_schema": {"name": "rubric", "schema": RUBRIC_SCHEMA}}
+        wrong = instance.rubric.model_dump()
+        wrong["essential"][0]["weight"] = 5
+        cases.append({"payload": endpoint.payload(rubric_prompt.messages(), sampling, rubric_format),
+                      "answer": json.dumps(instance.rubric.model_dump()), "wrong": json.dumps(wrong)})  # fmt: skip
     return cases
 
 
@@ -73,7 +83,7 @@ def test_requests_validate_against_sglang_protocol(example_instances, tmp_path):
     path.write_text(json.dumps(cases))
     done = subprocess.run([SGLANG_PYTHON, "-c", _CHECK, str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * len(EXPOSURES)
+    assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * (len(EXPOSURES) + 1)
 
 
 _FLAGS = """
