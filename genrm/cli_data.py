@@ -108,6 +108,35 @@ def _teachers(args: argparse.Namespace) -> list[Any]:
     return [parse_teacher_spec(spec, args.api_key_env, device=args.device) for spec in args.teacher]
 
 
+def _read_lines(path: str, model: Any) -> list[Any] | None:
+    """Every line of a JSONL file as ``model``; None (after saying which line and why) when one is invalid."""
+    from pydantic import ValidationError
+
+    items = []
+    with open(path, encoding="utf-8") as source:
+        for number, line in enumerate(source, 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(model.model_validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(map(str, first["loc"])) or "line"
+                print(f"genrm data: {path} line {number}: {where}: {first['msg']}", file=sys.stderr)
+                return None
+    return items
+
+
+def _run_or_exit(coroutine: Any) -> Any:
+    from genrm.judge import BackendUnavailable
+
+    try:
+        return asyncio.run(coroutine)
+    except BackendUnavailable as exc:
+        print(f"genrm data: a teacher cannot be reached, stopping: {exc}", file=sys.stderr)
+        return None
+
+
 async def _close(teachers: list[Any]) -> None:
     for teacher in teachers:
         await teacher.aclose()
@@ -116,12 +145,15 @@ async def _close(teachers: list[Any]) -> None:
 def _cmd_rubrics(args: argparse.Namespace) -> int:
     from genrm.judge_data import write_jsonl
     from genrm.teacher_rubrics import RULE_CHECKER, RubricTask, build_rubrics
+    from genrm.teachers import parse_teacher_spec
 
-    with open(args.input, encoding="utf-8") as source:
-        tasks = [RubricTask.model_validate_json(line) for line in source if line.strip()]
+    tasks = _read_lines(args.input, RubricTask)
+    if tasks is None:
+        return 2
     teachers = _teachers(args)
-    aggregator = _teachers(argparse.Namespace(**{**vars(args), "teacher": [args.aggregator]}))[0] \
-        if args.aggregator else teachers[0]  # fmt: skip
+    aggregator = (
+        parse_teacher_spec(args.aggregator, args.api_key_env, device=args.device) if args.aggregator else teachers[0]
+    )
 
     async def run() -> Any:
         try:
@@ -133,7 +165,9 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
         finally:
             await _close(teachers + ([aggregator] if args.aggregator else []))
 
-    report = asyncio.run(run())
+    report = _run_or_exit(run())
+    if report is None:
+        return 1
     by_id = {task.id: task for task in tasks}
     kept = [by_id[o.task_id].instance(o.rubric) for o in report.outcomes if o.rubric is not None]
     write_jsonl(kept, args.output)
@@ -152,8 +186,9 @@ def _cmd_labels(args: argparse.Namespace) -> int:
     from genrm.schemas import Instance
     from genrm.teacher_labels import label_instances
 
-    with open(args.input, encoding="utf-8") as source:
-        instances = [Instance.model_validate_json(line) for line in source if line.strip()]
+    instances = _read_lines(args.input, Instance)
+    if instances is None:
+        return 2
     teachers = _teachers(args)
 
     async def run() -> Any:
@@ -163,7 +198,10 @@ def _cmd_labels(args: argparse.Namespace) -> int:
         finally:
             await _close(teachers)
 
-    examples, report = asyncio.run(run())
+    result = _run_or_exit(run())
+    if result is None:
+        return 1
+    examples, report = result
     print(report.markdown())
     if not args.no_balance:
         examples = balance(examples, args.seed)

@@ -149,12 +149,13 @@ class _RuleChecker:
     name = "rule"
 
     async def judge_group(self, request: GroupRequest) -> list:
-        return RuleJudge().judge_group(request)
+        return _RULE_JUDGE.judge_group(request)
 
     async def aclose(self) -> None:
         return None
 
 
+_RULE_JUDGE = RuleJudge()
 RULE_CHECKER: AsyncGroupJudge = _RuleChecker()
 
 
@@ -169,7 +170,7 @@ async def dual_check(rubric: Rubric, task: RubricTask, checker: AsyncGroupJudge,
     """
     if task.reference_answer is None:
         raise ValueError("the dual check needs a reference answer")
-    plans = [p for p in plan_rubric(rubric, task.task_type)]
+    plans = plan_rubric(rubric, task.task_type)
     request = GroupRequest(task.prompt, plans, [task.reference_answer], task.image, "minimal")
     (parsed,) = await checker.judge_group(request)
     problems = []

@@ -245,3 +245,15 @@ def test_data_rubrics_then_labels_then_eval_commands(teachers_server, tmp_path, 
     assert table.startswith("Reliability of openai on 4 answers")
     assert "| Schema | answer | 4 | 4 | 100.0 |" in table and "| Sample-level | answer | 4 | 4 | 100.0 |" in table
     assert main(["eval", "--data", str(out / "test.jsonl"), "--backend", "openai", "--model", "t1"]) == 2
+
+
+def test_data_commands_name_a_bad_line_and_an_unreachable_teacher(tmp_path, capsys):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "prompt": "What is 2 + 2?"}\n{"id": "b", "promt": "typo"}\n')
+    assert main(["data", "rubrics", str(tasks), "-o", str(tmp_path / "o.jsonl"), "--teacher", "m@http://x/v1"]) == 2
+    assert "line 2: prompt: Field required" in capsys.readouterr().err
+    tasks.write_text('{"id": "a", "prompt": "What is 2 + 2?", "reference_answer": "4"}\n')
+    nobody = "m@http://127.0.0.1:9/v1"  # the discard port: nothing answers
+    assert main(["data", "rubrics", str(tasks), "-o", str(tmp_path / "o.jsonl"), "--teacher", nobody, "-q"]) == 1
+    assert "a teacher cannot be reached" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
