@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from genrm.chat_endpoint import CallFailed, ChatEndpoint
 from genrm.judge import GroupRequest, SamplingSettings
@@ -90,14 +90,19 @@ class RemoteJudge:
         await self.endpoint.aclose()
 
 
+@runtime_checkable
 class AsyncGroupJudge(Protocol):
-    """An asynchronous judge (:class:`RemoteJudge`, a server backend)."""
+    """An asynchronous judge (:class:`RemoteJudge`, a teacher, a server backend)."""
 
     name: str
 
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]: ...
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        """One checked judgement per response of the group, in order."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
 
 
 class EventLoopThread:
@@ -121,11 +126,10 @@ class EventLoopThread:
 
 
 class BlockingJudge:
-    """:class:`genrm.judge.Judge` (blocking) over an asynchronous judge, for ``genrm eval`` and ``genrm score``."""
+    """:class:`genrm.judge.Judge` (blocking) over an asynchronous judge, for ``genrm eval``; owns its event loop."""
 
-    def __init__(self, judge: AsyncGroupJudge, loop: EventLoopThread | None = None) -> None:
-        self._judge, self._owns_loop = judge, loop is None
-        self._loop = loop or EventLoopThread()
+    def __init__(self, judge: AsyncGroupJudge) -> None:
+        self._judge, self._loop = judge, EventLoopThread()
         self.name = judge.name
 
     def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
@@ -133,7 +137,6 @@ class BlockingJudge:
         return self._loop.run(self._judge.judge_group(request))
 
     def close(self) -> None:
-        """Close the judge's connections (and the loop, when this adapter made it)."""
+        """Close the judge's connections and the loop."""
         self._loop.run(self._judge.aclose())
-        if self._owns_loop:
-            self._loop.close()
+        self._loop.close()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.execution import CriterionScore, execute
-from genrm.judge import BackendUnavailable, GroupRequest
+from genrm.judge import GroupRequest
 from genrm.judge_data import CriterionLabel, JudgeExample
 from genrm.judge_output import ParsedJudgement
 from genrm.remote_judge import AsyncGroupJudge
@@ -92,13 +92,9 @@ def median_label(
 
 
 async def _judge_all(judges: Sequence[AsyncGroupJudge], request: GroupRequest) -> list[list[ParsedJudgement]]:
-    async def one(judge: AsyncGroupJudge) -> list[ParsedJudgement]:
-        try:
-            return await judge.judge_group(request)
-        except BackendUnavailable as exc:
-            return [ParsedJudgement("backend_error", str(exc))] * len(request.responses)
-
-    return list(await asyncio.gather(*(one(j) for j in judges)))
+    # A teacher that cannot be reached at all raises BackendUnavailable and stops the run: labelling on with one
+    # teacher fewer would change what the median means without anyone deciding it.
+    return list(await asyncio.gather(*(judge.judge_group(request) for judge in judges)))
 
 
 async def label_instance(

@@ -13,6 +13,7 @@ import anyio
 
 from genrm.judge import BackendUnavailable, GroupRequest, RuleJudge, SamplingSettings
 from genrm.judge_output import ParsedJudgement
+from genrm.remote_judge import AsyncGroupJudge
 
 __all__ = ["AsyncJudge", "BackendUnavailable", "RuleBackend", "make_backend"]
 
@@ -21,21 +22,12 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
-class AsyncJudge(Protocol):
-    """What the server needs of a judge backend."""
-
-    name: str
-
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
-        """One checked judgement per response of the group, in order; raises BackendUnavailable when down."""
-        ...
+class AsyncJudge(AsyncGroupJudge, Protocol):
+    """What the server needs of a judge backend: an asynchronous judge (``judge_group`` raises BackendUnavailable
+    when the model is down; ``aclose`` releases connections and processes) with a health probe."""
 
     async def health(self) -> tuple[bool, str]:
         """Whether the backend can judge now, and a short detail."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release connections and processes."""
         ...
 
 

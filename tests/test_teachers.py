@@ -257,3 +257,8 @@ def test_data_commands_name_a_bad_line_and_an_unreachable_teacher(tmp_path, caps
     assert main(["data", "rubrics", str(tasks), "-o", str(tmp_path / "o.jsonl"), "--teacher", nobody, "-q"]) == 1
     assert "a teacher cannot be reached" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(i.model_dump_json() + "\n" for i in _synthetic_instances()[:2]))
+    assert main(["data", "labels", str(instances), "-o", str(tmp_path / "labels"), "--teacher", nobody, "-q"]) == 1
+    assert "a teacher cannot be reached" in capsys.readouterr().err
+    assert not (tmp_path / "labels").exists()
