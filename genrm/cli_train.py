@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
 
@@ -33,7 +34,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         config_type = GRPOConfig
     parser = TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {args.job}")
     data, training, model = parser.parse_args_and_config(args=args.rest)
-    run(data, training, model)
+    try:
+        run(data, training, model)
+    except (ValueError, FileNotFoundError) as exc:  # bad data or a recipe that does not fit the model
+        print(f"genrm train {args.job}: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

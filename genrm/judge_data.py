@@ -12,6 +12,10 @@ from the synthetic generator (:mod:`genrm.synthetic`), which knows them by const
   whose reward functions receive the ``judge_label`` column (:mod:`genrm.judge_rewards`);
 - evaluation (:mod:`genrm.reliability`).
 
+Message contents are plain strings. Under the ``vlm`` exposure a record also has an ``images`` column (a list with the
+example's image reference, empty when it has none): TRL's vision format, where the trainer puts the image before the
+user's text; :func:`genrm.train_common.judge_datasets` reads the pixels (:mod:`genrm.images`).
+
 Both record formats load with ``datasets.load_dataset("json", data_files=...)``; the label is a JSON string so that
 Arrow never has to unify rubrics of different shapes.
 """
@@ -111,26 +115,28 @@ def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> di
     return answer
 
 
-def _prompt_messages(example: JudgeExample, exposure: Exposure) -> list[dict[str, Any]]:
-    image = example.image if exposure == "vlm" else None
-    prompt = build_scoring_prompt(example.prompt, example.plans(exposure), example.response, exposure, image)
-    return prompt.messages()
+#: The column of image references under the ``vlm`` exposure (TRL's vision datasets use this name).
+IMAGES_COLUMN = "images"
+
+
+def _prompt_record(example: JudgeExample, exposure: Exposure) -> dict[str, Any]:
+    prompt = build_scoring_prompt(example.prompt, example.plans(exposure), example.response, exposure)
+    record: dict[str, Any] = {"id": example.id, "prompt": prompt.messages()}
+    if exposure == "vlm":
+        record[IMAGES_COLUMN] = [example.image] if example.image else []
+    return record
 
 
 def sft_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
-    """A conversational prompt-completion record for TRL's ``SFTTrainer``."""
+    """A conversational prompt-completion record for TRL's ``SFTTrainer`` (``images`` too under ``vlm``)."""
     answer = json.dumps(labelled_answer(example, exposure), ensure_ascii=False)
-    return {
-        "id": example.id,
-        "prompt": _prompt_messages(example, exposure),
-        "completion": [{"role": "assistant", "content": answer}],
-    }
+    return {**_prompt_record(example, exposure), "completion": [{"role": "assistant", "content": answer}]}
 
 
 def rlvr_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
     """A conversational prompt record for TRL's ``GRPOTrainer``; the label rides along in ``judge_label``."""
     label = {"exposure": exposure, "example": example.model_dump(mode="json", exclude={"image"})}
-    return {"id": example.id, "prompt": _prompt_messages(example, exposure), LABEL_COLUMN: json.dumps(label)}
+    return {**_prompt_record(example, exposure), LABEL_COLUMN: json.dumps(label)}
 
 
 def balance(examples: Sequence[JudgeExample], seed: int = 0) -> list[JudgeExample]:

@@ -42,6 +42,7 @@ class _Input:
     essential: list[dict[str, Any]]
     additional: list[dict[str, Any]]
     responses: list[_Response]
+    image: str | None = None
 
 
 def _criterion(text: str, reference: str, weight: int) -> dict[str, Any]:
@@ -215,6 +216,22 @@ def _parts(rng: random.Random) -> _Input:
 
 _OBJECTS = [("dog", "brown"), ("car", "red"), ("bicycle", "blue"), ("umbrella", "yellow"), ("cat", "grey"),
             ("traffic light", "green"), ("kite", "orange"), ("bench", "white")]  # fmt: skip
+_RGB = {"brown": (140, 80, 30), "red": (220, 30, 30), "blue": (30, 60, 220), "yellow": (240, 210, 20),
+        "grey": (128, 128, 128), "green": (30, 170, 60), "orange": (250, 140, 20),
+        "white": (255, 255, 255)}  # fmt: skip
+_IMAGE_SIDE = 64
+
+
+def _scene(box: tuple[int, int, int, int], colour: str) -> str:
+    """A small picture of the object as a filled box of its colour where the rubric's target says (PNG data URI)."""
+    from PIL import Image, ImageDraw
+
+    from genrm.images import png_data_uri
+
+    image = Image.new("RGB", (_IMAGE_SIDE, _IMAGE_SIDE), (40, 40, 40))
+    scaled = [round(v * (_IMAGE_SIDE - 1) / 1000) for v in box]
+    ImageDraw.Draw(image).rectangle(scaled, fill=_RGB[colour])
+    return png_data_uri(image)
 
 
 def _box(rng: random.Random) -> tuple[int, int, int, int]:
@@ -252,7 +269,7 @@ def _grounding(rng: random.Random) -> _Input:
     ]  # fmt: skip
     return _Input(
         prompt, "grounding", [_criterion(f"Gives the {criterion} of the {obj}.", reference, 3)],
-        [_criterion(f"Names the colour of the {obj}.", colour, 1)], responses,
+        [_criterion(f"Names the colour of the {obj}.", colour, 1)], responses, _scene(box, colour),
     )  # fmt: skip
 
 
@@ -294,6 +311,7 @@ def generate_examples(inputs: int, seed: int = 0) -> list[JudgeExample]:
                     id=f"{input_id}-r{index}",
                     input_id=input_id,
                     prompt=made.prompt,
+                    image=made.image,
                     task_type=made.task_type,
                     rubric=rubric,
                     response=response.text,

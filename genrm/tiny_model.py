@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from genrm.judge import GroupRequest, RuleJudge
 from genrm.prompts import Exposure, build_group_prompts, build_scoring_prompt, exposed_plans, scoring_system_prompt
@@ -33,18 +33,28 @@ if TYPE_CHECKING:
 #: Special tokens of the ChatML format; ``<|im_end|>`` ends a turn and is the end-of-sequence token.
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 
-#: ChatML, reading OpenAI-style content parts too (text parts only: the tiny model has no vision tower).
-CHATML_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
-    "{%- if message['content'] is string %}{{- message['content'] }}"
-    "{%- else %}{%- for part in message['content'] %}"
-    "{%- if part['type'] == 'text' %}{{- part['text'] }}{%- endif %}"
-    "{%- endfor %}{%- endif %}"
-    "{{- '<|im_end|>\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
-)
+#: The image placeholder of the tiny vision judge; its processor expands it to one token per image patch.
+IMAGE_TOKEN = "<image>"
+
+
+def chatml_template(image_token: str | None = None) -> str:
+    """ChatML, reading OpenAI-style content parts too; image parts become ``image_token`` (dropped when None)."""
+    image = f"{{%- elif part['type'] in ('image', 'image_url') %}}{{{{- '{image_token}' }}}}" if image_token else ""
+    return (
+        "{%- for message in messages %}"
+        "{{- '<|im_start|>' + message['role'] + '\\n' }}"
+        "{%- if message['content'] is string %}{{- message['content'] }}"
+        "{%- else %}{%- for part in message['content'] %}"
+        "{%- if part['type'] == 'text' %}{{- part['text'] }}" + image + "{%- endif %}"
+        "{%- endfor %}{%- endif %}"
+        "{{- '<|im_end|>\\n' }}"
+        "{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+
+
+#: ChatML for the text-only tiny judge (image parts are not rendered: it has no vision tower).
+CHATML_TEMPLATE = chatml_template()
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,18 @@ class TinyModelConfig:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 8192
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class TinyVisionConfig:
+    """Sizes of the tiny judge's vision tower (a CLIP encoder): square images of ``image_size`` pixels cut into
+    ``patch_size`` patches, one image token per patch."""
+
+    image_size: int = 32
+    patch_size: int = 8
+    hidden_size: int = 64
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2
 
 
 def _answer_json(request: GroupRequest) -> Iterator[str]:
@@ -103,12 +125,15 @@ def example_instances() -> list[Instance]:
     return [Instance.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def build_tokenizer(corpus: Iterable[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:
+def build_tokenizer(
+    corpus: Iterable[str], vocab_size: int = 2048, image_token: str | None = None
+) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained on ``corpus`` (deterministic), with ChatML specials and template.
 
     Args:
         corpus: training texts.
         vocab_size: size of the vocabulary, specials included (at least 300: 256 bytes + specials + merges).
+        image_token: a special token for images, rendered by the chat template for image parts (vision judges).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -120,7 +145,7 @@ def build_tokenizer(corpus: Iterable[str], vocab_size: int = 2048) -> PreTrained
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[PAD, IM_START, IM_END],
+        special_tokens=[PAD, IM_START, IM_END] + ([image_token] if image_token else []),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -128,17 +153,29 @@ def build_tokenizer(corpus: Iterable[str], vocab_size: int = 2048) -> PreTrained
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token=IM_END, pad_token=PAD, bos_token=None, model_max_length=8192
     )
-    tokenizer.chat_template = CHATML_TEMPLATE
+    if image_token:
+        tokenizer.add_special_tokens({"additional_special_tokens": [image_token]})
+    tokenizer.chat_template = chatml_template(image_token)
     return tokenizer
 
 
 def build_tiny_model(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig | None = None) -> PreTrainedModel:
     """A randomly initialised Qwen3 causal LM sized by ``config`` for ``tokenizer`` (seeded: same weights each run)."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
     config = config or TinyModelConfig()
-    model_config = Qwen3Config(
+    torch.manual_seed(config.seed)
+    model = Qwen3ForCausalLM(_text_config(tokenizer, config))
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.eval()
+
+
+def _text_config(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig) -> Any:
+    from transformers import Qwen3Config
+
+    return Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=config.hidden_size,
         intermediate_size=config.intermediate_size,
@@ -152,11 +189,6 @@ def build_tiny_model(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
     )
-    torch.manual_seed(config.seed)
-    model = Qwen3ForCausalLM(model_config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model.eval()
 
 
 def save_tiny_judge(
@@ -169,5 +201,55 @@ def save_tiny_judge(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out
+
+
+def save_tiny_vlm_judge(
+    out_dir: str | Path,
+    config: TinyModelConfig | None = None,
+    vision: TinyVisionConfig | None = None,
+    instances: Sequence[Instance] | None = None,
+) -> Path:
+    """A tiny vision-language judge (LLaVA layout: CLIP encoder, projector, the Qwen3 decoder of ``config``) with
+    its processor, saved to ``out_dir``; ``AutoProcessor`` and ``AutoModelForImageTextToText`` reload them.
+
+    It stands in for a real VLM judge (Qwen3-VL, say) wherever the vision path must run without a download: TRL's
+    vision collators, an ``images`` column, a processor instead of a tokenizer. Needs no torchvision.
+    """
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    config, vision = config or TinyModelConfig(), vision or TinyVisionConfig()
+    tokenizer = build_tokenizer(judge_corpus(instances or example_instances()), config.vocab_size, IMAGE_TOKEN)
+    side = {"height": vision.image_size, "width": vision.image_size}
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": vision.image_size}, crop_size=side),
+        tokenizer=tokenizer, patch_size=vision.patch_size, vision_feature_select_strategy="default",
+        chat_template=tokenizer.chat_template, image_token=IMAGE_TOKEN, num_additional_image_tokens=1,
+    )  # fmt: skip
+    vision_config = CLIPVisionConfig(
+        hidden_size=vision.hidden_size, intermediate_size=2 * vision.hidden_size, image_size=vision.image_size,
+        patch_size=vision.patch_size, num_hidden_layers=vision.num_hidden_layers,
+        num_attention_heads=vision.num_attention_heads, projection_dim=vision.hidden_size,
+    )  # fmt: skip
+    model_config = LlavaConfig(
+        vision_config=vision_config, text_config=_text_config(tokenizer, config),
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN), vision_feature_select_strategy="default",
+        vision_feature_layer=-1, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(config.seed)
+    model = LlavaForConditionalGeneration(model_config).eval()
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    processor.save_pretrained(out)
     model.save_pretrained(out)
     return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.judge_data import JudgeExample, read_examples
+from genrm.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
 from genrm.prompts import Exposure, check_exposure
 
 logger = logging.getLogger(__name__)
@@ -43,16 +43,35 @@ def load_examples(path: str, limit: int | None = None) -> list[JudgeExample]:
     return examples[:limit] if limit else examples
 
 
-def ensure_base_model(path: str | None, build_tiny: bool) -> str:
-    """``path``, after saving the tiny judge there when asked to and nothing is there yet."""
+def ensure_base_model(path: str | None, data: JudgeDataArguments) -> str:
+    """``path``, after saving the tiny judge there when asked to and nothing is there yet (the tiny vision-language
+    judge under the ``vlm`` exposure)."""
     if not path:
         raise ValueError("model_name_or_path is required (a checkpoint directory or a hub id)")
-    if build_tiny and not Path(path).exists():
-        from genrm.tiny_model import save_tiny_judge
+    if data.build_tiny_model and not Path(path).exists():
+        from genrm.tiny_model import save_tiny_judge, save_tiny_vlm_judge
 
-        logger.info("saving the untrained tiny judge to %s", path)
-        save_tiny_judge(path)
+        vision = data.checked_exposure() == "vlm"
+        logger.info("saving the untrained tiny %sjudge to %s", "vision-language " if vision else "", path)
+        (save_tiny_vlm_judge if vision else save_tiny_judge)(path)
     return path
+
+
+def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code: bool = False) -> Any:
+    """The judge's tokenizer, or under the ``vlm`` exposure its processor (tokenizer and image processor).
+
+    Raises:
+        ValueError: ``vlm`` with a checkpoint that has no image processor (a text-only judge cannot see the image).
+    """
+    from transformers import AutoProcessor, AutoTokenizer
+
+    if data.checked_exposure() != "vlm":
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+    if getattr(processor, "image_processor", None) is None:
+        raise ValueError(f"{path} has no image processor: the vlm exposure needs a vision-language judge "
+                         "(a Qwen3-VL checkpoint, say), or a text exposure such as minimal")  # fmt: skip
+    return processor
 
 
 def _fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -> bool:
@@ -69,21 +88,38 @@ def judge_datasets(
     tokenizer: Any,
     max_tokens: int,
 ) -> tuple[Any, Any]:
-    """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the examples."""
+    """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the examples.
+
+    Under the ``vlm`` exposure the records keep an ``images`` column of decoded images (relative paths are read
+    against the data file's folder); an unreadable image stops with a message naming its example.
+    """
     exposure = data.checked_exposure()
+    if exposure == "vlm":
+        columns = (*columns, IMAGES_COLUMN)
 
     def dataset(path: str, limit: int | None) -> Any:
         records = [build(example, exposure) for example in load_examples(path, limit)]
+        if exposure == "vlm":
+            records = [_with_pixels(record, Path(path).parent) for record in records]
         return records_dataset(records, columns, tokenizer, max_tokens, path)
 
     train = dataset(data.train_file, data.max_examples)
     return train, dataset(data.eval_file, None) if data.eval_file else None
 
 
-def train_and_save(
-    trainer: Any, tokenizer: Any, data: JudgeDataArguments, plot_keys: Sequence[str], title: str
-) -> Path:
-    """Run ``trainer``, save the judge (:func:`save_judge`) and, when asked, its curves; returns the output dir."""
+def _with_pixels(record: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    from genrm.images import ImageError, load_image
+
+    try:
+        images = [load_image(reference, base_dir) for reference in record[IMAGES_COLUMN]]
+    except ImageError as exc:
+        raise ValueError(f"example {record.get('id')}: {exc}") from None
+    return {**record, IMAGES_COLUMN: images}
+
+
+def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[str], title: str) -> Path:
+    """Run ``trainer``, save the model (:func:`save_judge`) and, when ``data.plot``, its curves; returns the output
+    dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's)."""
     trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
@@ -137,7 +173,8 @@ def plot_curves(log_history: list[dict[str, Any]], keys: Sequence[str], path: Pa
 
 
 def save_judge(trainer: Any, tokenizer: Any, out: Path, merge_lora: bool) -> Path:
-    """Save the trained judge with its tokenizer and ``log_history.json`` to ``out``; LoRA merged when asked to.
+    """Save the trained judge with its tokenizer (or processor) and ``log_history.json`` to ``out``; LoRA merged
+    when asked to.
 
     A merged checkpoint loads in every server (SGLang, the transformers backend) with no peft; the adapter alone is
     kept in ``out/adapter``.

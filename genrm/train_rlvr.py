@@ -20,7 +20,13 @@ from typing import Any
 
 from genrm.judge_data import LABEL_COLUMN, rlvr_record
 from genrm.judge_rewards import content_reward_func, format_reward_func
-from genrm.train_common import JudgeDataArguments, ensure_base_model, judge_datasets, train_and_save
+from genrm.train_common import (
+    JudgeDataArguments,
+    ensure_base_model,
+    judge_datasets,
+    load_processing_class,
+    train_and_save,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +41,12 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
         training: a ``trl.GRPOConfig``.
         model_args: a ``trl.ModelConfig`` (model path, dtype, LoRA settings).
     """
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig
     from trl import GRPOTrainer, get_peft_config
 
-    path = ensure_base_model(model_args.model_name_or_path, data.build_tiny_model)
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training.trust_remote_code)
+    path = ensure_base_model(model_args.model_name_or_path, data)
+    processing = load_processing_class(path, data, training.trust_remote_code)
+    tokenizer = getattr(processing, "tokenizer", processing)
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
     positions = getattr(config.get_text_config(), "max_position_embeddings", None) or 32_768
     max_prompt_tokens = positions - training.max_completion_length
@@ -48,7 +55,7 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
     trainer = GRPOTrainer(
         model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,
-        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        processing_class=processing, peft_config=get_peft_config(model_args),
     )  # fmt: skip
     keys = [f"rewards/{f.__name__}/mean" for f in REWARD_FUNCS] + ["reward", "loss"]
-    return train_and_save(trainer, tokenizer, data, keys, f"RLVR of {Path(path).name}")
+    return train_and_save(trainer, processing, data, keys, f"RLVR of {Path(path).name}")

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from genrm.judge_data import sft_record
-from genrm.train_common import JudgeDataArguments, ensure_base_model, judge_datasets, train_and_save
+from genrm.train_common import (
+    JudgeDataArguments,
+    ensure_base_model,
+    judge_datasets,
+    load_processing_class,
+    train_and_save,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,17 +37,17 @@ def run_sft(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
         training: a ``trl.SFTConfig``.
         model_args: a ``trl.ModelConfig`` (model path, dtype, LoRA settings).
     """
-    from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    path = ensure_base_model(model_args.model_name_or_path, data.build_tiny_model)
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training.trust_remote_code)
+    path = ensure_base_model(model_args.model_name_or_path, data)
+    processing = load_processing_class(path, data, training.trust_remote_code)
+    tokenizer = getattr(processing, "tokenizer", processing)
     train, evaluation = judge_datasets(data, sft_record, ("prompt", "completion"), tokenizer, training.max_length)
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("SFT of %s on %d examples (%s exposure)", path, len(train), data.exposure)
     trainer = SFTTrainer(
-        model=path, args=training, train_dataset=train, eval_dataset=evaluation, processing_class=tokenizer,
+        model=path, args=training, train_dataset=train, eval_dataset=evaluation, processing_class=processing,
         peft_config=get_peft_config(model_args),
     )  # fmt: skip
     keys = ["loss", "eval_loss", "mean_token_accuracy"]
-    return train_and_save(trainer, tokenizer, data, keys, f"SFT of {Path(path).name}")
+    return train_and_save(trainer, processing, data, keys, f"SFT of {Path(path).name}")

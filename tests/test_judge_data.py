@@ -1,6 +1,7 @@
 """Judge-training examples, the synthetic set, and the SFT / RLVR records TRL reads."""
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -117,3 +118,43 @@ def test_records_too_long_are_dropped_not_truncated(examples, tiny_judge_dir):
     assert len(kept) == 3 and all("x x x" not in row["completion"][0]["content"] for row in kept)
     with pytest.raises(ValueError, match="no record of test fits"):
         records_dataset(records, ("prompt",), tokenizer, 10, "test")
+
+
+def test_grounding_inputs_carry_a_picture_of_their_target(examples):
+    from PIL import Image, ImageChops
+
+    from genrm.images import load_image
+
+    grounding = [e for e in examples if e.task_type == "grounding"]
+    assert grounding and all(e.image for e in grounding)
+    assert not any(e.image for e in examples if e.task_type != "grounding")
+    for example in grounding:
+        picture = load_image(example.image)
+        assert picture.size == (64, 64) and len(picture.getcolors()) == 2  # a background and the object
+        drawn = ImageChops.difference(picture, Image.new("RGB", picture.size, max(picture.getcolors())[1])).getbbox()
+        numbers = [int(v) * 63 / 1000 for v in re.findall(r"\d+", example.rubric.essential[0].reference)]
+        if example.rubric.essential[0].reference.startswith("bbox_verify"):
+            assert all(abs(a - b) <= 1.5 for a, b in zip(drawn, numbers, strict=True))
+        else:  # the point is inside the object
+            assert drawn[0] <= numbers[0] + 1 and numbers[0] - 1 <= drawn[2] and drawn[1] <= numbers[1] + 1
+
+
+def test_vlm_records_carry_the_image_in_trls_vision_column(examples, tmp_path):
+    grounding = next(e for e in examples if e.image)
+    text_only = next(e for e in examples if not e.image)
+    for build in (sft_record, rlvr_record):
+        assert "images" not in build(grounding)  # minimal exposure: no image anywhere
+        assert build(grounding, "vlm")["images"] == [grounding.image]
+        assert build(text_only, "vlm")["images"] == []
+        assert all(isinstance(m["content"], str) for m in build(grounding, "vlm")["prompt"])
+    path = tmp_path / "vlm.jsonl"
+    path.write_text("".join(json.dumps(sft_record(e, "vlm")) + "\n" for e in examples[:30]))
+    loaded = datasets.load_dataset("json", data_files=str(path), split="train")
+    assert sum(len(row) for row in loaded["images"]) == sum(1 for e in examples[:30] if e.image)
+
+
+def test_the_vlm_exposure_needs_a_vision_language_judge(tmp_path, tiny_judge_dir, capsys):
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
+            "--exposure", "vlm", "--output_dir", str(tmp_path / "out"), "--max_steps", "1"]  # fmt: skip
+    assert main(args) == 2
+    assert "has no image processor: the vlm exposure needs a vision-language judge" in capsys.readouterr().err

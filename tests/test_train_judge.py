@@ -94,3 +94,32 @@ def test_rlvr_runs_from_the_sft_judge_and_logs_both_rewards(sft_run, tmp_path):
     assert statistics.mean(entry["rewards/format_reward_func/mean"] for entry in logged[:5]) > 0.1
     assert (out / "training_curves.png").stat().st_size > 1000
     assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
+
+
+def test_a_vision_language_judge_learns_from_the_images_and_reloads(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from genrm.images import load_image
+
+    base, out = tmp_path / "base", tmp_path / "sft"
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(base),
+            "--exposure", "vlm", "--output_dir", str(out), "--max_steps", "4", "--max_examples", "48",
+            "--logging_steps", "2", "--plot", "false"]  # fmt: skip
+    assert main(args) == 0
+    before, after = load_file(base / "model.safetensors"), load_file(out / "model.safetensors")
+    vision = [name for name in before if name.startswith("vision_tower.")]
+    assert vision and any(not torch.equal(before[name], after[name]) for name in vision)  # gradients went through
+    processor = AutoProcessor.from_pretrained(out)
+    model = AutoModelForImageTextToText.from_pretrained(out).eval()
+    with open("datasets/judge_synth/test.jsonl", encoding="utf-8") as source:
+        example = next(e for e in read_examples(source) if e.image)
+    record = sft_record(example, "vlm")
+    user = [{"type": "image"}, {"type": "text", "text": record["prompt"][1]["content"]}]
+    messages = [record["prompt"][0], {"role": "user", "content": user}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    batch = processor(images=[load_image(example.image)], text=[text], return_tensors="pt")
+    assert "pixel_values" in batch
+    generated = model.generate(**batch, max_new_tokens=8, do_sample=False)
+    assert generated.shape[1] > batch["input_ids"].shape[1]

@@ -1,0 +1,44 @@
+"""``genrm rl``: GRPO on the policy against a local judge (see :mod:`policy_rl.grpo`).
+
+    genrm rl --config recipes/rl_tiny_cpu.yaml [--max_steps 10 --judge http://127.0.0.1:8000 ...]
+
+Everything after ``rl`` goes to ``trl.TrlParser``; ``genrm rl --help`` lists every field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+
+def _cmd_rl(args: argparse.Namespace) -> int:
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    from policy_rl.grpo import PolicyRLArguments, run_rl
+    from policy_rl.rubric_reward import JudgeDown
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = TrlParser((PolicyRLArguments, GRPOConfig, ModelConfig), prog="genrm rl")
+    rl_args, training, model = parser.parse_args_and_config(args=args.rest)
+    try:
+        run_rl(rl_args, training, model)
+    except (ValueError, FileNotFoundError) as exc:  # bad prompts, a judge setting of no known form, a bad recipe
+        print(f"genrm rl: error: {exc}", file=sys.stderr)
+        return 2
+    except JudgeDown as exc:
+        print(f"genrm rl: the judge is down: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``rl`` to the ``genrm`` command (through the ``genrm.commands`` entry point)."""
+    rl = sub.add_parser(
+        "rl", help="GRPO on the policy against a local judge (TRL)", add_help=False, prefix_chars="+",
+        description="GRPO on the policy with rubric rewards from a local judge. Arguments go to TRL's parser: "
+        "--config recipe.yaml and any field of PolicyRLArguments, GRPOConfig and ModelConfig as --flag value.",
+    )  # fmt: skip
+    rl.add_argument("rest", nargs=argparse.REMAINDER)  # with "+" as prefix, every --flag is left to TRL
+    rl.set_defaults(handler=_cmd_rl)

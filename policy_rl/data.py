@@ -1,0 +1,78 @@
+"""Policy prompts for TRL's ``GRPOTrainer`` from instance JSONL (the format ``genrm score`` and the server read).
+
+Each instance becomes one row: ``prompt`` (the conversation the policy answers: an optional system message and the
+instance's prompt), ``genrm_instance`` (the instance without responses, as a JSON string, so Arrow never has to
+unify rubrics of different shapes; the reward function reads its rubric from there) and, for vision-language
+policies, ``image`` (decoded, TRL's vision column). The judge's view is decided by the reward's exposure, not by the
+dataset: under ``minimal`` the image goes to the policy and never to the judge.
+
+Responses in the file are ignored: the policy writes its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from genrm.schemas import Instance
+from policy_rl.rubric_reward import INSTANCE_COLUMN
+
+
+def policy_record(instance: Instance, system_prompt: str | None = None, with_image: bool = False) -> dict[str, Any]:
+    """One GRPO prompt row of ``instance`` (``image`` holds the reference as is; :func:`policy_dataset` decodes)."""
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages.append({"role": "user", "content": instance.prompt})
+    row: dict[str, Any] = {
+        "prompt": messages,
+        INSTANCE_COLUMN: instance.model_copy(update={"responses": []}).model_dump_json(exclude_none=True),
+    }
+    if with_image:
+        row["image"] = instance.image
+    return row
+
+
+def read_instances(lines: Iterable[str], source: str = "input") -> list[Instance]:
+    """Instances from JSONL lines; raises ValueError naming the first bad line."""
+    instances = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            instances.append(Instance.model_validate_json(line))
+        except ValueError as exc:
+            raise ValueError(f"{source} line {number}: not an instance: {exc}") from None
+    if not instances:
+        raise ValueError(f"{source} has no instance")
+    return instances
+
+
+def policy_dataset(
+    path: str | Path, system_prompt: str | None = None, vision: bool = False, limit: int | None = None
+) -> Any:
+    """A ``datasets.Dataset`` of policy prompts from an instance JSONL file.
+
+    Args:
+        path: instance JSONL.
+        system_prompt: a system message put before every prompt (None for none).
+        vision: keep each instance's image in an ``image`` column (decoded; every instance must have one) for a
+            vision-language policy.
+        limit: use only the first ``limit`` instances.
+    """
+    from datasets import Dataset
+
+    path = Path(path)
+    with path.open(encoding="utf-8") as source:
+        instances = read_instances(source, str(path))[:limit]
+    rows = [policy_record(instance, system_prompt, vision) for instance in instances]
+    if vision:
+        from genrm.images import ImageError, load_image
+
+        for row, instance in zip(rows, instances, strict=True):
+            if not instance.image:
+                raise ValueError(f"instance {instance.id} has no image; a vision-language policy needs one per prompt")
+            try:
+                row["image"] = load_image(instance.image, path.parent)
+            except ImageError as exc:
+                raise ValueError(f"instance {instance.id}: {exc}") from None
+    return Dataset.from_list(rows)

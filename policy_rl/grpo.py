@@ -1,0 +1,120 @@
+"""``genrm rl``: GRPO on a policy against a local judge, with the method's rubric rewards (TRL).
+
+    genrm rl --config recipes/rl_tiny_cpu.yaml
+    accelerate launch --config_file recipes/accelerate/zero2.yaml -m genrm.cli rl --config recipes/rl_qwen3.yaml
+
+The recipe is read as TRL's scripts read theirs: fields of :class:`PolicyRLArguments`, ``trl.GRPOConfig`` and
+``trl.ModelConfig``, from YAML and ``--flags``. The prompts are instance JSONL (:mod:`policy_rl.data`); the judge is
+the rule backend, a checkpoint run in process or a reward server (:mod:`policy_rl.scorers`); the reward is
+:class:`policy_rl.rubric_reward.RubricReward`, remapped over whole groups by
+:class:`policy_rl.trainer.RubricGRPOTrainer`. The method's defaults are TRL's where they agree (``beta: 0``, no
+reference model; ``num_iterations: 1``, strictly on-policy) and the recipe's otherwise; the length rule is the
+instance's ``max_response_chars``, plus length-conditional masking when ``length_rule`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genrm.prompts import check_exposure
+from genrm.scoring import ScoringConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PolicyRLArguments:
+    """The prompts, the judge and the reward (YAML keys of a recipe, or ``--flags``)."""
+
+    train_file: str = field(default="datasets/policy_rl/yes_no.jsonl", metadata={"help": "instance JSONL"})
+    judge: str = field(
+        default="rule", metadata={"help": "rule, transformers:PATH, or a reward server URL (http://HOST:PORT)"}
+    )
+    judge_api_key_env: str | None = field(default=None, metadata={"help": "env variable holding the server's key"})
+    exposure: str = field(default="minimal", metadata={"help": "what an in-process judge sees (minimal by default)"})
+    tau: float = field(default=0.5, metadata={"help": "remapping threshold in (0, 1)"})
+    system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
+    vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
+    length_rule: bool = field(
+        default=False, metadata={"help": "mask rewards of answers far from the reference's length"}
+    )
+    length_low: float = field(default=0.5, metadata={"help": "length rule: lowest length / reference length"})
+    length_high: float = field(default=2.0, metadata={"help": "length rule: highest length / reference length"})
+    max_prompts: int | None = field(default=None, metadata={"help": "use only the first N instances"})
+    build_tiny_policy: bool = field(
+        default=False, metadata={"help": "when model_name_or_path does not exist, save a tiny random policy there"}
+    )
+    merge_lora: bool = field(
+        default=True, metadata={"help": "with LoRA, save the merged policy (adapter in adapter/)"}
+    )
+    plot: bool = field(default=True, metadata={"help": "save training_curves.png next to the run"})
+
+
+def build_reward(args: PolicyRLArguments) -> Any:
+    """The rubric reward the arguments describe (its scorer connected)."""
+    from policy_rl.rubric_reward import LengthRule, RubricReward
+    from policy_rl.scorers import make_scorer
+
+    config = ScoringConfig(tau=args.tau, exposure=check_exposure(args.exposure))
+    api_key = os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None
+    if args.judge_api_key_env and api_key is None:
+        raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
+    rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
+    return RubricReward(make_scorer(args.judge, config, api_key), args.tau, rule)
+
+
+def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
+    """Run GRPO and save the policy; returns the output directory (model, tokenizer, curves, ``log_history.json``).
+
+    Args:
+        args: prompts, judge and reward.
+        training: a ``trl.GRPOConfig``.
+        model_args: a ``trl.ModelConfig`` (policy path, dtype, LoRA).
+    """
+    from transformers import AutoProcessor, AutoTokenizer
+    from trl import get_peft_config
+
+    from genrm.train_common import train_and_save
+    from policy_rl.data import policy_dataset, read_instances
+    from policy_rl.trainer import RubricGRPOTrainer
+
+    path = model_args.model_name_or_path
+    if not path:
+        raise ValueError("model_name_or_path is required (a policy checkpoint directory or a hub id)")
+    if args.build_tiny_policy and not Path(path).exists():
+        from policy_rl.tiny_policy import save_tiny_policy
+
+        with open(args.train_file, encoding="utf-8") as source:
+            instances = read_instances(source, args.train_file)
+        logger.info("saving a tiny random policy to %s", path)
+        save_tiny_policy(path, [i.prompt for i in instances] + [t for i in instances for t in _answer_words(i)])
+    dataset = policy_dataset(args.train_file, args.system_prompt, args.vision, args.max_prompts)
+    loader = AutoProcessor if args.vision else AutoTokenizer
+    processing = loader.from_pretrained(path, trust_remote_code=training.trust_remote_code)
+    reward = build_reward(args)
+    training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
+    logger.info("GRPO of %s on %d prompts x %d samples, judge %s", path, len(dataset), training.num_generations,
+                args.judge)  # fmt: skip
+    trainer = RubricGRPOTrainer(
+        model=path, reward_funcs=[reward], args=training, train_dataset=dataset, processing_class=processing,
+        peft_config=get_peft_config(model_args),
+    )  # fmt: skip
+    keys = ["reward", f"rewards/{reward.__name__}/mean", f"{reward.__name__}/raw_essential",
+            f"{reward.__name__}/judge_failed", "completions/mean_length"]  # fmt: skip
+    return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
+
+
+def _answer_words(instance: Any) -> list[str]:
+    # The tiny policy's vocabulary must hold the words a right answer needs (a text target), or no sample can win.
+    from genrm.rubric import plan_rubric
+
+    words = []
+    for plan in plan_rubric(instance.rubric, instance.task_type):
+        target = plan.target_kwargs.get("target") if plan.target_kwargs else None
+        if isinstance(target, str):
+            words.append(target)
+    return words

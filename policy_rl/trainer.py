@@ -1,0 +1,48 @@
+"""TRL's ``GRPOTrainer`` with rubric rewards remapped over whole groups, also when a group spans processes.
+
+Where the group is put together: TRL samples each prompt ``num_generations`` times in a row of the global batch and
+hands every process a contiguous slice of it, so with several processes one prompt's completions can sit on
+different processes. A reward function only ever sees its own process's slice. ``GRPOTrainer._calculate_rewards``
+then gathers the reward columns of every process before normalizing them per group; this subclass hooks in right
+there: each :class:`~policy_rl.rubric_reward.RubricReward` has judged its local completions (the expensive part,
+kept where the completions are), the per-criterion outcomes of every process are gathered
+(``accelerate.utils.gather_object``, in process order, which is the order of the gathered rewards), and the reward
+column is recomputed over whole groups of ``num_generations``. Every process computes the same global rewards, as
+TRL expects, and then takes its own slice for the advantages.
+
+Other ways were weighed: grouping on the reward server by a group id would need every process's requests to meet
+in one place and wait for each other (a barrier over HTTP); and normalizing advantages ourselves would duplicate
+TRL's options (``scale_rewards``, ``multi_objective_aggregation``). The hook changes only the reward values.
+
+Needs torch, TRL and accelerate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trl import GRPOTrainer
+
+from policy_rl.rubric_reward import RubricReward
+
+
+class RubricGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose :class:`RubricReward` columns are remapped and aggregated over whole groups."""
+
+    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
+        import torch
+        from accelerate.utils import gather_object
+
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        group_size = self.num_generations if self.model.training else self.num_generations_eval
+        for index, func in enumerate(self.reward_funcs):
+            if not isinstance(func, RubricReward):
+                continue
+            outcomes = gather_object(func.pending) if self.accelerator.num_processes > 1 else list(func.pending)
+            if len(outcomes) != rewards_per_func.shape[0]:
+                raise RuntimeError(f"{len(outcomes)} judged completions for {rewards_per_func.shape[0]} rewards")
+            values = [float("nan") if r is None else r for r in func.rewards(outcomes, group_size)]
+            rewards_per_func[:, index] = torch.tensor(
+                values, dtype=rewards_per_func.dtype, device=rewards_per_func.device
+            )
+        return rewards_per_func

@@ -1,0 +1,88 @@
+"""GRPO on a tiny policy with the rubric reward: two processes sharing groups, and real runs through ``genrm rl``."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from genrm.aggregation import CriterionSlot, aggregate_group
+from genrm.cli import main
+from policy_rl.data import read_instances
+from policy_rl.tiny_policy import save_tiny_policy
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+PROMPTS = ROOT / "datasets" / "policy_rl" / "yes_no.jsonl"
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory):
+    instances = read_instances(PROMPTS.read_text().splitlines())
+    return save_tiny_policy(tmp_path_factory.mktemp("policy"), [i.prompt for i in instances] + ["yes", "no"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_groups_split_over_two_processes_are_remapped_whole(tiny_policy, tmp_path):
+    script = ROOT / "tests" / "two_process_grpo.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+               str(_free_port()), str(script), str(tiny_policy), str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert all(r["processes"] == 2 for r in ranks)
+    # every group of 4 had 2 completions on each process
+    assert [k for k, _ in ranks[0]["local"]] == [k for k, _ in ranks[1]["local"]]
+    assert len({k for k, _ in ranks[0]["local"]}) == 1 and len(ranks[0]["local"]) == 2
+    raw = [scores for r in ranks for _, scores in r["local"]]
+    expected = [a.reward for a in aggregate_group([CriterionSlot("essential", 3)], raw)]
+    assert ranks[0]["rewards"] == ranks[1]["rewards"] == pytest.approx(expected)
+
+
+def _rewards(run: Path) -> list[float]:
+    return [e["reward"] for e in json.loads((run / "log_history.json").read_text()) if "reward" in e]
+
+
+def test_the_mean_reward_rises_against_the_rule_judge(tiny_policy, tmp_path):
+    out = tmp_path / "rl"
+    args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
+            "--output_dir", str(out)]  # fmt: skip
+    assert main(args) == 0
+    rewards = _rewards(out)
+    assert len(rewards) == 16
+    assert sum(rewards[-4:]) / 4 > sum(rewards[:4]) / 4 + 0.15
+    assert (out / "training_curves.png").stat().st_size > 1000
+
+
+def test_grpo_steps_against_a_tiny_judge_through_the_reward_server(tiny_policy, tiny_judge_dir, tmp_path):
+    from fake_judge import ServeProcess
+
+    out = tmp_path / "rl"
+    serve = ("--backend", "transformers", "--model", str(tiny_judge_dir), "--device", "cpu", "--max-tokens", "256")
+    with ServeProcess(*serve, "--log-level", "warning") as served:
+        args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
+                "--output_dir", str(out), "--judge", served.url, "--max_steps", "2", "--logging_steps", "1",
+                "--per_device_train_batch_size", "8", "--num_generations", "4", "--plot", "false"]  # fmt: skip
+        assert main(args) == 0
+    logged = [e for e in json.loads((out / "log_history.json").read_text()) if "reward" in e]
+    assert len(logged) == 2
+    # the constrained judge always answers in the schema: every completion was judged by the server
+    assert all(e["rubric/judge_failed"] == 0 for e in logged)
+    assert all(0.0 <= e["rubric/raw_essential"] <= 1.0 for e in logged)
+
+
+def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_policy, tmp_path, capsys):
+    out = tmp_path / "rl"
+    args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
+            "--output_dir", str(out), "--judge", f"http://127.0.0.1:{_free_port()}", "--max_steps", "5"]  # fmt: skip
+    assert main(args) == 1
+    assert "the judge is down: no completion could be judged in 3 batches in a row" in capsys.readouterr().err
