@@ -80,7 +80,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
 
     from genrm.train_common import train_and_save
     from policy_rl.data import policy_dataset, read_instances
-    from policy_rl.trainer import RubricGRPOTrainer
+    from policy_rl.trainer import RubricGRPOTrainer, end_distributed
 
     path = model_args.model_name_or_path
     if not path:
@@ -105,7 +105,10 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     )  # fmt: skip
     keys = ["reward", f"rewards/{reward.__name__}/mean", f"{reward.__name__}/raw_essential",
             f"{reward.__name__}/judge_failed", "completions/mean_length"]  # fmt: skip
-    return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
+    try:
+        return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
+    finally:
+        end_distributed()
 
 
 def _answer_words(instance: Any) -> list[str]:

@@ -212,9 +212,14 @@ class RubricReward:
         completions: Sequence[Any],
         *,
         log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list[Any]], None] | None = None,
         **columns: Any,
     ) -> list[float | None]:
-        """TRL's reward function contract: one reward (or None) per completion, from the ``genrm_instance`` column."""
+        """TRL's reward function contract: one reward (or None) per completion, from the ``genrm_instance`` column.
+
+        Batch metrics go to ``log_metric`` (:func:`outcome_metrics`); each completion's raw criterion scores (or its
+        failure) go to ``log_extra``, a column of TRL's completions table.
+        """
         if INSTANCE_COLUMN not in columns:
             raise ValueError(f"the dataset has no {INSTANCE_COLUMN!r} column: build it with policy_rl.data")
         self.pending = self.outcomes(completions, columns[INSTANCE_COLUMN])
@@ -223,6 +228,8 @@ class RubricReward:
         if log_metric is not None:
             for name, value in outcome_metrics(self.pending, rewards).items():
                 log_metric(f"{self.__name__}/{name}", value)
+        if log_extra is not None:
+            log_extra(f"{self.__name__}_criteria", [o.error or json.dumps(list(o.raw)) for o in self.pending])
         return rewards
 
     def _count_failures(self, outcomes: Sequence[Outcome]) -> None:

@@ -86,3 +86,53 @@ def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_polic
             "--output_dir", str(out), "--judge", f"http://127.0.0.1:{_free_port()}", "--max_steps", "5"]  # fmt: skip
     assert main(args) == 1
     assert "the judge is down: no completion could be judged in 3 batches in a row" in capsys.readouterr().err
+
+
+def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_path):
+    from trl import GRPOConfig
+
+    from genrm.judge import RuleJudge
+    from genrm.schemas import Instance
+    from genrm.synthetic import generate_examples
+    from genrm.tiny_model import save_tiny_vlm_judge
+    from policy_rl.data import policy_dataset
+    from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
+    from policy_rl.trainer import RubricGRPOTrainer
+
+    pictured = {e.input_id: e for e in generate_examples(24, seed=1) if e.image}
+    prompts = tmp_path / "prompts.jsonl"
+    rows = [Instance(id=i, prompt=e.prompt, image=e.image, task_type=e.task_type, rubric=e.rubric)
+            for i, e in pictured.items()]  # fmt: skip
+    prompts.write_text("".join(row.model_dump_json() + "\n" for row in rows))
+    seen = {"batches": [], "judged": []}
+
+    class Recording(RubricGRPOTrainer):
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            seen["batches"].append(sorted(out))
+            return out
+
+    def scorer(instances):
+        seen["judged"].extend(instances)
+        from policy_rl.scorers import JudgeScorer
+
+        return JudgeScorer(RuleJudge())(instances)
+
+    policy = save_tiny_vlm_judge(tmp_path / "vlm")
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=8, max_steps=1, use_cpu=True, report_to="none",
+                      save_strategy="no")  # fmt: skip
+    dataset = policy_dataset(prompts, vision=True)
+    assert INSTANCE_COLUMN in dataset.column_names and dataset[0]["image"].size == (64, 64)
+    trainer = Recording(model=str(policy), reward_funcs=[RubricReward(scorer)], args=args, train_dataset=dataset)
+    trainer.train()
+    assert seen["batches"] and all("pixel_values" in keys for keys in seen["batches"])  # the policy saw the images
+    assert seen["judged"] and all(i.responses for i in seen["judged"])
+    # minimal exposure: the judge's requests are text-only (the image stays in the instance, never in the prompt)
+    from genrm.prompts import build_group_prompts, exposed_plans
+    from genrm.rubric import plan_rubric
+
+    judged = seen["judged"][0]
+    plans = exposed_plans(plan_rubric(judged.rubric, judged.task_type), "minimal")
+    assert all(p.image is None for p in build_group_prompts(judged.prompt, plans, judged.responses, "minimal",
+                                                            judged.image))  # fmt: skip

@@ -38,9 +38,10 @@ def test_rewards_follow_the_method_over_each_group():
     reward = RubricReward(JudgeScorer(RuleJudge()))
     completions, instances = _column((INSTANCE, ["\\boxed{42}", "\\boxed{41}", "\\boxed{42}", "no idea"]),
                                      (OTHER, ["yes", "yes"]))  # fmt: skip
-    metrics = {}
+    metrics, extra = {}, {}
     rewards = reward([None] * len(completions), completions, **{INSTANCE_COLUMN: instances},
-                     log_metric=metrics.__setitem__)  # fmt: skip
+                     log_metric=metrics.__setitem__, log_extra=extra.__setitem__)  # fmt: skip
+    assert extra == {"rubric_criteria": ["[1.0]", "[0.0]", "[1.0]", "[0.0]", "[1.0]", "[1.0]"]}
     assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]  # all passing in q2: both stay at the top
     assert metrics["rubric/judge_failed"] == 0 and metrics["rubric/raw_essential"] == pytest.approx(4 / 6)
 

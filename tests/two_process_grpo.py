@@ -15,7 +15,7 @@ from genrm.judge import RuleJudge
 from policy_rl.data import policy_dataset
 from policy_rl.rubric_reward import RubricReward
 from policy_rl.scorers import JudgeScorer
-from policy_rl.trainer import RubricGRPOTrainer
+from policy_rl.trainer import RubricGRPOTrainer, end_distributed
 
 
 class RecordingTrainer(RubricGRPOTrainer):
@@ -38,6 +38,7 @@ def main() -> None:
     trainer = RecordingTrainer(model=policy, reward_funcs=[RubricReward(JudgeScorer(RuleJudge()))], args=args,
                                train_dataset=dataset)  # fmt: skip
     trainer.train()
+    end_distributed()
 
 
 if __name__ == "__main__":
