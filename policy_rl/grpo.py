@@ -80,7 +80,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
 
     from genrm.train_common import train_and_save
     from policy_rl.data import policy_dataset, read_instances
-    from policy_rl.trainer import RubricGRPOTrainer, end_distributed
+    from policy_rl.trainer import RubricGRPOTrainer
 
     path = model_args.model_name_or_path
     if not path:
@@ -108,7 +108,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     try:
         return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
     finally:
-        end_distributed()
+        trainer.accelerator.end_training()  # trackers closed, process group torn down before interpreter exit
 
 
 def _answer_words(instance: Any) -> list[str]:

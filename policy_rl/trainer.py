@@ -46,13 +46,3 @@ class RubricGRPOTrainer(GRPOTrainer):
                 values, dtype=rewards_per_func.dtype, device=rewards_per_func.device
             )
         return rewards_per_func
-
-
-def end_distributed() -> None:
-    """Tear the process group down after training: left to interpreter exit, gloo's threads sometimes abort the
-    process (``terminate called without an active exception``) after a run that succeeded."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()

@@ -6,6 +6,7 @@ Each process writes what it judged and the reward column the trainer settled on 
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from genrm.judge import RuleJudge
 from policy_rl.data import policy_dataset
 from policy_rl.rubric_reward import RubricReward
 from policy_rl.scorers import JudgeScorer
-from policy_rl.trainer import RubricGRPOTrainer, end_distributed
+from policy_rl.trainer import RubricGRPOTrainer
 
 
 class RecordingTrainer(RubricGRPOTrainer):
@@ -38,7 +39,10 @@ def main() -> None:
     trainer = RecordingTrainer(model=policy, reward_funcs=[RubricReward(JudgeScorer(RuleJudge()))], args=args,
                                train_dataset=dataset)  # fmt: skip
     trainer.train()
-    end_distributed()
+    # The results are on disk: leave without the interpreter's teardown, where gloo's threads now and then abort
+    # the process or a rank waits for one that has gone.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
