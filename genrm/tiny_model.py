@@ -197,10 +197,14 @@ def save_tiny_judge(
     """Build the tokenizer and the tiny model and save both to ``out_dir`` (``from_pretrained`` reloads them)."""
     config = config or TinyModelConfig()
     tokenizer = build_tokenizer(judge_corpus(instances or example_instances()), config.vocab_size)
-    model = build_tiny_model(tokenizer, config)
+    return save_checkpoint(out_dir, tokenizer, build_tiny_model(tokenizer, config))
+
+
+def save_checkpoint(out_dir: str | Path, processing: Any, model: Any) -> Path:
+    """Save a model with its tokenizer or processor to ``out_dir`` (created), where ``from_pretrained`` finds both."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(out)
+    processing.save_pretrained(out)
     model.save_pretrained(out)
     return out
 
@@ -248,8 +252,4 @@ def save_tiny_vlm_judge(
     model = LlavaForConditionalGeneration(model_config).eval()
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    processor.save_pretrained(out)
-    model.save_pretrained(out)
-    return out
+    return save_checkpoint(out_dir, processor, model)

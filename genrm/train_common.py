@@ -81,11 +81,20 @@ def _fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -
     return len(ids) <= max_length
 
 
+def prepare_judge_model(data: JudgeDataArguments, training: Any, model_args: Any) -> tuple[str, Any]:
+    """The base judge's path (the tiny judge saved there first when asked to) and its tokenizer or processor; the
+    trainer will load the model with ``model_args.dtype``."""
+    path = ensure_base_model(model_args.model_name_or_path, data)
+    processing = load_processing_class(path, data, training.trust_remote_code)
+    training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
+    return path, processing
+
+
 def judge_datasets(
     data: JudgeDataArguments,
     build: Callable[[JudgeExample, Exposure], dict[str, Any]],
     columns: Sequence[str],
-    tokenizer: Any,
+    processing: Any,
     max_tokens: int,
 ) -> tuple[Any, Any]:
     """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the examples.
@@ -94,6 +103,7 @@ def judge_datasets(
     against the data file's folder); an unreadable image stops with a message naming its example.
     """
     exposure = data.checked_exposure()
+    tokenizer = getattr(processing, "tokenizer", processing)
     if exposure == "vlm":
         columns = (*columns, IMAGES_COLUMN)
 
@@ -124,7 +134,7 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
         plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)
-    logger.info("saved the judge to %s", out)
+    logger.info("saved the model to %s", out)
     return out
 
 

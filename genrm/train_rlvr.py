@@ -20,13 +20,7 @@ from typing import Any
 
 from genrm.judge_data import LABEL_COLUMN, rlvr_record
 from genrm.judge_rewards import content_reward_func, format_reward_func
-from genrm.train_common import (
-    JudgeDataArguments,
-    ensure_base_model,
-    judge_datasets,
-    load_processing_class,
-    train_and_save,
-)
+from genrm.train_common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +38,11 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     from transformers import AutoConfig
     from trl import GRPOTrainer, get_peft_config
 
-    path = ensure_base_model(model_args.model_name_or_path, data)
-    processing = load_processing_class(path, data, training.trust_remote_code)
-    tokenizer = getattr(processing, "tokenizer", processing)
+    path, processing = prepare_judge_model(data, training, model_args)
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
     positions = getattr(config.get_text_config(), "max_position_embeddings", None) or 32_768
     max_prompt_tokens = positions - training.max_completion_length
-    train, evaluation = judge_datasets(data, rlvr_record, ("prompt", LABEL_COLUMN), tokenizer, max_prompt_tokens)
-    training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
+    train, evaluation = judge_datasets(data, rlvr_record, ("prompt", LABEL_COLUMN), processing, max_prompt_tokens)
     logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
     trainer = GRPOTrainer(
         model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,

@@ -18,13 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.judge_data import sft_record
-from genrm.train_common import (
-    JudgeDataArguments,
-    ensure_base_model,
-    judge_datasets,
-    load_processing_class,
-    train_and_save,
-)
+from genrm.train_common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +33,8 @@ def run_sft(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     """
     from trl import SFTTrainer, get_peft_config
 
-    path = ensure_base_model(model_args.model_name_or_path, data)
-    processing = load_processing_class(path, data, training.trust_remote_code)
-    tokenizer = getattr(processing, "tokenizer", processing)
-    train, evaluation = judge_datasets(data, sft_record, ("prompt", "completion"), tokenizer, training.max_length)
-    training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
+    path, processing = prepare_judge_model(data, training, model_args)
+    train, evaluation = judge_datasets(data, sft_record, ("prompt", "completion"), processing, training.max_length)
     logger.info("SFT of %s on %d examples (%s exposure)", path, len(train), data.exposure)
     trainer = SFTTrainer(
         model=path, args=training, train_dataset=train, eval_dataset=evaluation, processing_class=processing,

@@ -20,6 +20,7 @@ scored) gets ``None``: TRL turns it into NaN and leaves it out of the group stat
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -82,16 +83,9 @@ def group_rewards(outcomes: Sequence[Outcome], group_size: int | None = None, ta
         if judged and any(o.slots != judged[0].slots for o in judged):
             raise ValueError(f"group {group[0].key!r} mixes rubrics: its completions were not generated together")
         aggregates = iter(
-            aggregate_group(
-                judged[0].slots,
-                [o.raw for o in judged],
-                [o.violations for o in judged],
-                [o.length_ok for o in judged],
-                tau,
-            )  # fmt: skip
-            if judged
-            else ()
-        )
+            aggregate_group(judged[0].slots, [o.raw for o in judged], [o.violations for o in judged],
+                            [o.length_ok for o in judged], tau) if judged else []
+        )  # fmt: skip
         rewards.extend(None if o.error is not None else next(aggregates).reward for o in group)
     return rewards
 
@@ -170,20 +164,17 @@ class RubricReward:
         """Judge each completion against its instance; consecutive completions of one instance are judged as one
         group (so a judge shares their prompt prefix). Never raises on what the policy wrote."""
         texts = [completion_text(c) for c in completions]
-        parsed = [_instance(raw) for raw in instances]
-        outcomes: list[Outcome | None] = [None] * len(texts)
+        outcomes: list[Outcome] = []
         start = 0
-        while start < len(texts):
-            end = start + 1
-            while end < len(texts) and instances[end] == instances[start]:
-                end += 1
-            instance = parsed[start]
+        for raw, run in itertools.groupby(instances):  # consecutive rows of one instance: parsed once, judged once
+            end = start + len(list(run))
+            instance = _instance(raw)
             if isinstance(instance, str):  # a bad instance column: every completion of it fails, with the reason
-                outcomes[start:end] = [Outcome("?", error=instance)] * (end - start)
+                outcomes.extend([Outcome("?", error=instance)] * (end - start))
             else:
-                outcomes[start:end] = self._judge(instance, texts[start:end])
+                outcomes.extend(self._judge(instance, texts[start:end]))
             start = end
-        return [o for o in outcomes if o is not None]
+        return outcomes
 
     def _judge(self, instance: Instance, texts: list[str]) -> list[Outcome]:
         group = instance.model_copy(update={"responses": texts})

@@ -15,7 +15,15 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from genrm.tiny_model import IM_END, IM_START, PAD, TinyModelConfig, build_tiny_model, chatml_template
+from genrm.tiny_model import (
+    IM_END,
+    IM_START,
+    PAD,
+    TinyModelConfig,
+    build_tiny_model,
+    chatml_template,
+    save_checkpoint,
+)
 
 #: Words always in the vocabulary: the chat template's role names and the unknown-word token.
 UNKNOWN = "[UNK]"
@@ -49,9 +57,4 @@ def save_tiny_policy(out_dir: str | Path, texts: Iterable[str], config: TinyMode
     tokenizer.chat_template = chatml_template()
     config = config or TinyModelConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128,
                                        num_hidden_layers=2, max_position_embeddings=2048)  # fmt: skip
-    model = build_tiny_model(tokenizer, config)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(out)
-    model.save_pretrained(out)
-    return out
+    return save_checkpoint(out_dir, tokenizer, build_tiny_model(tokenizer, config))

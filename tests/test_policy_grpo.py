@@ -92,11 +92,13 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     from trl import GRPOConfig
 
     from genrm.judge import RuleJudge
+    from genrm.prompts import build_group_prompts
     from genrm.schemas import Instance
     from genrm.synthetic import generate_examples
     from genrm.tiny_model import save_tiny_vlm_judge
     from policy_rl.data import policy_dataset
     from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
+    from policy_rl.scorers import JudgeScorer
     from policy_rl.trainer import RubricGRPOTrainer
 
     pictured = {e.input_id: e for e in generate_examples(24, seed=1) if e.image}
@@ -104,7 +106,7 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     rows = [Instance(id=i, prompt=e.prompt, image=e.image, task_type=e.task_type, rubric=e.rubric)
             for i, e in pictured.items()]  # fmt: skip
     prompts.write_text("".join(row.model_dump_json() + "\n" for row in rows))
-    seen = {"batches": [], "judged": []}
+    seen = {"batches": [], "requests": []}
 
     class Recording(RubricGRPOTrainer):
         def _generate_and_score_completions(self, inputs):
@@ -112,11 +114,10 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
             seen["batches"].append(sorted(out))
             return out
 
-    def scorer(instances):
-        seen["judged"].extend(instances)
-        from policy_rl.scorers import JudgeScorer
-
-        return JudgeScorer(RuleJudge())(instances)
+    class RecordingJudge(RuleJudge):
+        def judge_group(self, request):
+            seen["requests"].append(request)
+            return super().judge_group(request)
 
     policy = save_tiny_vlm_judge(tmp_path / "vlm")
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
@@ -124,15 +125,13 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
                       save_strategy="no")  # fmt: skip
     dataset = policy_dataset(prompts, vision=True)
     assert INSTANCE_COLUMN in dataset.column_names and dataset[0]["image"].size == (64, 64)
-    trainer = Recording(model=str(policy), reward_funcs=[RubricReward(scorer)], args=args, train_dataset=dataset)
+    trainer = Recording(
+        model=str(policy), reward_funcs=[RubricReward(JudgeScorer(RecordingJudge()))], args=args, train_dataset=dataset
+    )
     trainer.train()
     assert seen["batches"] and all("pixel_values" in keys for keys in seen["batches"])  # the policy saw the images
-    assert seen["judged"] and all(i.responses for i in seen["judged"])
-    # minimal exposure: the judge's requests are text-only (the image stays in the instance, never in the prompt)
-    from genrm.prompts import build_group_prompts, exposed_plans
-    from genrm.rubric import plan_rubric
-
-    judged = seen["judged"][0]
-    plans = exposed_plans(plan_rubric(judged.rubric, judged.task_type), "minimal")
-    assert all(p.image is None for p in build_group_prompts(judged.prompt, plans, judged.responses, "minimal",
-                                                            judged.image))  # fmt: skip
+    # the judge is asked under minimal exposure: its prompts carry no image although the instance has one
+    assert seen["requests"] and all(r.responses and r.image for r in seen["requests"])
+    for r in seen["requests"]:
+        prompts = build_group_prompts(r.prompt, r.plans, r.responses, r.exposure, r.image)
+        assert r.exposure == "minimal" and all(p.image is None for p in prompts)
