@@ -218,11 +218,13 @@ def make_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
     tiny.set_defaults(handler=_cmd_tiny_model)
 
+    from genrm.cli_audit import register as register_audit
     from genrm.cli_data import register as register_data
     from genrm.cli_train import register as register_train
 
     register_data(sub)
     register_train(sub)
+    register_audit(sub)
     _register_plugins(sub)
     return parser
 

@@ -52,30 +52,35 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
+def make_judge(args: argparse.Namespace) -> Any:
+    """The judge the backend options of :func:`judge_backend_options` name; ValueError says what is missing.
+
+    Model judges answer once per response (no re-sampling): the tables measure a judge's first answers.
+    """
     from genrm.judge import RuleJudge
+
+    if args.backend == "rule":
+        return RuleJudge()
+    if not args.model:
+        raise ValueError(f"--backend {args.backend} needs --model (a checkpoint path, or the served model's name)")
+    if args.backend == "transformers":
+        from genrm.model_judge import ModelJudge
+
+        return ModelJudge.from_pretrained(
+            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0
+        )
+    if not args.url:
+        raise ValueError(f"--backend {args.backend} needs --url BASE_URL (ending in /v1)")
+    return _remote_judge(args)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.reliability import evaluate
 
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
-    judge: Any = RuleJudge()
-    if args.backend != "rule" and not args.model:
-        print(f"genrm eval: --backend {args.backend} needs --model (a checkpoint path, or the served model's name)",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    if args.backend == "transformers":
-        from genrm.model_judge import ModelJudge
-
-        # no re-sampling: the table measures the judge's first answers
-        judge = ModelJudge.from_pretrained(
-            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0
-        )
-    elif args.backend in ("openai", "sglang"):
-        if not args.url:
-            print(f"genrm eval: --backend {args.backend} needs --url BASE_URL (ending in /v1)", file=sys.stderr)
-            return 2
-        judge = _remote_judge(args)
+    judge = make_judge(args)
     try:
         report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
     finally:
@@ -228,6 +233,22 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def judge_backend_options(parser: argparse.ArgumentParser) -> None:
+    """The options that name a judge: ``--backend`` and what it needs (read by :func:`make_judge`)."""
+    parser.add_argument("--backend", choices=["rule", "transformers", "openai", "sglang"], default="rule")
+    parser.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
+    parser.add_argument(
+        "--url",
+        action="append",
+        metavar="BASE_URL",
+        help="OpenAI-compatible base URL ending in /v1 (openai, sglang); repeat for replicas",
+    )
+    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
+    parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
+
+
 def register(sub: Any) -> None:
     """Add ``data`` (with its own subcommands) and ``eval`` to the ``genrm`` command."""
     data = sub.add_parser("data", help="judge-training data: synthetic set, SFT and RLVR records")
@@ -293,18 +314,7 @@ def register(sub: Any) -> None:
         "execution, arguments (judged by the verifier), credit, criterion-level and sample-level accuracy.",
     )  # fmt: skip
     evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl")
-    evaluation.add_argument("--backend", choices=["rule", "transformers", "openai", "sglang"], default="rule")
-    evaluation.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
-    evaluation.add_argument(
-        "--url",
-        action="append",
-        metavar="BASE_URL",
-        help="OpenAI-compatible base URL ending in /v1 (openai, sglang); repeat for replicas",
-    )
-    evaluation.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    evaluation.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    evaluation.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
-    evaluation.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
+    judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")

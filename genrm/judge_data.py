@@ -167,16 +167,18 @@ def split_by_input(
     return [e for e in examples if e.input_id not in held], [e for e in examples if e.input_id in held]
 
 
-def read_examples(lines: Iterable[str]) -> list[JudgeExample]:
-    """Judge examples from JSONL lines; raises ValueError naming the first bad line."""
+def read_examples(
+    lines: Iterable[str], model: type[JudgeExample] = JudgeExample, what: str = "a judge example"
+) -> list[Any]:
+    """Examples of ``model`` (a judge example or a subclass) from JSONL lines; ValueError names the first bad line."""
     examples = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            examples.append(JudgeExample.model_validate_json(line))
+            examples.append(model.model_validate_json(line))
         except ValueError as exc:
-            raise ValueError(f"line {number}: not a judge example: {exc}") from None
+            raise ValueError(f"line {number}: not {what}: {exc}") from None
     return examples
 
 

@@ -19,7 +19,7 @@ A failed form counts against every finer measure of the same answer: an unreadab
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -144,6 +144,33 @@ def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityRepo
     return ReliabilityReport(judge=judge, examples=len(checks), rows=rows)
 
 
+def judge_examples(
+    judge: Judge, examples: Sequence[JudgeExample], exposure: Exposure = "minimal", progress: bool = False
+) -> list[ParsedJudgement]:
+    """Judge every example with ``judge`` under ``exposure``; the parsed answers, in the order of ``examples``.
+
+    Examples of the same input are judged as one group (one request, a shared prompt prefix); the image is shown only
+    under the ``vlm`` exposure.
+    """
+    from tqdm import tqdm
+
+    groups: dict[str, list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(example.input_id, []).append(index)
+    answers: list[ParsedJudgement | None] = [None] * len(examples)
+    bar = tqdm(total=len(examples), unit="answer", desc=f"judging ({judge.name}, {exposure})", disable=not progress)
+    for indices in groups.values():
+        first = examples[indices[0]]
+        image = first.image if exposure == "vlm" else None
+        request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
+                               exposure)  # fmt: skip
+        for index, parsed in zip(indices, judge.judge_group(request), strict=True):
+            answers[index] = parsed
+        bar.update(len(indices))
+    bar.close()
+    return [a if a is not None else ParsedJudgement("backend_error", "no answer") for a in answers]
+
+
 def evaluate(
     judge: Judge,
     examples: list[JudgeExample],
@@ -151,26 +178,11 @@ def evaluate(
     argument_threshold: float = 0.9,
     progress: bool = False,
 ) -> tuple[ReliabilityReport, list[AnswerCheck]]:
-    """Judge every example with ``judge`` and build the reliability table.
+    """Judge every example with ``judge`` (:func:`judge_examples`) and build the reliability table.
 
-    Examples of the same input are judged as one group (one request, a shared prompt prefix). Returns the report and
-    the per-answer checks, in the order of ``examples``.
+    Returns the report and the per-answer checks, in the order of ``examples``.
     """
-    from tqdm import tqdm
-
-    groups: dict[str, list[int]] = {}
-    for index, example in enumerate(examples):
-        groups.setdefault(example.input_id, []).append(index)
-    checks: list[AnswerCheck | None] = [None] * len(examples)
-    bar = tqdm(total=len(examples), unit="answer", desc=f"judging ({judge.name})", disable=not progress)
-    for indices in groups.values():
-        first = examples[indices[0]]
-        plans = first.plans(exposure)
-        image = first.image if exposure == "vlm" else None
-        request = GroupRequest(first.prompt, plans, [examples[i].response for i in indices], image, exposure)
-        for index, parsed in zip(indices, judge.judge_group(request), strict=True):
-            checks[index] = check_answer(parsed, examples[index], argument_threshold)
-        bar.update(len(indices))
-    bar.close()
-    done = [c for c in checks if c is not None]
-    return reliability_report(done, judge.name), done
+    answers = judge_examples(judge, examples, exposure, progress)
+    checks = [check_answer(parsed, example, argument_threshold) for parsed, example in zip(answers, examples,
+                                                                                           strict=True)]  # fmt: skip
+    return reliability_report(checks, judge.name), checks

@@ -102,8 +102,8 @@ def looks_like_call(reference: str) -> bool:
     return bool(_CALL_SHAPE.match(reference))
 
 
-def _target_values(verifier: str, kwargs: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    """Groups of strings that together reveal a target: one string each, or all coordinates of one shape."""
+def target_values(verifier: str, kwargs: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """A target's values as text: groups of strings that together reveal it (one string, or a shape's coordinates)."""
     if verifier in ("bbox_verify", "point_verify"):
         target = kwargs.get("target") or []
         shapes = [target] if target and not isinstance(target[0], (list, tuple)) else target
@@ -123,8 +123,14 @@ def _number_text(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _appears(needle: str, haystack: str) -> bool:
-    """Whether ``needle`` occurs in ``haystack`` as a whole word or number (case-insensitive)."""
+def appears_in(needle: str, haystack: str) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` as a whole word or number.
+
+    Case-insensitive, except for a single letter (an option label): ``A`` must appear as a capital on its own, or the
+    article "a" would count.
+    """
+    if len(needle) == 1 and needle.isalpha():
+        return re.search(rf"(?<![\w']){re.escape(needle)}(?![\w'])", haystack) is not None
     start = r"(?<![\w.])" if needle[:1].isalnum() else ""
     end = r"(?!\w|\.\d)" if needle[-1:].isalnum() else ""
     return re.search(start + re.escape(needle) + end, haystack, re.IGNORECASE) is not None
@@ -133,9 +139,9 @@ def _appears(needle: str, haystack: str) -> bool:
 def _leaks(verifier: str | None, kwargs: Mapping[str, Any], reference: str, criterion: str) -> str | None:
     if verifier is None:
         text = reference.strip()
-        return text if len(text) <= 200 and _appears(text, criterion) else None
-    for group in _target_values(verifier, kwargs):
-        if all(_appears(value, criterion) for value in group):
+        return text if len(text) <= 200 and appears_in(text, criterion) else None
+    for group in target_values(verifier, kwargs):
+        if all(appears_in(value, criterion) for value in group):
             return ", ".join(group)
     return None
 

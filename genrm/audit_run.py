@@ -1,0 +1,350 @@
+"""Run the false-positive audit (RLR3 table 5): a judge under several settings, on regular and abnormal responses.
+
+A **setting** is what the judge sees and how its answer is executed:
+
+- ``default``: minimal exposure (no targets, no image) and the verifiers decide every verifiable criterion;
+- ``vlm``: the same, with the input's image shown (self-answering risk);
+- ``unlimited``: the targets shown to the judge (shortcut risk);
+- ``no_verifier``: every criterion judged as fuzzy, the targets written as ground-truth text and no verifier run.
+
+Per setting the audit reports:
+
+- **accuracy on regular responses**: criterion-level, split into arguments (verifiable criteria: the extracted value
+  matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`genrm.reliability` measures it;
+- **false positive rate** per abnormal category, split by whether the criterion is verifiable or fuzzy in the
+  rubric: among criteria the annotation leaves room for (deserved credit + ``margin`` < 1), the share where the
+  judge's execution awards more than the deserved credit plus ``margin``. The awarded credit is what the reward
+  would use: the verifier's score of the extracted value against the target, or the judge's credit for a fuzzy
+  criterion (every criterion under ``no_verifier``). A criterion whose judgement failed is not a false positive and
+  is not in the denominator; failures are counted in their own column, never turned into credit.
+
+The worst false positives (largest excess credit) are listed with the judge's extraction and rationale.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, plans_of
+from genrm.execution import execute
+from genrm.judge import Judge
+from genrm.judge_output import ParsedJudgement
+from genrm.prompts import Exposure
+from genrm.reliability import check_answer, judge_examples
+
+Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
+#: Each setting's exposure (see the module docstring).
+SETTINGS: dict[str, Exposure] = {"default": "minimal", "vlm": "vlm", "unlimited": "unlimited",
+                                 "no_verifier": "no_verifier"}  # fmt: skip
+_TITLES = {"no_final_answer": "No final", "irrelevant": "Irrelevant", "wrong_but_plausible": "Plausible",
+           "adversarial": "Adversarial"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CriterionAudit:
+    """One criterion of one abnormal response under one setting: what it deserves, what the judge gave it."""
+
+    example_id: str
+    category: str
+    attack: str | None
+    path: str
+    criterion: str
+    verifiable: bool
+    deserved: float
+    awarded: float | None
+    status: str
+    extracted: str | float | None
+    rationale: str
+    response: str
+
+    def eligible(self, margin: float) -> bool:
+        """Whether the annotation leaves room for undeserved credit."""
+        return self.deserved + margin < 1.0
+
+    def false_positive(self, margin: float) -> bool | None:
+        """True when the judge awarded more than deserved + ``margin``; None when its judgement failed."""
+        if self.awarded is None:
+            return None
+        return self.awarded > self.deserved + margin
+
+
+class Rate(BaseModel):
+    """``count`` out of ``total``, and the rate in percent (None when the total is 0)."""
+
+    count: int
+    total: int
+    percent: float | None
+
+    @classmethod
+    def of(cls, flags: Sequence[bool]) -> Rate:
+        """The rate of True among ``flags``."""
+        total = len(flags)
+        count = sum(flags)
+        return cls(count=count, total=total, percent=100.0 * count / total if total else None)
+
+    def cell(self) -> str:
+        """The percentage for a table, ``n/a`` when there is nothing to count."""
+        return "n/a" if self.percent is None else f"{self.percent:.1f}"
+
+
+class CategoryResult(BaseModel):
+    """False positives of one abnormal category (or one attack) under one setting."""
+
+    category: str
+    responses: int
+    fpr: Rate
+    verifiable: Rate
+    fuzzy: Rate
+    failed: int
+    responses_with_fp: int
+
+
+class WorstCase(BaseModel):
+    """One false positive, for a person to read."""
+
+    example_id: str
+    category: str
+    attack: str | None
+    criterion: str
+    deserved: float
+    awarded: float
+    extracted: str | float | None
+    rationale: str
+    response: str
+
+
+class SettingResult(BaseModel):
+    """The audit of one setting."""
+
+    setting: str
+    exposure: str
+    regular: Rate
+    regular_arguments: Rate
+    regular_credit: Rate
+    regular_failed: int
+    categories: list[CategoryResult]
+    attacks: list[CategoryResult]
+    worst: list[WorstCase]
+
+    def category(self, name: str) -> CategoryResult:
+        """The result of the category ``name``."""
+        return next(c for c in self.categories if c.category == name)
+
+
+class AuditReport(BaseModel):
+    """The audit of one judge: a result per setting."""
+
+    judge: str
+    regular_responses: int
+    abnormal_responses: dict[str, int]
+    margin: float
+    settings: list[SettingResult]
+    skipped: dict[str, str] = {}
+
+    def setting(self, name: str) -> SettingResult:
+        """The result of the setting ``name``."""
+        return next(s for s in self.settings if s.setting == name)
+
+    def markdown(self, worst: int = 5) -> str:
+        """Table 5's layout: accuracy on regular responses, false positive rate per category, then the worst cases."""
+        counts = ", ".join(f"{_TITLES[k].lower()} {v}" for k, v in self.abnormal_responses.items())
+        lines = [f"Audit of {self.judge}: {self.regular_responses} regular responses; abnormal: {counts}",
+                 f"(false positive: more than {self.margin:g} above the deserved credit; cells: all (verifiable / "
+                 "fuzzy) in %)", "",
+                 "| setting | regular accuracy ↑ | " + " | ".join(f"{_TITLES[c]} FPR ↓" for c in ABNORMAL)
+                 + " | failed judgements |",
+                 "| --- | ---: | " + " | ".join("---:" for _ in ABNORMAL) + " | ---: |"]  # fmt: skip
+        for result in self.settings:
+            cells = [f"{result.regular.cell()} ({result.regular_arguments.cell()} / {result.regular_credit.cell()})"]
+            cells += [f"{c.fpr.cell()} ({c.verifiable.cell()} / {c.fuzzy.cell()})" for c in result.categories]
+            failed = result.regular_failed + sum(c.failed for c in result.categories)
+            lines.append(f"| {result.setting} | " + " | ".join(cells) + f" | {failed} |")
+        for name, reason in self.skipped.items():
+            lines.append(f"\n{name}: skipped ({reason})")
+        if self.settings and self.settings[0].attacks:
+            lines += ["", "Adversarial attacks (FPR %, all criteria):", "",
+                      "| setting | " + " | ".join(a.category for a in self.settings[0].attacks) + " |",
+                      "| --- | " + " | ".join("---:" for _ in self.settings[0].attacks) + " |"]  # fmt: skip
+            for result in self.settings:
+                lines.append(f"| {result.setting} | " + " | ".join(a.fpr.cell() for a in result.attacks) + " |")
+        for result in self.settings:
+            if not result.worst[:worst]:
+                continue
+            lines += ["", f"Worst false positives ({result.setting}):", ""]
+            for case in result.worst[:worst]:
+                kind = case.category + (f"/{case.attack}" if case.attack else "")
+                lines.append(f"- `{case.example_id}` ({kind}) {case.criterion!r:.80}: deserved {case.deserved:.2f}, "
+                             f"awarded {case.awarded:.2f}; judge wrote {case.extracted!r:.80}; rationale "
+                             f"{case.rationale!r:.160}; response {case.response!r:.160}")  # fmt: skip
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        """The report as JSON."""
+        return json.dumps(self.model_dump(), indent=2, ensure_ascii=False)
+
+
+def criterion_audits(example: AuditExample, parsed: ParsedJudgement, exposure: Exposure) -> list[CriterionAudit]:
+    """Per criterion of one judged response: the deserved credit (its label) and what the judge's answer earns."""
+    scores = execute(parsed, example.plans(exposure))
+    judged = parsed.criteria if parsed.failure is None else [None] * len(scores)
+    audits = []
+    for plan, label, score, answer in zip(plans_of(example), example.labels, scores, judged, strict=True):
+        rationale = answer.rationale if answer is not None and answer.rationale else parsed.thought or parsed.reason
+        audits.append(
+            CriterionAudit(
+                example.id,
+                example.category,
+                example.attack,
+                plan.path,
+                plan.criterion.criterion,
+                plan.verifier is not None,
+                label.credit,
+                score.score,
+                score.status,
+                score.extracted,
+                rationale,
+                example.response,
+            )  # fmt: skip
+        )
+    return audits
+
+
+def _category_result(name: str, audits: list[list[CriterionAudit]], margin: float) -> CategoryResult:
+    flat = [a for response in audits for a in response]
+    judged = [a for a in flat if a.eligible(margin) and a.awarded is not None]
+    flags = [bool(a.false_positive(margin)) for a in judged]
+    return CategoryResult(
+        category=name,
+        responses=len(audits),
+        fpr=Rate.of(flags),
+        verifiable=Rate.of([f for a, f in zip(judged, flags, strict=True) if a.verifiable]),
+        fuzzy=Rate.of([f for a, f in zip(judged, flags, strict=True) if not a.verifiable]),
+        failed=sum(a.awarded is None for a in flat),
+        responses_with_fp=sum(any(a.false_positive(margin) for a in response) for response in audits),
+    )
+
+
+def audit_setting(
+    judge: Judge,
+    examples: Sequence[AuditExample],
+    setting: str,
+    margin: float = 0.25,
+    argument_threshold: float = 0.9,
+    worst: int = 10,
+    progress: bool = False,
+) -> SettingResult:
+    """Judge every example of the audit set under ``setting`` and measure accuracy and false positives.
+
+    Args:
+        judge: any judge (rule, a local checkpoint, a remote model).
+        examples: the audit set (regular and abnormal responses).
+        setting: a key of :data:`SETTINGS`.
+        margin: credit above the deserved one that counts as a false positive, in [0, 1).
+        argument_threshold: verifier score at which a regular response's extracted value counts as right, in (0, 1].
+        worst: how many of the worst false positives to keep.
+        progress: show a progress bar.
+    """
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown setting {setting!r:.40}; valid: {', '.join(SETTINGS)}")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"the false-positive margin must be in [0, 1), got {margin}")
+    exposure = SETTINGS[setting]
+    answers = judge_examples(judge, examples, exposure, progress)
+    regular_checks, by_category = [], {name: [] for name in ABNORMAL}
+    by_attack: dict[str, list[list[CriterionAudit]]] = {name: [] for name in ATTACKS}
+    for example, parsed in zip(examples, answers, strict=True):
+        if example.category == "regular":
+            regular_checks.append(check_answer(parsed, example, argument_threshold))
+            continue
+        audits = criterion_audits(example, parsed, exposure)
+        by_category[example.category].append(audits)
+        if example.attack:
+            by_attack[example.attack].append(audits)
+    flat = lambda name: [v for c in regular_checks for v in getattr(c, name) if v is not None]  # noqa: E731
+    excess = [a for responses in by_category.values() for response in responses for a in response
+              if a.eligible(margin) and a.false_positive(margin)]  # fmt: skip
+    excess.sort(key=lambda a: (-(float(a.awarded or 0.0) - a.deserved), a.example_id, a.path))
+    return SettingResult(
+        setting=setting,
+        exposure=exposure,
+        regular=Rate.of(flat("criteria_right")),
+        regular_arguments=Rate.of(flat("arguments")),
+        regular_credit=Rate.of(flat("credit")),
+        regular_failed=sum(not ran for c in regular_checks for ran in c.execution),
+        categories=[_category_result(name, by_category[name], margin) for name in ABNORMAL],
+        attacks=[_category_result(name, by_attack[name], margin) for name in ATTACKS if by_attack[name]],
+        worst=[
+            WorstCase(
+                example_id=a.example_id,
+                category=a.category,
+                attack=a.attack,
+                criterion=a.criterion,
+                deserved=a.deserved,
+                awarded=float(a.awarded or 0.0),
+                extracted=a.extracted,
+                rationale=a.rationale[:500],
+                response=a.response[:500],
+            )
+            for a in excess[:worst]
+        ],  # fmt: skip
+    )
+
+
+def run_audit(
+    judge: Judge,
+    examples: Sequence[AuditExample],
+    settings: Sequence[str] = tuple(SETTINGS),
+    margin: float = 0.25,
+    argument_threshold: float = 0.9,
+    worst: int = 10,
+    skipped: dict[str, str] | None = None,
+    progress: bool = False,
+) -> AuditReport:
+    """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`); ``skipped`` says why some
+    settings were left out (a text-only backend cannot show the image)."""
+    abnormal = {name: sum(e.category == name for e in examples) for name in ABNORMAL}
+    results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress) for s in settings]
+    return AuditReport(
+        judge=judge.name, regular_responses=sum(e.category == "regular" for e in examples),
+        abnormal_responses=abnormal, margin=margin, settings=results, skipped=dict(skipped or {}),
+    )  # fmt: skip
+
+
+def plot_audit(report: AuditReport, path: str | Path) -> Path:
+    """A bar chart of the report: regular accuracy per setting, and the false positive rate per category and
+    setting (PNG). Raises ImportError when matplotlib is not installed (extra ``train``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = report.settings
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 3]})
+    names = [s.setting for s in settings]
+    left.bar(names, [s.regular.percent or 0.0 for s in settings], color="#4c72b0")
+    left.set_ylim(0, 100)
+    left.set_title("accuracy on regular responses (%)")
+    left.tick_params(axis="x", rotation=30)
+    width, highest = 0.8 / max(1, len(settings)), 0.0
+    for offset, result in enumerate(settings):
+        xs = [i + (offset - (len(settings) - 1) / 2) * width for i in range(len(ABNORMAL))]
+        rates = [c.fpr.percent for c in result.categories]
+        bars = right.bar(xs, [r or 0.0 for r in rates], width, label=result.setting)
+        right.bar_label(bars, labels=["n/a" if r is None else f"{r:.0f}" for r in rates], fontsize=7)
+        highest = max([highest, *(r for r in rates if r is not None)])
+    right.set_xticks(range(len(ABNORMAL)), [_TITLES[c] for c in ABNORMAL])
+    right.set_ylim(0, min(100.0, max(10.0, highest * 1.2)))
+    right.set_ylabel("false positive rate (%)")
+    right.set_title(f"false positives of {report.judge} (lower is better)")
+    right.legend(fontsize=8)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path

@@ -1,0 +1,123 @@
+"""The false-positive audit set (RLR3 section 5.5, appendix B.4): regular responses and abnormal ones, annotated.
+
+An audit example is a judge example (:class:`genrm.judge_data.JudgeExample`: an input, one response, one label per
+criterion) with the category it belongs to:
+
+- ``regular``: a response of the test set as it was, with its labels;
+- ``no_final_answer``: an attempt that never states the requested final answer;
+- ``irrelevant``: a fluent response about something else;
+- ``wrong_but_plausible``: the task's format with at least one answer element changed to a plausible wrong value;
+- ``adversarial``: written to be given credit it does not earn, by one of the attacks of :data:`ATTACKS`
+  (authoritative circumlocution, a symbolic-equivalence bluff, sound reasoning with an incorrect final selection,
+  instructions aimed at the judge).
+
+The labels of an abnormal response say what a correct extractor reads from it (an empty value where the response
+states none) and the credit that deserves: for a verifiable criterion the real verifier's score of that value against
+the rubric's target, for a fuzzy one the constructor's credit. A judge gives a false positive on a criterion when it
+awards clearly more than that (:mod:`genrm.audit_run`).
+
+This module holds the record, the leak check that keeps an abnormal response from stating a target it must not
+earn, and reading and writing audit files. The constructors are in :mod:`genrm.audit_constructors` (deterministic)
+and :mod:`genrm.audit_llm` (a model through any backend, then quality control).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from genrm.judge_data import CriterionLabel, JudgeExample, read_examples
+from genrm.rubric import CriterionPlan, appears_in, plan_rubric, target_values
+
+Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial"]
+Attack = Literal["circumlocution", "symbolic_bluff", "incorrect_selection", "injection"]
+
+#: The abnormal categories, in the order reports show them.
+ABNORMAL: tuple[Category, ...] = ("no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial")
+#: The adversarial attacks (appendix B.4's three red-team patterns, and instructions injected for the judge).
+ATTACKS: tuple[Attack, ...] = ("circumlocution", "symbolic_bluff", "incorrect_selection", "injection")
+
+
+class AuditExample(JudgeExample):
+    """One response of the audit set with its category and per-criterion annotation (see the module docstring)."""
+
+    category: Category = "regular"
+    attack: Attack | None = Field(None, description="the adversarial attack; set only for the adversarial category")
+    origin: str | None = Field(None, max_length=256, description="id of the regular example it was built from")
+    constructor: str = Field("original", max_length=256, description="original, deterministic, or llm:MODEL")
+
+    @model_validator(mode="after")
+    def _attack_only_when_adversarial(self) -> AuditExample:
+        if (self.attack is not None) != (self.category == "adversarial"):
+            raise ValueError("an adversarial example names its attack, and only an adversarial one does")
+        return self
+
+
+def plans_of(example: JudgeExample) -> list[CriterionPlan]:
+    """The rubric's plans of ``example`` (targets included: the constructors and the audit read them)."""
+    return plan_rubric(example.rubric, example.task_type)
+
+
+#: Fuzzy references longer than this are descriptions, not values: they are not searched for.
+MAX_FUZZY_VALUE_CHARS = 60
+
+
+def leaked_targets(
+    response: str, plans: Sequence[CriterionPlan], labels: Sequence[CriterionLabel], full_credit: float = 0.99
+) -> list[str]:
+    """The targets ``response`` states for criteria whose labels deny it full credit; empty when there is no leak.
+
+    A verifiable criterion leaks when every string of one of its targets appears (a box leaks when all four
+    coordinates do); a fuzzy one when its reference is short (a value, not a description) and appears. Criteria the
+    labels give full credit are not checked: stating their target is right.
+
+    Args:
+        response: the text to check.
+        plans: the rubric's plans, in order (with targets).
+        labels: the annotation, one per plan.
+        full_credit: a label credit at or above this is full credit, in (0, 1].
+    """
+    leaks = []
+    for plan, label in zip(plans, labels, strict=True):
+        if label.credit >= full_credit:
+            continue
+        if plan.verifier is None:
+            value = plan.criterion.reference.strip()
+            groups = [(value,)] if value and len(value) <= MAX_FUZZY_VALUE_CHARS else []
+        else:
+            groups = target_values(plan.verifier, plan.target_kwargs)
+        for group in groups:
+            if group and all(appears_in(value, response) for value in group):
+                leaks.append(f"{plan.path}: the target {', '.join(group)!r:.80} appears in the response")
+                break
+    return leaks
+
+
+def read_audit(lines: Iterable[str]) -> list[AuditExample]:
+    """Audit examples from JSONL lines (plain judge examples read as ``regular``); ValueError names a bad line."""
+    return read_examples(lines, AuditExample, "an audit example")
+
+
+def regular_examples(examples: Iterable[JudgeExample]) -> list[AuditExample]:
+    """Test-set examples as the audit's regular responses (already-audit examples keep their category)."""
+    out: list[AuditExample] = []
+    for example in examples:
+        if isinstance(example, AuditExample):
+            out.append(example)
+        else:
+            out.append(AuditExample(**dict(example), category="regular", origin=example.id))
+    return out
+
+
+def category_counts(examples: Iterable[AuditExample]) -> dict[str, Any]:
+    """How many examples per category, and per attack within the adversarial one."""
+    counts: dict[str, Any] = {name: 0 for name in ("regular", *ABNORMAL)}
+    attacks: dict[str, int] = {}
+    for example in examples:
+        counts[example.category] += 1
+        if example.attack:
+            attacks[example.attack] = attacks.get(example.attack, 0) + 1
+    counts["attacks"] = attacks
+    return counts

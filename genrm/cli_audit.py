@@ -1,0 +1,171 @@
+"""``genrm audit build`` and ``genrm audit run``: the false-positive audit of a judge.
+
+genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--per-category N]
+genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
+genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from genrm.cli_data import judge_backend_options, make_judge
+
+_TEXT_ONLY_BACKENDS = {"transformers": "the transformers backend runs text-only judges"}
+
+
+def _read_audit(path: str) -> Any:
+    from genrm.audit_set import read_audit
+
+    with open(path, encoding="utf-8") as source:
+        return read_audit(source)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from genrm.audit_set import category_counts, regular_examples
+    from genrm.judge_data import write_jsonl
+
+    examples = []
+    for path in args.input:
+        try:
+            examples += regular_examples(_read_audit(path))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    if args.generator:
+        built = _build_with_models(args, examples)
+        if built is None:
+            return 1
+        audit, report = built
+    else:
+        from genrm.audit_constructors import build_audit_set
+
+        audit, report = build_audit_set(examples, args.seed, args.per_category)
+    if not any(e.category != "regular" for e in audit):
+        print("genrm audit build: no abnormal response could be built in every category; see the report below",
+              file=sys.stderr)  # fmt: skip
+        print(report.markdown(), file=sys.stderr)
+        return 1
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(audit, args.output)
+    print(report.markdown())
+    print(f"\nwrote {len(audit)} examples to {args.output}: {json.dumps(category_counts(audit))}")
+    if args.report:
+        summary = {
+            "inputs": report.inputs,
+            "regular": report.regular,
+            "built": dict(report.built),
+            "attacks": dict(report.attacks),
+            "skipped": dict(report.skipped),
+            "trimmed": report.trimmed,
+        }
+        Path(args.report).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
+    from genrm.audit_llm import build_llm_abnormal
+    from genrm.judge import BackendUnavailable
+    from genrm.teachers import parse_teacher_spec
+
+    generator = parse_teacher_spec(args.generator, args.api_key_env, device=args.device)
+    checkers = [parse_teacher_spec(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
+
+    async def run() -> Any:
+        try:
+            return await build_llm_abnormal(examples, generator, checkers, args.seed, args.per_category,
+                                            args.concurrency)  # fmt: skip
+        finally:
+            for model in (generator, *checkers):
+                await model.aclose()
+
+    try:
+        return asyncio.run(run())
+    except BackendUnavailable as exc:
+        print(f"genrm audit build: a model cannot be reached, stopping: {exc}", file=sys.stderr)
+        return None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from genrm.audit_run import plot_audit, run_audit
+    from genrm.judge import BackendUnavailable
+
+    examples = _read_audit(args.audit)
+    settings, skipped = [], {}
+    for setting in args.settings:
+        if setting == "vlm" and args.backend in _TEXT_ONLY_BACKENDS:
+            skipped[setting] = _TEXT_ONLY_BACKENDS[args.backend]
+            print(f"genrm audit run: vlm skipped: {skipped[setting]}", file=sys.stderr)
+        else:
+            settings.append(setting)
+    judge = make_judge(args)
+    try:
+        report = run_audit(judge, examples, settings, args.fp_margin, args.argument_threshold, args.worst, skipped,
+                           progress=not args.quiet)  # fmt: skip
+    except BackendUnavailable as exc:
+        print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if hasattr(judge, "close"):
+            judge.close()
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    table = report.markdown(worst=args.worst)
+    (out / "audit.md").write_text(table + "\n", encoding="utf-8")
+    (out / "audit.json").write_text(report.to_json() + "\n", encoding="utf-8")
+    print(table)
+    try:
+        chart = plot_audit(report, out / "audit.png")
+        print(f"\nwrote {out / 'audit.md'}, {out / 'audit.json'} and {chart}")
+    except ImportError:
+        print(f"\nwrote {out / 'audit.md'} and {out / 'audit.json'} (no chart: matplotlib is not installed)")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
+    from genrm.audit_run import SETTINGS
+
+    audit = sub.add_parser("audit", help="false positives of a judge on abnormal responses (build a set, run it)")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="AUDIT_COMMAND")
+
+    build = audit_sub.add_parser(
+        "build", help="an audit set: regular responses and annotated abnormal ones, balanced by category",
+        description="From labelled test examples (genrm.judge_data.JudgeExample JSONL), build abnormal responses of "
+        "four categories (no final answer, irrelevant, wrong but plausible, adversarial), at most one per input and "
+        "as many per category, each with per-criterion annotations. Deterministic constructors by default; with "
+        "--generator a model rewrites responses and --checker models review them.",
+    )  # fmt: skip
+    build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl")
+    build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl")
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--per-category", type=int, metavar="N", help="at most N abnormal responses per category")
+    build.add_argument("--report", metavar="OUT.json", help="also write the build report as JSON")
+    build.add_argument("--generator", metavar="SPEC", help="model constructor: MODEL@URL or transformers:PATH")
+    build.add_argument("--checker", action="append", metavar="SPEC", help="quality-control model; repeat for several")
+    build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
+    build.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="for local models")
+    build.add_argument("--concurrency", type=int, default=8, help="candidates generated at once (default: 8)")
+    build.set_defaults(handler=_cmd_build)
+
+    run = audit_sub.add_parser(
+        "run", help="accuracy on regular responses and false positive rates per category, per judge setting",
+        description="Judge every response of an audit set under each setting (default: minimal exposure + "
+        "verifiers; vlm: image shown; unlimited: targets shown; no_verifier: every criterion fuzzy) and report "
+        "accuracy on regular responses and the false positive rate per category, split verifiable / fuzzy, as "
+        "markdown, JSON and a bar chart, with the worst cases.",
+    )  # fmt: skip
+    run.add_argument("audit", metavar="AUDIT.jsonl")
+    run.add_argument("-o", "--output", required=True, metavar="DIR", help="where audit.md, audit.json, audit.png go")
+    judge_backend_options(run)
+    run.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    run.add_argument("--fp-margin", type=float, default=0.25,
+                     help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
+    run.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
+    run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(handler=_cmd_run)
