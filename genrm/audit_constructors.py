@@ -405,7 +405,7 @@ def wrong_but_plausible(base: AuditExample, context: BuildContext, rng: random.R
     return "no fully credited value that can be changed where it is written"
 
 
-def _circumlocution(base: AuditExample, plans: Sequence[CriterionPlan], rng: random.Random) -> tuple[str, list]:
+def _circumlocution(plans: Sequence[CriterionPlan]) -> tuple[str, list[CriterionLabel]]:
     phrases = []
     for plan in plans:
         if plan.verifier is None:
@@ -426,7 +426,7 @@ def adversarial(base: AuditExample, context: BuildContext, rng: random.Random, a
     plans = plans_of(base)
     check = None
     if attack == "circumlocution":
-        response, labels = _circumlocution(base, plans, rng)
+        response, labels = _circumlocution(plans)
     elif attack == "symbolic_bluff":
         response, labels = _BLUFF, empty_labels(plans, "The response claims a reduction but states no value.")
     elif attack == "injection":
