@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from genrm.answer_extraction import final_answer_span
-from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, Category, leaked_targets, plans_of
+from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, Category, abnormal_from, leaked_targets, plans_of
 from genrm.judge import call_string
 from genrm.judge_data import CriterionLabel
 from genrm.rubric import CriterionPlan, appears_in
@@ -317,13 +317,7 @@ def _abnormal(base: AuditExample, category: Category, response: str, labels: lis
     leaks = leaked_targets(response if check is None else check, plans, labels)
     if leaks:
         return "leak: " + leaks[0]
-    thought = f"A {category.replace('_', ' ')} response" + (f" ({attack.replace('_', ' ')})." if attack else ".")
-    return AuditExample(
-        **base.model_dump(exclude={"id", "response", "labels", "thought", "category", "attack", "origin",
-                                   "constructor"}),
-        id=f"{base.input_id}-{category}", response=response, labels=labels, thought=thought, category=category,
-        attack=attack, origin=base.id, constructor="deterministic",
-    )  # fmt: skip
+    return abnormal_from(base, category, response, labels, attack, "deterministic")  # type: ignore[arg-type]
 
 
 def _shown(plan: CriterionPlan, keywords: dict[str, Any], prompt: str) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from genrm.answer_extraction import final_answer_span
 from genrm.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
-from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, leaked_targets, plans_of
+from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
 from genrm.chat_endpoint import CallFailed
 from genrm.judge_data import CriterionLabel
 from genrm.judge_output import extract_json_object
@@ -218,13 +218,7 @@ async def llm_candidate(
             return f"checker {checker.name} rejects the failure mode"
         if verdict.get("annotations_consistent") is not True:
             return f"checker {checker.name} rejects the annotation"
-    return AuditExample(
-        **base.model_dump(exclude={"id", "response", "labels", "thought", "category", "attack", "origin",
-                                   "constructor"}),
-        id=f"{base.input_id}-{category}", response=response, labels=labels,
-        thought=f"A {category.replace('_', ' ')} response.", category=category, attack=attack, origin=base.id,
-        constructor=f"llm:{generator.name}",
-    )  # fmt: skip
+    return abnormal_from(base, category, response, labels, attack, f"llm:{generator.name}")  # type: ignore[arg-type]
 
 
 async def build_llm_abnormal(

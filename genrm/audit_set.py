@@ -55,6 +55,22 @@ class AuditExample(JudgeExample):
         return self
 
 
+def abnormal_from(
+    base: AuditExample,
+    category: Category,
+    response: str,
+    labels: list[CriterionLabel],
+    attack: Attack | None,
+    constructor: str,
+) -> AuditExample:
+    """An abnormal response to ``base``'s input: same input and rubric, its own response, labels and category."""
+    kept = base.model_dump(exclude={"id", "response", "labels", "thought", "category", "attack", "origin",
+                                    "constructor"})  # fmt: skip
+    thought = f"A {category.replace('_', ' ')} response" + (f" ({attack.replace('_', ' ')})." if attack else ".")
+    return AuditExample(**kept, id=f"{base.input_id}-{category}", response=response, labels=labels, thought=thought,
+                        category=category, attack=attack, origin=base.id, constructor=constructor)  # fmt: skip
+
+
 def plans_of(example: JudgeExample) -> list[CriterionPlan]:
     """The rubric's plans of ``example`` (targets included: the constructors and the audit read them)."""
     return plan_rubric(example.rubric, example.task_type)
