@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.cli_data import judge_backend_options, make_judge
-
-_TEXT_ONLY_BACKENDS = {"transformers": "the transformers backend runs text-only judges"}
+from genrm.cli_data import judge_backend_options, make_judge, sees_images
 
 
 def _read_audit(path: str) -> Any:
@@ -95,14 +93,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.judge import BackendUnavailable
 
     examples = _read_audit(args.audit)
+    judge = make_judge(args, args.audit)
     settings, skipped = [], {}
     for setting in args.settings:
-        if setting == "vlm" and args.backend in _TEXT_ONLY_BACKENDS:
-            skipped[setting] = _TEXT_ONLY_BACKENDS[args.backend]
+        if setting == "vlm" and not sees_images(judge):
+            skipped[setting] = f"{args.model} is a text-only model: it cannot be shown the image"
             print(f"genrm audit run: vlm skipped: {skipped[setting]}", file=sys.stderr)
         else:
             settings.append(setting)
-    judge = make_judge(args)
     try:
         report = run_audit(judge, examples, settings, args.fp_margin, args.argument_threshold, args.worst, skipped,
                            progress=not args.quiet)  # fmt: skip

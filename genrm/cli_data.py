@@ -52,10 +52,11 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_judge(args: argparse.Namespace) -> Any:
+def make_judge(args: argparse.Namespace, data_file: str | None = None) -> Any:
     """The judge the backend options of :func:`judge_backend_options` name; ValueError says what is missing.
 
-    Model judges answer once per response (no re-sampling): the tables measure a judge's first answers.
+    Model judges answer once per response (no re-sampling): the tables measure a judge's first answers. A
+    vision-language checkpoint run in process reads image paths relative to ``data_file``'s folder.
     """
     from genrm.judge import RuleJudge
 
@@ -66,12 +67,19 @@ def make_judge(args: argparse.Namespace) -> Any:
     if args.backend == "transformers":
         from genrm.model_judge import ModelJudge
 
+        image_dir = str(Path(data_file).parent) if data_file else None
         return ModelJudge.from_pretrained(
-            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0
-        )
+            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0,
+            image_dir=image_dir,
+        )  # fmt: skip
     if not args.url:
         raise ValueError(f"--backend {args.backend} needs --url BASE_URL (ending in /v1)")
     return _remote_judge(args)
+
+
+def sees_images(judge: Any) -> bool:
+    """False for a judge run in process on a text-only model; remote judges are taken to see what they are sent."""
+    return getattr(judge, "sees_images", True)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -80,7 +88,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
-    judge = make_judge(args)
+    judge = make_judge(args, args.data)
+    if args.exposure == "vlm" and not sees_images(judge):
+        print(f"genrm eval: --exposure vlm shows the judge the image, but {args.model} is a text-only model",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
     finally:

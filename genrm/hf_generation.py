@@ -9,9 +9,14 @@ rubrics share a batch. Grammars are compiled once per schema (XGrammar's compile
 prompt of a batch starts with (the system message; for one group, all but the response) are run through the model
 once and their KV cache repeated for each row, which on CPU makes a group about 2.8 times faster with the same output.
 
+A vision-language checkpoint (one whose config has a ``vision_config``: Qwen3-VL, LLaVA ...) is loaded with its
+processor, and prompts with an image (the ``vlm`` exposure) are shown it the way training showed it: an image part
+before the user's text in the chat template, pixels from the processor. Images are data URIs, or files inside an
+``image_dir`` the owner names; a request cannot make the judge read any other file.
+
 Failures are per prompt and never raise out of :meth:`LocalGenerator.generate`: a prompt too long for the model, an
-image for a text-only model, a schema XGrammar cannot compile or a failed ``generate`` call come back as a
-:class:`Generation` with ``error`` set.
+image for a text-only model or one that cannot be read, a schema XGrammar cannot compile or a failed ``generate`` call
+come back as a :class:`Generation` with ``error`` set.
 
 Needs torch and transformers; imported only where a local model runs.
 """
@@ -25,6 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from genrm.judge import SamplingSettings
@@ -62,6 +68,17 @@ class Generation:
 
 _MIN_SHARED_TOKENS = 32
 _KEPT_PREFIXES = 8
+# What a processor returns besides the tokens: pixels and their layout (image sizes, grids), batched by row.
+_TEXT_KEYS = frozenset({"input_ids", "attention_mask"})
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One prompt ready for a batch: its tokens, its grammar, and for an image prompt the processor's other tensors."""
+
+    ids: list[int]
+    grammar: Any = None
+    vision: dict[str, Any] | None = None
 
 
 def _common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
@@ -130,6 +147,8 @@ class LocalGenerator:
         chat_template_kwargs: dict[str, Any] | None = None,
         name: str = "local",
         prefix_cache: bool = True,
+        processor: Any = None,
+        image_dir: str | Path | None = None,
     ) -> None:
         """Wrap a loaded model.
 
@@ -141,6 +160,10 @@ class LocalGenerator:
             chat_template_kwargs: extra variables for the chat template, e.g. ``{"enable_thinking": False}``.
             name: the model's name in logs and health reports.
             prefix_cache: compute the tokens every prompt of a batch starts with once, not once per row.
+            processor: a vision-language model's processor (with an image processor); without one, prompts with an
+                image are refused.
+            image_dir: the folder image paths are read from (relative to it, never outside it); None reads data URIs
+                only.
         """
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no end-of-sequence token; the judge could not stop")
@@ -156,6 +179,8 @@ class LocalGenerator:
         self.max_positions = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 0)
         self.grammars = _grammar_compiler(tokenizer, self.vocab_size) if constrained else None
         self.prefix_cache = prefix_cache
+        self.processor = processor if getattr(processor, "image_processor", None) is not None else None
+        self.image_dir = Path(image_dir) if image_dir is not None else None
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         if constrained and self.grammars is None:
             logger.warning("xgrammar is not installed: judge answers are not constrained to the rubric's schema")
@@ -169,14 +194,25 @@ class LocalGenerator:
         trust_remote_code: bool = False,
         **kwargs: Any,
     ) -> LocalGenerator:
-        """Load a checkpoint (directory or hub id) and its tokenizer; ``kwargs`` go to the constructor."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        """Load a checkpoint (directory or hub id) and its tokenizer, or for a vision-language checkpoint its
+        processor; ``kwargs`` go to the constructor."""
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
+        )
 
         where = pick_device(device)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=pick_dtype(dtype, where), trust_remote_code=trust_remote_code
-        )
+        options = {"trust_remote_code": trust_remote_code}
+        if getattr(AutoConfig.from_pretrained(path, **options), "vision_config", None) is not None:
+            processor = AutoProcessor.from_pretrained(path, **options)
+            tokenizer, kind = processor.tokenizer, AutoModelForImageTextToText
+            kwargs.setdefault("processor", processor)
+        else:
+            tokenizer, kind = AutoTokenizer.from_pretrained(path, **options), AutoModelForCausalLM
+        model = kind.from_pretrained(path, dtype=pick_dtype(dtype, where), **options)
         logger.info("loaded judge %s on %s (%.1f M parameters)", path, where, model.num_parameters() / 1e6)
         return cls(model.to(where).eval(), tokenizer, name=kwargs.pop("name", path), **kwargs)
 
@@ -190,15 +226,46 @@ class LocalGenerator:
         """The model's device, e.g. ``cpu`` or ``cuda:0``."""
         return str(self.model.device)
 
+    @property
+    def sees_images(self) -> bool:
+        """Whether the judge is a vision-language model that is shown the images of ``vlm`` prompts."""
+        return self.processor is not None
+
     def _template(self, prompt: ChatPrompt) -> str:
-        return self.tokenizer.apply_chat_template(
-            prompt.messages(), add_generation_prompt=True, tokenize=False, **self.chat_template_kwargs
+        messages = prompt.messages()
+        if prompt.image is not None:
+            # the layout TRL's vision collators train on: an image part, then the text
+            messages[1] = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt.user}]}
+        templater = self.processor or self.tokenizer
+        return templater.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **self.chat_template_kwargs
         )
 
-    def _prepare(self, item: GenerationItem) -> tuple[list[int], Any] | str:
-        if item.prompt.image is not None:
-            return "the transformers backend serves text judges; the vlm exposure needs an SGLang or OpenAI backend"
-        ids = self.tokenizer(self._template(item.prompt), add_special_tokens=False).input_ids
+    def _encode(self, prompt: ChatPrompt) -> tuple[list[int], dict[str, Any] | None] | str:
+        """The prompt's tokens, and for an image prompt the processor's pixel tensors; or why it cannot be shown."""
+        text = self._template(prompt)
+        if prompt.image is None:
+            return self.tokenizer(text, add_special_tokens=False).input_ids, None
+        if self.processor is None:
+            return (
+                f"{self.name} is a text-only judge (its checkpoint has no image processor); "
+                "the vlm exposure needs a vision-language model"
+            )
+        from genrm.images import ImageError, load_sent_image
+
+        try:
+            image = load_sent_image(prompt.image, self.image_dir)
+        except ImageError as exc:
+            return f"the image cannot be shown to the judge: {exc}"
+        encoded = self.processor(images=[image], text=[text], add_special_tokens=False, return_tensors="pt")
+        vision = {key: value for key, value in encoded.items() if key not in _TEXT_KEYS}
+        return encoded["input_ids"][0].tolist(), vision
+
+    def _prepare(self, item: GenerationItem) -> _Prepared | str:
+        encoded = self._encode(item.prompt)
+        if isinstance(encoded, str):
+            return encoded
+        ids, vision = encoded
         if self.max_positions and len(ids) + self.sampling.max_tokens > self.max_positions:
             return (
                 f"the prompt is {len(ids)} tokens; with {self.sampling.max_tokens} output tokens it exceeds the "
@@ -210,7 +277,7 @@ class LocalGenerator:
                 grammar = self.grammars.compile(item.schema)
             except Exception as exc:  # XGrammar raises RuntimeError/ValueError subclasses of its own
                 return f"xgrammar could not compile the answer schema: {exc}"
-        return ids, grammar
+        return _Prepared(ids, grammar, vision)
 
     def generate(self, items: Sequence[GenerationItem]) -> list[Generation]:
         """Answers for ``items``, in order. Items of one call are one batch and must share a temperature."""
@@ -219,28 +286,32 @@ class LocalGenerator:
         if len({item.temperature for item in items}) > 1:
             raise ValueError("one batch takes one temperature; group items by temperature first")
         results: list[Generation | None] = [None] * len(items)
-        ready: list[tuple[int, list[int], Any]] = []
+        ready: list[tuple[int, _Prepared]] = []
         for index, item in enumerate(items):
             prepared = self._prepare(item)
             if isinstance(prepared, str):
                 results[index] = Generation(error=prepared)
             else:
-                ready.append((index, *prepared))
+                ready.append((index, prepared))
         if ready:
             try:
-                generated = self._generate_batch([ids for _, ids, _ in ready], [g for _, _, g in ready], items[0])
+                generated = self._generate_batch([prepared for _, prepared in ready], items[0])
             except Exception as exc:  # an out-of-memory or a library error fails this batch, not the process
                 logger.exception("judge generation failed for a batch of %d", len(ready))
                 generated = [Generation(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(ready)
-            for (index, _, _), generation in zip(ready, generated, strict=True):
+            for (index, _), generation in zip(ready, generated, strict=True):
                 results[index] = generation
         return [r if r is not None else Generation(error="not generated") for r in results]
 
-    def _generate_batch(self, prompts: list[list[int]], grammars: list[Any], item: GenerationItem) -> list[Generation]:
+    def _generate_batch(self, rows: list[_Prepared], item: GenerationItem) -> list[Generation]:
         import torch
         from transformers import LogitsProcessorList
 
-        batch = self._batch_inputs(prompts)
+        prompts, grammars = [row.ids for row in rows], [row.grammar for row in rows]
+        if any(row.vision is not None for row in rows):
+            batch = self._vision_inputs(rows)
+        else:
+            batch = self._batch_inputs(prompts)
         processors = LogitsProcessorList()
         if any(g is not None for g in grammars):
             if not all(g is not None for g in grammars):
@@ -290,6 +361,31 @@ class LocalGenerator:
             "attention_mask": torch.tensor(mask, device=device),
             "past_key_values": cache,
         }
+
+    def _vision_inputs(self, rows: list[_Prepared]) -> dict[str, Any]:
+        """Left-padded inputs of a batch with images: each row's pixel tensors joined along the first dimension in
+        row order (one image per image row, as the model expects them); tensors laid along the tokens, which some
+        processors add, are padded like the tokens. No prefix cache: the image's tokens sit inside the prompt."""
+        import torch
+
+        width, pad = max(len(row.ids) for row in rows), int(self.tokenizer.pad_token_id)
+        device = self.model.device
+        batch: dict[str, Any] = {
+            "input_ids": torch.tensor([[pad] * (width - len(row.ids)) + row.ids for row in rows], device=device),
+            "attention_mask": torch.tensor([[0] * (width - len(row.ids)) + [1] * len(row.ids) for row in rows],
+                                           device=device),
+        }  # fmt: skip
+        for key in sorted({key for row in rows if row.vision for key in row.vision}):
+            values = [(row, (row.vision or {}).get(key)) for row in rows]
+            if any(v is not None and v.dim() == 2 and v.shape[1] == len(r.ids) for r, v in values):
+                parts = [
+                    torch.nn.functional.pad(v, (width - len(r.ids), 0)) if v is not None
+                    else torch.zeros((1, width), dtype=torch.long) for r, v in values
+                ]  # fmt: skip
+            else:
+                parts = [v for _, v in values if v is not None]
+            batch[key] = torch.cat(parts).to(device)
+        return batch
 
     def _prefix_kv(self, prefix: tuple[int, ...]) -> Any:
         """A fresh copy of the one-row KV cache of ``prefix`` (the last few prefixes are kept)."""

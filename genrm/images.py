@@ -1,7 +1,8 @@
 """Images of instances: read from a local path or a data URI (bounded), written as PNG data URIs.
 
 An instance's ``image`` is a path, a URL or a data URI (``genrm.schemas.Instance``). Servers that show it to a judge
-(SGLang, an OpenAI-compatible endpoint) receive the reference as is; training reads the pixels here. A URL is not
+(SGLang, an OpenAI-compatible endpoint) receive the reference as is; training and a judge run in process (the
+transformers backend) read the pixels here. A URL is not
 fetched: training must not depend on the network, so the message says to download it first. Every image is checked
 before it is decoded: at most :data:`MAX_IMAGE_BYTES` of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression
 bomb fails with a message, not an out-of-memory).
@@ -27,6 +28,7 @@ MAX_IMAGE_BYTES = 20_000_000
 MAX_IMAGE_PIXELS = 8192 * 8192
 
 _DATA_URI = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,", re.ASCII)
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://", re.ASCII)
 
 
 class ImageError(ValueError):
@@ -44,7 +46,7 @@ def _encoded_bytes(reference: str, base_dir: Path | None) -> bytes:
             raise ImageError(f"data URI image is not valid base64: {exc}") from None
     if reference.startswith("data:"):
         raise ImageError("a data URI image must look like data:image/<type>;base64,<data>")
-    if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://", reference):
+    if _URL.match(reference):
         raise ImageError(f"image {reference[:80]!r} is a URL: download it and give its path (training reads no URLs)")
     path = Path(reference)
     if base_dir is not None and not path.is_absolute():
@@ -81,3 +83,23 @@ def png_data_uri(image: Image) -> str:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=True)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def load_sent_image(reference: str, image_dir: Path | None = None) -> Image:
+    """An image a judge was sent with a request: a data URI, or a file inside ``image_dir``.
+
+    A judge behind a server must not read whatever file a request names, so a path is read only when ``image_dir``
+    is given, relative to it, and only if it resolves inside it (no ``..`` or absolute path out of it).
+
+    Raises:
+        ImageError: a URL, a path without ``image_dir`` or outside it, or what :func:`load_image` refuses.
+    """
+    if reference.startswith("data:") or _URL.match(reference):
+        return load_image(reference)
+    if image_dir is None:
+        raise ImageError("this judge reads no image files: send the image as a data URI (data:image/png;base64,...)")
+    root = image_dir.resolve()
+    path = (root / reference).resolve()
+    if not path.is_relative_to(root):
+        raise ImageError(f"image path {reference[:200]!r} is outside the image folder {str(root)[:200]!r}")
+    return load_image(str(path))

@@ -33,6 +33,7 @@ class ModelJudge:
         parse_retries: int = 1,
         retry_temperature: float = 0.7,
         name: str = "transformers",
+        sees_images: bool = False,
     ) -> None:
         """Configure the judge.
 
@@ -43,19 +44,27 @@ class ModelJudge:
             parse_retries: new samples for an answer that could not be read (>= 0).
             retry_temperature: temperature of those new samples when ``temperature`` is 0.
             name: the backend's name in records and logs.
+            sees_images: whether the generator shows a prompt's image to the model (a vision-language judge).
         """
         if parse_retries < 0:
             raise ValueError("parse_retries must be >= 0")
-        self._generate, self.constrained, self.name = generate, constrained, name
+        self._generate, self.constrained, self.name, self.sees_images = generate, constrained, name, sees_images
         self.temperature, self.parse_retries = temperature, parse_retries
         self.retry_temperature = temperature if temperature > 0 else retry_temperature
         self.usage_callback: Callable[[int, int], None] | None = None
 
     @classmethod
     def from_pretrained(
-        cls, path: str, device: str = "auto", max_tokens: int = 1024, constrained: bool = True, parse_retries: int = 1
+        cls,
+        path: str,
+        device: str = "auto",
+        max_tokens: int = 1024,
+        constrained: bool = True,
+        parse_retries: int = 1,
+        image_dir: str | None = None,
     ) -> ModelJudge:
-        """A judge on a checkpoint loaded in this process (:class:`genrm.hf_generation.LocalGenerator`), unbatched.
+        """A judge on a checkpoint loaded in this process (:class:`genrm.hf_generation.LocalGenerator`), unbatched;
+        a vision-language checkpoint is shown the images (data URIs, or files under ``image_dir``).
 
         Raises OSError or ValueError when the checkpoint cannot be loaded or has no chat template.
         """
@@ -63,9 +72,10 @@ class ModelJudge:
         from genrm.judge import SamplingSettings
 
         generator = LocalGenerator.from_pretrained(
-            path, device=device, sampling=SamplingSettings(max_tokens=max_tokens), constrained=constrained
-        )  # type: ignore[arg-type]
-        return cls(generator.generate, constrained=constrained, parse_retries=parse_retries)
+            path, device=device, sampling=SamplingSettings(max_tokens=max_tokens), constrained=constrained,
+            image_dir=image_dir,
+        )  # type: ignore[arg-type]  # fmt: skip
+        return cls(generator.generate, constrained, parse_retries=parse_retries, sees_images=generator.sees_images)
 
     def _answers(self, items: list[GenerationItem]) -> list[Generation]:
         answers = self._generate(items)

@@ -45,6 +45,9 @@ def register(sub: Any) -> None:
     )
     serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="transformers backend: where the model runs")
     serve.add_argument("--max-batch-size", type=int, help="transformers backend: most prompts in one batch")
+    serve.add_argument(
+        "--image-dir", metavar="DIR", help="transformers backend, vision-language judge: the folder of image files"
+    )
     serve.add_argument("--max-tokens", type=int, dest="judge_max_tokens", help="output token budget per answer")
     serve.add_argument("--tp-size", type=int, help="tensor-parallel size of the launched SGLang server")
     serve.add_argument("--dp-size", type=int, help="data-parallel size of the launched SGLang server")
@@ -75,6 +78,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             judge_model=args.judge_model, launch=args.launch, model_path=args.model_path, tp_size=args.tp_size,
             dp_size=args.dp_size, mem_fraction_static=args.mem_fraction_static, sglang_port=args.sglang_port,
             device=args.device, max_batch_size=args.max_batch_size, judge_max_tokens=args.judge_max_tokens,
+            image_dir=args.image_dir,
         )  # fmt: skip
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)

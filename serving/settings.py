@@ -76,6 +76,11 @@ class ServerSettings(BaseSettings):
         default_factory=dict, description="transformers backend: chat-template variables, e.g. enable_thinking"
     )
     prefix_cache: bool = Field(True, description="transformers backend: compute a batch's common prefix once")
+    image_dir: Path | None = Field(
+        None,
+        description="transformers backend with a vision-language judge: the folder image paths are read from "
+        "(relative to it, never outside it); without it only data URI images are read",
+    )
     max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
     batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -1,5 +1,8 @@
 """The ``transformers`` backend: a judge checkpoint loaded in the server's own process (CPU or GPU).
 
+Text judges and vision-language ones (the ``vlm`` exposure: images sent as data URIs, or files under the
+``image_dir`` setting).
+
 For a single machine without SGLang, for CPU-only set-ups and for tests with a tiny model. Requests run in worker
 threads; their judge calls meet in a :class:`genrm.batching.BatchingGenerator`, so concurrent groups share batches on
 the one model, and answers are constrained to each rubric's schema by XGrammar where it is installed
@@ -40,8 +43,9 @@ class TransformersBackend:
         self.generator = generator
         self._batcher = BatchingGenerator(generator.generate, max_batch_size, max_wait_s)
         self._judge = ModelJudge(
-            self._batcher, temperature=generator.sampling.temperature, parse_retries=parse_retries, name=self.name
-        )
+            self._batcher, temperature=generator.sampling.temperature, parse_retries=parse_retries, name=self.name,
+            sees_images=generator.sees_images,
+        )  # fmt: skip
         self._threads = anyio.CapacityLimiter(max_concurrent_groups)
 
     @classmethod
@@ -56,6 +60,7 @@ class TransformersBackend:
             trust_remote_code=settings.trust_remote_code, sampling=sampling,
             constrained=settings.constrained_decoding, chat_template_kwargs=settings.chat_template_kwargs,
             name=str(settings.judge_model or settings.model_path), prefix_cache=settings.prefix_cache,
+            image_dir=settings.image_dir,
         )  # fmt: skip
         wait_s = settings.batch_wait_ms / 1000
         return cls(generator, settings.max_batch_size, wait_s, max_concurrent_groups=settings.max_concurrent_groups)

@@ -314,9 +314,31 @@ def test_audit_run_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     assert main(args) == 0
     report = json.loads((out / "audit.json").read_text())
     assert report["judge"] == "transformers" and report["skipped"] == {
-        "vlm": "the transformers backend runs text-only judges"
+        "vlm": f"{tiny_judge_dir} is a text-only model: it cannot be shown the image"
     }
     (default,) = report["settings"]
     judged = [c for c in default["categories"] if c["responses"]]
     assert len(judged) == 4 and all(c["failed"] == 0 and c["fpr"]["total"] > 0 for c in judged)
-    assert "vlm skipped: the transformers backend" in capsys.readouterr().err
+    assert "vlm skipped:" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_audit_run_of_a_vision_language_checkpoint_shows_it_the_images(tmp_path):
+    from genrm.tiny_model import save_tiny_vlm_judge
+
+    audit = read_audit(SHIPPED.read_text().splitlines())
+    with_image = [e for e in audit if e.image]
+    picked = {with_image[0].input_id, next(e.input_id for e in with_image if e.category != "regular")}
+    subset = tmp_path / "audit.jsonl"
+    subset.write_text("".join(e.model_dump_json() + "\n" for e in audit if e.input_id in picked))
+    judge, out = save_tiny_vlm_judge(tmp_path / "vlm-judge"), tmp_path / "run"
+    args = ["audit", "run", str(subset), "-o", str(out), "--backend", "transformers", "--model", str(judge),
+            "--device", "cpu", "--max-tokens", "512", "--settings", "vlm", "-q"]  # fmt: skip
+    assert main(args) == 0
+    report = json.loads((out / "audit.json").read_text())
+    (vlm,) = report["settings"]
+    assert report["skipped"] == {} and vlm["setting"] == "vlm"
+    (judged,) = [c for c in vlm["categories"] if c["responses"]]
+    # every response judged with its image: no judgement failed, and the regular ones were scored
+    assert judged["failed"] == 0 and judged["fpr"]["total"] > 0
+    assert vlm["regular_failed"] == 0 and vlm["regular"]["total"] > 0

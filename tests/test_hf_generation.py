@@ -1,12 +1,15 @@
 """Batched local generation with transformers and XGrammar, on the tiny judge (real model, real grammar)."""
 
+import base64
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from genrm.hf_generation import GenerationItem, LocalGenerator, _common_prefix_length
 from genrm.judge import SamplingSettings
+from genrm.judge_data import read_examples
 from genrm.output_schema import scoring_json_schema
 from genrm.prompts import ChatPrompt, build_group_prompts, exposed_plans
 from genrm.rubric import plan_rubric
@@ -71,7 +74,7 @@ def test_problems_are_per_prompt_errors(generator, example_instances):
     answers = generator.generate([items[0], too_long, with_image, bad_schema])
     assert answers[0].error is None
     assert "exceeds the model's" in answers[1].error
-    assert "text judges" in answers[2].error
+    assert "text-only judge" in answers[2].error
     assert "could not compile" in answers[3].error
 
 
@@ -112,3 +115,77 @@ def test_the_shared_prefix_cache_changes_nothing_but_the_cost(tiny_judge_dir, ex
 )
 def test_common_prefix_leaves_every_row_a_token(rows, shared):
     assert _common_prefix_length(rows) == shared
+
+
+SYNTH_TEST = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"
+
+
+@pytest.fixture(scope="module")
+def vlm_generator(tmp_path_factory):
+    from genrm.tiny_model import save_tiny_vlm_judge
+
+    path = save_tiny_vlm_judge(tmp_path_factory.mktemp("tiny-vlm-judge"))
+    return LocalGenerator.from_pretrained(str(path), device="cpu", sampling=SamplingSettings(max_tokens=512))
+
+
+def _image_items(count):
+    """vlm prompts of synthetic examples with (distinct) images, and their schemas."""
+    examples = [e for e in read_examples(SYNTH_TEST.read_text().splitlines()) if e.image]
+    picked = list({e.image: e for e in examples}.values())[:count]
+    items = []
+    for example in picked:
+        plans = example.plans("vlm")
+        (prompt,) = build_group_prompts(example.prompt, plans, [example.response], "vlm", example.image)
+        items.append(GenerationItem(prompt, scoring_json_schema(plans)))
+    return items
+
+
+def test_a_vision_language_judge_is_shown_each_rows_image(vlm_generator, example_instances):
+    assert vlm_generator.sees_images
+    images, (text, *_) = _image_items(2), _items(example_instances[:1])[0]
+    alone = [vlm_generator.generate([item])[0] for item in images]
+    mixed = vlm_generator.generate([images[0], text, images[1]])
+    for answer, item in zip(alone, images, strict=True):
+        assert answer.error is None and answer.finished
+        jsonschema.validate(json.loads(answer.text, strict=False), item.schema)
+    # greedy rows answer the same alone and in a batch that mixes images and text
+    assert [a.text for a in alone] == [mixed[0].text, mixed[2].text] and mixed[1].error is None
+    # the image's tokens are in the prompt: many more than the same text without the image
+    blind = vlm_generator.generate([GenerationItem(ChatPrompt(images[0].prompt.system, images[0].prompt.user))])[0]
+    assert alone[0].prompt_tokens >= blind.prompt_tokens + 16
+
+
+def test_a_batch_keeps_each_rows_pixels_in_row_order(vlm_generator, example_instances):
+    import torch
+
+    images = _image_items(2)
+    rows = [vlm_generator._prepare(item) for item in (images[1], _items(example_instances[:1])[0][0], images[0])]
+    batch = vlm_generator._vision_inputs(rows)
+    assert torch.equal(
+        batch["pixel_values"], torch.cat([rows[0].vision["pixel_values"], rows[2].vision["pixel_values"]])
+    )
+    assert not torch.equal(rows[0].vision["pixel_values"], rows[2].vision["pixel_values"])
+    width = batch["input_ids"].shape[1]
+    assert batch["input_ids"][1, width - len(rows[1].ids) :].tolist() == rows[1].ids  # left padded
+    assert batch["attention_mask"].sum(dim=1).tolist() == [len(row.ids) for row in rows]
+
+
+def test_image_references_a_judge_reads_and_refuses(vlm_generator, tmp_path):
+    png = base64.b64decode(_image_items(1)[0].prompt.image.split(",", 1)[1])
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "sign.png").write_bytes(png)
+    (tmp_path / "secret.png").write_bytes(png)
+    confined = LocalGenerator(vlm_generator.model, vlm_generator.tokenizer, SamplingSettings(max_tokens=16),
+                              processor=vlm_generator.processor, image_dir=tmp_path / "images")  # fmt: skip
+
+    def ask(generator, image):
+        return generator.generate([GenerationItem(ChatPrompt("system", "read the sign", image=image))])[0]
+
+    assert ask(confined, "sign.png").error is None
+    assert ask(confined, "data:image/png;base64," + base64.b64encode(png).decode()).error is None
+    assert "outside the image folder" in ask(confined, "../secret.png").error
+    assert "outside the image folder" in ask(confined, str(tmp_path / "secret.png")).error
+    assert "is a URL" in ask(confined, "https://example.com/sign.png").error
+    assert "does not exist" in ask(confined, "absent.png").error
+    assert "reads no image files" in ask(vlm_generator, str(tmp_path / "images" / "sign.png")).error
+    assert "not a readable image" in ask(confined, "data:image/png;base64," + base64.b64encode(b"junk").decode()).error

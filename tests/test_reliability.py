@@ -85,3 +85,6 @@ def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     assert table["Schema"]["percent"] == 100.0 and table["Execution"]["percent"] == 100.0
     assert table["Sample-level"]["total"] == 8
     assert "Reliability of transformers" in capsys.readouterr().out
+    # a text-only model cannot be shown the images the vlm exposure is about: refused before any judging
+    assert main([*args, "--exposure", "vlm"]) == 2
+    assert f"{tiny_judge_dir} is a text-only model" in capsys.readouterr().err

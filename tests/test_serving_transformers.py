@@ -72,3 +72,35 @@ def test_a_missing_checkpoint_stops_the_server_with_a_message(tmp_path):
         with ServeProcess("--backend", "transformers", "--model", str(tmp_path / "absent"), startup_timeout_s=60):
             pass
     assert "absent" in str(failure.value)
+
+
+def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp_path):
+    import base64
+    from pathlib import Path
+
+    from genrm.judge_data import read_examples
+    from genrm.schemas import Instance
+    from genrm.tiny_model import save_tiny_vlm_judge
+
+    synth = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"
+    example = next(e for e in read_examples(synth.read_text().splitlines()) if e.image)
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "sign.png").write_bytes(base64.b64decode(example.image.split(",", 1)[1]))
+    (tmp_path / "private.png").write_bytes(base64.b64decode(example.image.split(",", 1)[1]))
+    inline = Instance(id="inline", prompt=example.prompt, image=example.image, task_type=example.task_type,
+                      rubric=example.rubric, responses=[example.response, "No idea."])  # fmt: skip
+    by_path = inline.model_copy(update={"id": "by-path", "image": "sign.png"})
+    escaping = inline.model_copy(update={"id": "escaping", "image": "../private.png"})
+    judge = save_tiny_vlm_judge(tmp_path / "judge")
+    args = ("--backend", "transformers", "--model", str(judge), "--device", "cpu", "--max-tokens", "512",
+            "--exposure", "vlm", "--image-dir", str(tmp_path / "images"), "--log-level", "warning")  # fmt: skip
+    with ServeProcess(*args) as served, RewardClient(served.url, timeout_s=300) as client:
+        results = {r.id: r for r in client.score([inline, by_path, escaping])}
+    for name in ("inline", "by-path"):
+        assert all(record.judge_failure is None for record in results[name].records)
+        assert all(reward is not None for reward in results[name].rewards)
+    # the same image read from the folder as from the data URI: the same greedy judgements
+    assert [r.criteria for r in results["inline"].records] == [r.criteria for r in results["by-path"].records]
+    failed = results["escaping"].records
+    assert all(r.judge_failure == "backend_error" and "outside the image folder" in r.judge_reason for r in failed)
+    assert all(reward is None for reward in results["escaping"].rewards)
