@@ -76,7 +76,8 @@ def grpo_share(kind: str, model: str | None, policy: str, steps: int, workdir: P
     timed = TimedScorer(JudgeScorer(_judge(kind, model), ScoringConfig()))
     args = GRPOConfig(output_dir=str(workdir / f"grpo-{kind}"), per_device_train_batch_size=16, num_generations=G,
                       max_completion_length=6, temperature=1.0, learning_rate=5e-3, max_steps=steps, use_cpu=True,
-                      report_to="none", save_strategy="no", logging_steps=steps, seed=0,
+                      bf16=False, gradient_checkpointing=False, report_to="none", save_strategy="no",
+                      logging_steps=steps, seed=0,
                       disable_tqdm=True)  # fmt: skip
     trainer = RubricGRPOTrainer(model=policy, reward_funcs=[RubricReward(timed)], args=args,
                                 train_dataset=policy_dataset(PROMPTS))  # fmt: skip

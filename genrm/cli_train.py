@@ -14,26 +14,24 @@ import sys
 from typing import Any
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    from trl import ModelConfig, TrlParser
+def train_parser(job: str) -> Any:
+    """The ``trl.TrlParser`` of a judge-training job (``sft`` or ``rlvr``): recipe keys and ``--flags`` of
+    ``JudgeDataArguments``, ``SFTConfig`` or ``GRPOConfig``, and ``ModelConfig``."""
+    from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
 
     from genrm.train_common import JudgeDataArguments
 
+    config_type = {"sft": SFTConfig, "rlvr": GRPOConfig}[job]
+    return TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {job}")
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.job == "sft":
-        from trl import SFTConfig
-
         from genrm.train_sft import run_sft as run
-
-        config_type: Any = SFTConfig
     else:
-        from trl import GRPOConfig
-
         from genrm.train_rlvr import run_rlvr as run
-
-        config_type = GRPOConfig
-    parser = TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {args.job}")
-    data, training, model = parser.parse_args_and_config(args=args.rest)
+    data, training, model = train_parser(args.job).parse_args_and_config(args=args.rest)
     try:
         run(data, training, model)
     except (ValueError, FileNotFoundError) as exc:  # bad data or a recipe that does not fit the model

@@ -74,11 +74,23 @@ def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code
     return processor
 
 
-def _fits(tokenizer: Any, messages: Sequence[dict[str, Any]], max_length: int) -> bool:
-    ids = tokenizer.apply_chat_template(list(messages), tokenize=True)
+def token_count(processing: Any, record: dict[str, Any]) -> int:
+    """The tokens of a record's ``prompt`` and ``completion`` (when it has one) as the trainer will see them: with
+    its images (the ``images`` column) expanded by the processor into the image tokens the model reads."""
+    import copy
+
+    messages = list(record["prompt"]) + list(record.get("completion", []))
+    if record.get(IMAGES_COLUMN):
+        from trl.data_utils import prepare_multimodal_messages
+
+        # TRL's own layout of a vision record (the image part before the user's text), on a copy
+        shown = prepare_multimodal_messages(copy.deepcopy(messages), images=list(record[IMAGES_COLUMN]))
+        ids = processing.apply_chat_template(shown, tokenize=True, return_dict=True)["input_ids"]
+        return len(ids[0]) if ids and isinstance(ids[0], list) else len(ids)
+    ids = getattr(processing, "tokenizer", processing).apply_chat_template(messages, tokenize=True)
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
-    return len(ids) <= max_length
+    return len(ids)
 
 
 def prepare_judge_model(data: JudgeDataArguments, training: Any, model_args: Any) -> tuple[str, Any]:
@@ -103,7 +115,6 @@ def judge_datasets(
     against the data file's folder); an unreadable image stops with a message naming its example.
     """
     exposure = data.checked_exposure()
-    tokenizer = getattr(processing, "tokenizer", processing)
     if exposure == "vlm":
         columns = (*columns, IMAGES_COLUMN)
 
@@ -111,7 +122,7 @@ def judge_datasets(
         records = [build(example, exposure) for example in load_examples(path, limit)]
         if exposure == "vlm":
             records = [_with_pixels(record, Path(path).parent) for record in records]
-        return records_dataset(records, columns, tokenizer, max_tokens, path)
+        return records_dataset(records, columns, processing, max_tokens, path)
 
     train = dataset(data.train_file, data.max_examples)
     return train, dataset(data.eval_file, None) if data.eval_file else None
@@ -139,17 +150,18 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
 
 
 def records_dataset(
-    records: Sequence[dict[str, Any]], columns: Sequence[str], tokenizer: Any, max_tokens: int, source: str
+    records: Sequence[dict[str, Any]], columns: Sequence[str], processing: Any, max_tokens: int, source: str
 ) -> Any:
-    """A ``datasets.Dataset`` of ``columns`` from the records whose messages fit in ``max_tokens``.
+    """A ``datasets.Dataset`` of ``columns`` from the records that fit in ``max_tokens``.
 
-    The messages counted are the ``prompt`` plus the ``completion`` when there is one. Records that do not fit are
-    dropped with a warning (never truncated: a cut answer would teach the judge to stop mid-JSON); raises ValueError
-    when none fits.
+    What is counted is the ``prompt`` plus the ``completion`` when there is one, with the image tokens of a record's
+    ``images`` (:func:`token_count`; ``processing`` is the tokenizer, or the processor of a vision-language judge).
+    Records that do not fit are dropped with a warning (never truncated: a cut answer would teach the judge to stop
+    mid-JSON, and a cut image would not match its features); raises ValueError when none fits.
     """
     from datasets import Dataset
 
-    kept = [r for r in records if _fits(tokenizer, list(r["prompt"]) + list(r.get("completion", [])), max_tokens)]
+    kept = [record for record in records if token_count(processing, record) <= max_tokens]
     if len(kept) < len(records):
         logger.warning("dropped %d of %d records of %s longer than %d tokens", len(records) - len(kept),
                        len(records), source, max_tokens)  # fmt: skip

@@ -8,6 +8,8 @@ the reward functions: :func:`genrm.judge_rewards.format_reward_func` (1 only for
 rubric slot with the right type) and :func:`genrm.judge_rewards.content_reward_func` (extracted values checked by
 each criterion's verifier against the label, fuzzy credits against the label's). Free-text fields are not rewarded.
 Sampling is free (no grammar): the judge has to learn the format, which constrained serving then only guarantees.
+Under the ``vlm`` exposure the judge sees each input's image, and a batch may mix inputs with and without one
+(:mod:`genrm.grpo_images`).
 Recipe fields are those of :class:`genrm.train_common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``,
 ``max_completion_length``, ``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
 """
@@ -36,7 +38,9 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
         model_args: a ``trl.ModelConfig`` (model path, dtype, LoRA settings).
     """
     from transformers import AutoConfig
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
+
+    from genrm.grpo_images import MixedImageGRPOTrainer
 
     path, processing = prepare_judge_model(data, training, model_args)
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
@@ -44,7 +48,7 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     max_prompt_tokens = positions - training.max_completion_length
     train, evaluation = judge_datasets(data, rlvr_record, ("prompt", LABEL_COLUMN), processing, max_prompt_tokens)
     logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
-    trainer = GRPOTrainer(
+    trainer = MixedImageGRPOTrainer(
         model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,
         processing_class=processing, peft_config=get_peft_config(model_args),
     )  # fmt: skip

@@ -13,15 +13,22 @@ import sys
 from typing import Any
 
 
-def _cmd_rl(args: argparse.Namespace) -> int:
+def rl_parser() -> Any:
+    """The ``trl.TrlParser`` of ``genrm rl``: recipe keys and ``--flags`` of ``PolicyRLArguments``, ``GRPOConfig``
+    and ``ModelConfig``."""
     from trl import GRPOConfig, ModelConfig, TrlParser
 
-    from policy_rl.grpo import PolicyRLArguments, run_rl
+    from policy_rl.grpo import PolicyRLArguments
+
+    return TrlParser((PolicyRLArguments, GRPOConfig, ModelConfig), prog="genrm rl")
+
+
+def _cmd_rl(args: argparse.Namespace) -> int:
+    from policy_rl.grpo import run_rl
     from policy_rl.rubric_reward import JudgeDown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    parser = TrlParser((PolicyRLArguments, GRPOConfig, ModelConfig), prog="genrm rl")
-    rl_args, training, model = parser.parse_args_and_config(args=args.rest)
+    rl_args, training, model = rl_parser().parse_args_and_config(args=args.rest)
     try:
         run_rl(rl_args, training, model)
     except (ValueError, FileNotFoundError) as exc:  # bad prompts, a judge setting of no known form, a bad recipe

@@ -3,8 +3,9 @@
 Each instance becomes one row: ``prompt`` (the conversation the policy answers: an optional system message and the
 instance's prompt), ``genrm_instance`` (the instance without responses, as a JSON string, so Arrow never has to
 unify rubrics of different shapes; the reward function reads its rubric from there) and, for vision-language
-policies, ``image`` (decoded, TRL's vision column). The judge's view is decided by the reward's exposure, not by the
-dataset: under ``minimal`` the image goes to the policy and never to the judge.
+policies, ``images`` (TRL's vision column: the decoded image, or an empty list for an instance without one, so a set
+may mix both). The judge's view is decided by the reward's exposure, not by the dataset: under ``minimal`` the image
+goes to the policy and never to the judge.
 
 Responses in the file are ignored: the policy writes its own.
 """
@@ -20,7 +21,7 @@ from policy_rl.rubric_reward import INSTANCE_COLUMN
 
 
 def policy_record(instance: Instance, system_prompt: str | None = None, with_image: bool = False) -> dict[str, Any]:
-    """One GRPO prompt row of ``instance`` (``image`` holds the reference as is; :func:`policy_dataset` decodes)."""
+    """One GRPO prompt row of ``instance`` (``images`` holds the reference as is; :func:`policy_dataset` decodes)."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     messages.append({"role": "user", "content": instance.prompt})
     row: dict[str, Any] = {
@@ -28,7 +29,7 @@ def policy_record(instance: Instance, system_prompt: str | None = None, with_ima
         INSTANCE_COLUMN: instance.model_copy(update={"responses": []}).model_dump_json(exclude_none=True),
     }
     if with_image:
-        row["image"] = instance.image
+        row["images"] = [instance.image] if instance.image else []
     return row
 
 
@@ -55,8 +56,8 @@ def policy_dataset(
     Args:
         path: instance JSONL.
         system_prompt: a system message put before every prompt (None for none).
-        vision: keep each instance's image in an ``image`` column (decoded; every instance must have one) for a
-            vision-language policy.
+        vision: keep each instance's image in an ``images`` column (decoded; ``[]`` for an instance without one,
+            and at least one instance must have one) for a vision-language policy.
         limit: use only the first ``limit`` instances.
     """
     from datasets import Dataset
@@ -68,11 +69,11 @@ def policy_dataset(
     if vision:
         from genrm.images import ImageError, load_image
 
+        if not any(instance.image for instance in instances):
+            raise ValueError(f"no instance of {path} has an image, and the policy is set to see them (vision)")
         for row, instance in zip(rows, instances, strict=True):
-            if not instance.image:
-                raise ValueError(f"instance {instance.id} has no image; a vision-language policy needs one per prompt")
             try:
-                row["image"] = load_image(instance.image, path.parent)
+                row["images"] = [load_image(instance.image, path.parent)] if instance.image else []
             except ImageError as exc:
                 raise ValueError(f"instance {instance.id}: {exc}") from None
     return Dataset.from_list(rows)

@@ -14,6 +14,9 @@ Other ways were weighed: grouping on the reward server by a group id would need 
 in one place and wait for each other (a barrier over HTTP); and normalizing advantages ourselves would duplicate
 TRL's options (``scale_rewards``, ``multi_objective_aggregation``). The hook changes only the reward values.
 
+A vision-language policy may train on prompts with and without images in one batch
+(:class:`genrm.grpo_images.MixedImageGRPOTrainer`).
+
 Needs torch, TRL and accelerate.
 """
 
@@ -21,12 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trl import GRPOTrainer
-
+from genrm.grpo_images import MixedImageGRPOTrainer
 from policy_rl.rubric_reward import RubricReward
 
 
-class RubricGRPOTrainer(GRPOTrainer):
+class RubricGRPOTrainer(MixedImageGRPOTrainer):
     """``GRPOTrainer`` whose :class:`RubricReward` columns are remapped and aggregated over whole groups."""
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:

@@ -47,3 +47,11 @@ def tiny_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from genrm.tiny_model import save_tiny_judge
 
     return save_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained tiny vision-language judge (LLaVA layout: CLIP encoder + the tiny Qwen3) saved once per session."""
+    from genrm.tiny_model import save_tiny_vlm_judge
+
+    return save_tiny_vlm_judge(tmp_path_factory.mktemp("tiny-vlm-judge"))

@@ -323,15 +323,13 @@ def test_audit_run_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_audit_run_of_a_vision_language_checkpoint_shows_it_the_images(tmp_path):
-    from genrm.tiny_model import save_tiny_vlm_judge
-
+def test_audit_run_of_a_vision_language_checkpoint_shows_it_the_images(tmp_path, tiny_vlm_judge_dir):
     audit = read_audit(SHIPPED.read_text().splitlines())
     with_image = [e for e in audit if e.image]
     picked = {with_image[0].input_id, next(e.input_id for e in with_image if e.category != "regular")}
     subset = tmp_path / "audit.jsonl"
     subset.write_text("".join(e.model_dump_json() + "\n" for e in audit if e.input_id in picked))
-    judge, out = save_tiny_vlm_judge(tmp_path / "vlm-judge"), tmp_path / "run"
+    judge, out = tiny_vlm_judge_dir, tmp_path / "run"
     args = ["audit", "run", str(subset), "-o", str(out), "--backend", "transformers", "--model", str(judge),
             "--device", "cpu", "--max-tokens", "512", "--settings", "vlm", "-q"]  # fmt: skip
     assert main(args) == 0

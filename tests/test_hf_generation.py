@@ -121,11 +121,10 @@ SYNTH_TEST = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / 
 
 
 @pytest.fixture(scope="module")
-def vlm_generator(tmp_path_factory):
-    from genrm.tiny_model import save_tiny_vlm_judge
-
-    path = save_tiny_vlm_judge(tmp_path_factory.mktemp("tiny-vlm-judge"))
-    return LocalGenerator.from_pretrained(str(path), device="cpu", sampling=SamplingSettings(max_tokens=512))
+def vlm_generator(tiny_vlm_judge_dir):
+    return LocalGenerator.from_pretrained(
+        str(tiny_vlm_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=512)
+    )
 
 
 def _image_items(count):

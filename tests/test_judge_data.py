@@ -120,6 +120,24 @@ def test_records_too_long_are_dropped_not_truncated(examples, tiny_judge_dir):
         records_dataset(records, ("prompt",), tokenizer, 10, "test")
 
 
+def test_a_record_that_fits_only_without_its_image_is_dropped(examples, tiny_vlm_judge_dir):
+    from transformers import AutoProcessor
+
+    from genrm.images import load_image
+    from genrm.train_common import records_dataset, token_count
+
+    processor = AutoProcessor.from_pretrained(tiny_vlm_judge_dir)
+    pictured = next(e for e in examples if e.image)
+    record = sft_record(pictured, "vlm")
+    text_only = token_count(processor, dict(record, images=[]))
+    shown = dict(record, images=[load_image(pictured.image)])
+    with_image = token_count(processor, shown)
+    assert with_image > text_only  # the image's tokens are counted
+    assert len(records_dataset([shown], ("prompt", "completion", "images"), processor, with_image, "t")) == 1
+    with pytest.raises(ValueError, match="no record of t fits"):
+        records_dataset([shown], ("prompt", "completion", "images"), processor, with_image - 1, "t")
+
+
 def test_grounding_inputs_carry_a_picture_of_their_target(examples):
     from PIL import Image, ImageChops
 

@@ -58,7 +58,7 @@ def test_the_mean_reward_rises_against_the_rule_judge(tiny_policy, tmp_path):
             "--output_dir", str(out)]  # fmt: skip
     assert main(args) == 0
     rewards = _rewards(out)
-    assert len(rewards) == 16
+    assert len(rewards) == 32
     assert sum(rewards[-4:]) / 4 > sum(rewards[:4]) / 4 + 0.15
     assert (out / "training_curves.png").stat().st_size > 1000
 
@@ -88,30 +88,31 @@ def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_polic
     assert "the judge is down: no completion could be judged in 3 batches in a row" in capsys.readouterr().err
 
 
-def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_path):
+def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_path, tiny_vlm_judge_dir):
     from trl import GRPOConfig
 
     from genrm.judge import RuleJudge
     from genrm.prompts import build_group_prompts
     from genrm.schemas import Instance
     from genrm.synthetic import generate_examples
-    from genrm.tiny_model import save_tiny_vlm_judge
     from policy_rl.data import policy_dataset
     from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
     from policy_rl.scorers import JudgeScorer
     from policy_rl.trainer import RubricGRPOTrainer
 
-    pictured = {e.input_id: e for e in generate_examples(24, seed=1) if e.image}
+    examples = generate_examples(24, seed=1)
+    # one instance with an image and one without: TRL's batch of 2 prompts x 4 samples mixes them
+    mixed = {e.input_id: e for e in (next(e for e in examples if e.image), next(e for e in examples if not e.image))}
     prompts = tmp_path / "prompts.jsonl"
     rows = [Instance(id=i, prompt=e.prompt, image=e.image, task_type=e.task_type, rubric=e.rubric)
-            for i, e in pictured.items()]  # fmt: skip
+            for i, e in mixed.items()]  # fmt: skip
     prompts.write_text("".join(row.model_dump_json() + "\n" for row in rows))
     seen = {"batches": [], "requests": []}
 
     class Recording(RubricGRPOTrainer):
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
-            seen["batches"].append(sorted(out))
+            seen["batches"].append((sorted(out), sorted(out.get("num_images") or [])))
             return out
 
     class RecordingJudge(RuleJudge):
@@ -119,19 +120,23 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
             seen["requests"].append(request)
             return super().judge_group(request)
 
-    policy = save_tiny_vlm_judge(tmp_path / "vlm")
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
-                      max_completion_length=8, max_steps=1, use_cpu=True, report_to="none",
-                      save_strategy="no")  # fmt: skip
+    policy = tiny_vlm_judge_dir
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
+                      max_completion_length=8, max_steps=1, use_cpu=True, bf16=False, gradient_checkpointing=False,
+                      report_to="none", save_strategy="no")  # fmt: skip
     dataset = policy_dataset(prompts, vision=True)
-    assert INSTANCE_COLUMN in dataset.column_names and dataset[0]["image"].size == (64, 64)
+    assert INSTANCE_COLUMN in dataset.column_names
+    assert sorted(len(images) for images in dataset["images"]) == [0, 1]
+    assert next(images for images in dataset["images"] if images)[0].size == (64, 64)
     trainer = Recording(
         model=str(policy), reward_funcs=[RubricReward(JudgeScorer(RecordingJudge()))], args=args, train_dataset=dataset
     )
     trainer.train()
-    assert seen["batches"] and all("pixel_values" in keys for keys in seen["batches"])  # the policy saw the images
+    # the policy saw the image of the pictured prompt in each of its 4 samples, and none for the other prompt
+    assert seen["batches"] and all("pixel_values" in keys and counts == [0] * 4 + [1] * 4
+                                   for keys, counts in seen["batches"])  # fmt: skip
     # the judge is asked under minimal exposure: its prompts carry no image although the instance has one
-    assert seen["requests"] and all(r.responses and r.image for r in seen["requests"])
+    assert seen["requests"] and any(r.image for r in seen["requests"]) and all(r.responses for r in seen["requests"])
     for r in seen["requests"]:
         prompts = build_group_prompts(r.prompt, r.plans, r.responses, r.exposure, r.image)
         assert r.exposure == "minimal" and all(p.image is None for p in prompts)

@@ -114,3 +114,13 @@ def test_judge_settings():
     record = policy_record(INSTANCE, system_prompt="Be brief.")
     assert [m["role"] for m in record["prompt"]] == ["system", "user"]
     assert json.loads(record[INSTANCE_COLUMN])["responses"] == []
+
+
+def test_a_vision_policy_set_needs_an_image_somewhere(tmp_path):
+    from policy_rl.data import policy_dataset
+
+    text_only = tmp_path / "text.jsonl"
+    text_only.write_text(INSTANCE.model_dump_json() + "\n" + OTHER.model_dump_json() + "\n")
+    with pytest.raises(ValueError, match="no instance of .* has an image"):
+        policy_dataset(text_only, vision=True)
+    assert "images" not in policy_dataset(text_only).column_names

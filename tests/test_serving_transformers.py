@@ -74,13 +74,12 @@ def test_a_missing_checkpoint_stops_the_server_with_a_message(tmp_path):
     assert "absent" in str(failure.value)
 
 
-def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp_path):
+def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp_path, tiny_vlm_judge_dir):
     import base64
     from pathlib import Path
 
     from genrm.judge_data import read_examples
     from genrm.schemas import Instance
-    from genrm.tiny_model import save_tiny_vlm_judge
 
     synth = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"
     example = next(e for e in read_examples(synth.read_text().splitlines()) if e.image)
@@ -91,7 +90,7 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
                       rubric=example.rubric, responses=[example.response, "No idea."])  # fmt: skip
     by_path = inline.model_copy(update={"id": "by-path", "image": "sign.png"})
     escaping = inline.model_copy(update={"id": "escaping", "image": "../private.png"})
-    judge = save_tiny_vlm_judge(tmp_path / "judge")
+    judge = tiny_vlm_judge_dir
     args = ("--backend", "transformers", "--model", str(judge), "--device", "cpu", "--max-tokens", "512",
             "--exposure", "vlm", "--image-dir", str(tmp_path / "images"), "--log-level", "warning")  # fmt: skip
     with ServeProcess(*args) as served, RewardClient(served.url, timeout_s=300) as client:

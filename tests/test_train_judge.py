@@ -1,6 +1,6 @@
 """Training the judge for real steps on CPU: a tiny model from a config, SFT then RLVR through the command line.
 
-The runs are the shipped tiny CPU recipes (about 7 + 4 minutes on 2 cores): the SFT judge must learn the answer
+The runs are the shipped tiny CPU recipes (about 8 + 6 minutes on 2 cores): the SFT judge must learn the answer
 format (most greedy answers parse as JSON of the scoring schema, and a good share fill every rubric slot), and RLVR
 from it must raise the format reward of its sampled answers (on two prompts, so that 30 steps on CPU are enough).
 """
@@ -148,3 +148,32 @@ def test_a_vision_language_judge_learns_from_the_images_and_reloads(tmp_path):
     assert "pixel_values" in batch
     generated = model.generate(**batch, max_new_tokens=8, do_sample=False)
     assert generated.shape[1] > batch["input_ids"].shape[1]
+
+
+def test_rlvr_of_a_vision_language_judge_on_a_batch_mixing_inputs_with_and_without_images(tmp_path, monkeypatch):
+    from transformers.models.clip import modeling_clip
+
+    with open("datasets/judge_synth/train.jsonl", encoding="utf-8") as source:
+        lines = source.readlines()
+    pictured = next(line for line in lines if json.loads(line)["image"])
+    plain = [line for line in lines if not json.loads(line)["image"]][:2]
+    train = tmp_path / "mixed.jsonl"
+    train.write_text("".join([plain[0], pictured, plain[1]]), encoding="utf-8")
+    shown: list[int] = []  # images per call of the judge's vision tower
+    forward = modeling_clip.CLIPVisionModel.forward
+
+    def counting(self, pixel_values=None, *args, **kwargs):
+        shown.append(pixel_values.shape[0])
+        return forward(self, pixel_values, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_clip.CLIPVisionModel, "forward", counting)
+    out = tmp_path / "rlvr"
+    args = ["train", "rlvr", "--config", "recipes/rlvr_tiny_cpu.yaml", "--model_name_or_path", str(tmp_path / "base"),
+            "--build_tiny_model", "true", "--exposure", "vlm", "--train_file", str(train), "--output_dir", str(out),
+            "--max_steps", "1", "--per_device_train_batch_size", "6", "--num_generations", "2",
+            "--max_completion_length", "16", "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+    assert main(args) == 0
+    # sampling and the log-probability passes all saw the pictured input's image, once per sample, and nothing else
+    assert len(shown) >= 2 and set(shown) == {2}, shown
+    logged = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    assert logged and "rewards/format_reward_func/mean" in logged[0]

@@ -33,8 +33,8 @@ class RecordingTrainer(RubricGRPOTrainer):
 def main() -> None:
     policy, out = sys.argv[1], sys.argv[2]
     args = GRPOConfig(output_dir=out, per_device_train_batch_size=2, num_generations=4, max_completion_length=4,
-                      max_steps=1, use_cpu=True, report_to="none", save_strategy="no", temperature=1.0,
-                      learning_rate=1e-3, logging_steps=1, seed=0)  # fmt: skip
+                      max_steps=1, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
+                      save_strategy="no", temperature=1.0, learning_rate=1e-3, logging_steps=1, seed=0)  # fmt: skip
     dataset = policy_dataset("datasets/policy_rl/yes_no.jsonl", limit=4)
     trainer = RecordingTrainer(model=policy, reward_funcs=[RubricReward(JudgeScorer(RuleJudge()))], args=args,
                                train_dataset=dataset)  # fmt: skip
