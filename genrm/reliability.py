@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel
 
 from genrm.judge import GroupRequest, Judge
-from genrm.judge_data import CriterionLabel, JudgeExample
+from genrm.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.judge_output import ParsedJudgement
-from genrm.judge_rewards import arguments_score, expected_credit
+from genrm.judge_rewards import arguments_score, expected_credit, format_reward
 from genrm.prompts import Exposure
 
 _FORM_FAILURES = ("not_json", "schema", "backend_error")
@@ -186,3 +187,36 @@ def evaluate(
     checks = [check_answer(parsed, example, argument_threshold) for parsed, example in zip(answers, examples,
                                                                                            strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks
+
+
+def sampled_format_reward(
+    checkpoint: str | Path,
+    examples: Sequence[JudgeExample],
+    samples: int,
+    temperature: float = 0.7,
+    max_new_tokens: int = 256,
+    seed: int = 0,
+) -> float:
+    """Mean strict format reward (:func:`genrm.judge_rewards.format_reward` against each rubric, in [0, 1]) of
+    ``samples`` answers per example, sampled from the text judge at ``checkpoint`` the way RLVR samples them
+    (``temperature``, full vocabulary, at most ``max_new_tokens`` tokens), under the minimal exposure.
+
+    This is the reward RLVR raises, measured on fresh samples rather than read from the trainer's logs; the sampling
+    is seeded (``seed``), so the same checkpoint gives the same value on the same machine.
+    """
+    import statistics
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(checkpoint).eval()
+    prompts = [tokenizer.apply_chat_template(sft_record(e)["prompt"], tokenize=False, add_generation_prompt=True)
+               for e in examples]  # fmt: skip
+    batch = tokenizer(prompts, return_tensors="pt", padding=True)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
+                             top_k=0, num_return_sequences=samples)  # fmt: skip
+    texts = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+    return statistics.mean(format_reward(text, examples[i // samples].plans()) for i, text in enumerate(texts))

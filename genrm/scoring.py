@@ -7,7 +7,9 @@ criterion and mask by mask, how the reward came about.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +22,7 @@ from genrm.judge_output import ParsedJudgement
 from genrm.prompts import Exposure, check_exposure, exposed_plans
 from genrm.rubric import CriterionPlan, RubricPolicy, plan_rubric
 from genrm.schemas import Instance
-from verifiers import VerifyConfig
+from verifiers import VerifyConfig, expression_workers, uses_workers
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def score_group(
     responses = instance.responses
     if len(judgements) != len(responses):
         raise ValueError(f"{len(judgements)} judgements for {len(responses)} responses")
-    scores = [execute(parsed, plans, config.verify) for parsed in judgements]
+    scores = _execute_all(judgements, plans, config.verify)
     references = _references(instance)
     violations = [
         format_violations(r, instance.prompt, references, config.format) if config.check_format else []
@@ -156,6 +158,21 @@ def score_group(
         for i, (parsed, agg) in enumerate(zip(judgements, aggregates, strict=True))
     ]
     return InstanceResult(id=instance.id, rewards=[agg.reward for agg in aggregates], records=records)
+
+
+def _execute_all(
+    judgements: Sequence[ParsedJudgement], plans: Sequence[CriterionPlan], verify: VerifyConfig
+) -> list[list[CriterionScore]]:
+    # Checks that wait for expression workers run concurrently, one thread per worker, so that a group's hostile
+    # expressions cost its slowest check per worker rather than their sum; each thread keeps the caller's context
+    # (the server's tenant and budget). In-process checks are fast and stay in this thread.
+    if len(judgements) < 2 or not any(uses_workers(plan.verifier) for plan in plans):
+        return [execute(parsed, plans, verify) for parsed in judgements]
+    with ThreadPoolExecutor(max_workers=min(len(judgements), expression_workers())) as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify) for parsed in judgements
+        ]
+        return [future.result() for future in futures]
 
 
 def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticSerializationError
 
 from genrm.schemas import Instance
 from genrm.scoring import InstanceResult
@@ -78,3 +80,26 @@ class ErrorResponse(BaseModel):
     """A request the server refused or could not serve; ``detail`` names the field or the cause."""
 
     detail: Any
+
+
+def json_text(model: BaseModel) -> str:
+    """``model`` as JSON text that always encodes to UTF-8.
+
+    Text from outside can hold lone surrogates (JSON's ``"\\ud800"`` escape decodes to one), which UTF-8 cannot carry:
+    pydantic's fast serializer refuses them. Such a model is written with every non-ASCII character escaped instead,
+    so the client reads back exactly the text it sent.
+    """
+    try:
+        return model.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(model.model_dump(mode="json"), ensure_ascii=True, allow_nan=False)
+
+
+def json_line(value: Any) -> str:
+    """``value`` (plain JSON data) as one line of JSON text that encodes to UTF-8, non-ASCII kept where it can be."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escape it (see json_text)
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text

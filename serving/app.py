@@ -26,14 +26,14 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import ValidationError
 
@@ -52,12 +52,13 @@ from serving.api_models import (
     ScoreResponse,
     VerifyRequest,
     VerifyResponse,
+    json_text,
 )
 from serving.backends import AsyncJudge, BackendUnavailable, make_backend
 from serving.metrics import ServerMetrics
 from serving.record_log import RecordLog
 from serving.settings import ServerSettings
-from verifiers import VerifyConfig, verify_call_result, warm_up
+from verifiers import VerifierError, VerifyConfig, parse_call, tenant, uses_workers, verify_call_result, warm_up
 
 logger = logging.getLogger("genrm.serving")
 
@@ -77,10 +78,15 @@ class RequestError(Exception):
 
 
 class _Guard:
-    """Pure ASGI middleware: the body size limit (413) and per-endpoint request metrics."""
+    """Pure ASGI middleware: the bearer token (401), the body size limit (413) and per-endpoint request metrics.
 
-    def __init__(self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics) -> None:
+    The token is checked here, before anything of the body is read, on every path but ``/health`` (the OpenAPI
+    schema and the docs pages included), so a client without it learns nothing about the API or its own body.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics, api_key: str | None) -> None:
         self.app, self.max_bytes, self.metrics = app, max_bytes, metrics
+        self.expected = None if api_key is None else f"Bearer {api_key}".encode()
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
         if scope["type"] != "http":
@@ -88,7 +94,15 @@ class _Guard:
             return
         start, status, received = time.perf_counter(), [500], [0]
         endpoint = scope.get("path", "")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        if self.expected is not None and endpoint not in _OPEN_PATHS:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _send_error(send, status, 401, "header", "a valid bearer token is required", "auth",
+                                  [(b"www-authenticate", b"Bearer")])  # fmt: skip
+                self._count(endpoint, status[0], start)
+                return
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._too_large(send, status)
             self._count(endpoint, status[0], start)
@@ -121,12 +135,7 @@ class _Guard:
             self._count(endpoint, status[0], start)
 
     async def _too_large(self, send: Any, status: list[int]) -> None:
-        body = json.dumps({"detail": [{"loc": ["body"], "msg": f"body larger than {self.max_bytes} bytes",
-                                       "type": "too_large"}]}).encode()  # fmt: skip
-        status[0] = 413
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _send_error(send, status, 413, "body", f"body larger than {self.max_bytes} bytes", "too_large")
 
     def _count(self, endpoint: str, status: int, start: float) -> None:
         known = endpoint if endpoint in _ENDPOINTS else "other"
@@ -134,13 +143,42 @@ class _Guard:
         self.metrics.latency.labels(known).observe(time.perf_counter() - start)
 
 
-_BEARER = HTTPBearer(auto_error=False)
+async def _send_error(
+    send: Any, status: list[int], code: int, where: str, message: str, kind: str,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:  # fmt: skip
+    body = json.dumps({"detail": [{"loc": [where], "msg": message, "type": kind}]}).encode()
+    status[0] = code
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": code, "headers": headers + (extra_headers or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+_THREADS = 40  # threads for checks of each kind (anyio's default for all of them together)
 _ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
+_OPEN_PATHS = frozenset({"/health"})
+_MAX_ERRORS = 20  # validation errors reported per request
 
 
 def _json(model: Any, status: int = 200) -> Response:
     # Serialized once by pydantic; FastAPI would validate the model a second time.
-    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+    return Response(json_text(model), status_code=status, media_type="application/json")
+
+
+def _validation_detail(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """FastAPI's validation errors without the offending input (it may be huge, or NaN, or a lone surrogate, none
+    of which belong in a JSON answer); the location, message and type say what was wrong."""
+    detail = []
+    for error in list(errors)[:_MAX_ERRORS]:
+        loc = [part if isinstance(part, int) else str(part)[:100] for part in error.get("loc", ())]
+        detail.append({"loc": loc, "msg": str(error.get("msg", ""))[:500], "type": str(error.get("type", ""))})
+    return detail
+
+
+def _as_tenant(name: str, budget_s: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` with its expression checks queued as tenant ``name`` within ``budget_s`` of waiting."""
+    with tenant(name, budget_s):
+        return fn(*args)
 
 
 def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | None = None) -> FastAPI:
@@ -152,7 +190,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     """
     settings = settings or ServerSettings()
     judge = backend or make_backend(settings)
-    verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s)
+    verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s, worker_wait_s=settings.verifier_budget_s)
     config = ScoringConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
                            verify=verify_config)  # fmt: skip
     metrics = ServerMetrics()
@@ -163,6 +201,18 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
     state["slots"] = asyncio.Semaphore(settings.max_concurrent_groups)
     state["log"] = RecordLog(settings.record_log) if settings.record_log else None
+
+    def limiter(uses_pool: bool) -> anyio.CapacityLimiter:
+        # Checks that may wait for expression workers get threads of their own, so that a crowd of them waiting
+        # never leaves the cheap in-process checks without a thread. Made on first use: a limiter needs the loop.
+        key = "pooled" if uses_pool else "cheap"
+        if key not in state:
+            state[key] = anyio.CapacityLimiter(_THREADS)
+        return state[key]
+
+    async def in_thread(uses_pool: bool, request_id: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(_as_tenant, request_id, settings.verifier_budget_s, fn, *args,
+                                              limiter=limiter(uses_pool))  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -182,16 +232,13 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         lifespan=lifespan,
         responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
     )
-    app.add_middleware(_Guard, max_bytes=settings.max_body_bytes, metrics=metrics)
+    api_key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    app.add_middleware(_Guard, max_bytes=settings.max_body_bytes, metrics=metrics, api_key=api_key)
     app.state.settings, app.state.metrics, app.state.backend = settings, metrics, judge
 
-    async def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-        if settings.api_key is None:
-            return
-        expected = settings.api_key.get_secret_value().encode()
-        if credentials is None or not hmac.compare_digest(credentials.credentials.encode(), expected):
-            raise RequestError(401, ["header", "authorization"], "a valid bearer token is required", "auth",
-                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_detail(exc.errors())}, status_code=422)
 
     @app.exception_handler(RequestError)
     async def _request_error(_: Request, exc: RequestError) -> JSONResponse:
@@ -229,24 +276,27 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
                 raise RequestError(422, loc, str(exc), "rubric") from None
         return plans
 
-    async def _score_one(instance: Instance, plans: list[CriterionPlan]) -> InstanceResult:
+    async def _score_one(instance: Instance, plans: list[CriterionPlan], request_id: str) -> InstanceResult:
         if not instance.responses:
             return InstanceResult(id=instance.id, rewards=[], records=[])
         request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
         async with state["slots"]:
             judgements = await judge.judge_group(request)
-        return await anyio.to_thread.run_sync(score_group, instance, plans, judgements, config)
+        uses_pool = any(uses_workers(plan.verifier) for plan in plans)
+        return await in_thread(uses_pool, request_id, score_group, instance, plans, judgements, config)
 
     async def _score(groups: list[Instance], where: list[Any]) -> list[InstanceResult]:
         _check_limits(groups, where)
         plans = _plan(groups, where)
-        results = list(await asyncio.gather(*(_score_one(g, p) for g, p in zip(groups, plans, strict=True))))
+        request_id = uuid.uuid4().hex
+        scored = (_score_one(g, p, request_id) for g, p in zip(groups, plans, strict=True))
+        results = list(await asyncio.gather(*scored))
         metrics.observe_results(results)
         if state["log"] is not None:
-            await anyio.to_thread.run_sync(state["log"].write, uuid.uuid4().hex, groups, results)
+            await anyio.to_thread.run_sync(state["log"].write, request_id, groups, results)
         return results
 
-    @app.post("/v1/score", response_model=ScoreResponse, dependencies=[Depends(authorized)])
+    @app.post("/v1/score", response_model=ScoreResponse)
     async def score(body: ScoreRequest) -> Response:
         """Score groups of responses against their rubrics."""
         if len(body.groups) > settings.max_groups:
@@ -254,19 +304,27 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
                                "limit")  # fmt: skip
         return _json(ScoreResponse(groups=await _score(body.groups, ["body", "groups"])))
 
-    @app.post("/v1/verify", response_model=VerifyResponse, dependencies=[Depends(authorized)])
+    @app.post("/v1/verify", response_model=VerifyResponse, responses={503: {"model": ErrorResponse}})
     async def verify(body: VerifyRequest) -> Response:
         """Join a rubric-side call with a scoring-side call and run the verifier."""
-        result = await anyio.to_thread.run_sync(verify_call_result, body.reference, body.prediction, verify_config)
+        try:
+            uses_pool = uses_workers(parse_call(body.reference, side="rubric").name)
+        except VerifierError:
+            uses_pool = False  # verify_call_result reports the bad reference below
+        result = await in_thread(uses_pool, uuid.uuid4().hex, verify_call_result, body.reference, body.prediction,
+                                 verify_config)  # fmt: skip
+        metrics.observe_verification(result.status)
         if result.status in ("bad_call", "unparseable_target"):
             reference_side = result.status == "unparseable_target" or result.reason.startswith("reference")
             field = "reference" if reference_side else "prediction"
             raise RequestError(422, ["body", field], result.reason, result.status)
+        if result.status == "busy":
+            raise RequestError(503, ["server"], result.reason, "busy", {"Retry-After": "1"})
         payload = VerifyResponse(score=result.score, status=result.status, reason=result.reason,
                                  verifier=result.verifier)  # fmt: skip
         return _json(payload, 500 if result.status == "error" else 200)
 
-    @app.post("/get_reward", response_model=RewardResponse, dependencies=[Depends(authorized)])
+    @app.post("/get_reward", response_model=RewardResponse, responses={503: {"model": ErrorResponse}})
     async def get_reward(body: RewardRequest) -> Response:
         """OpenRLHF's remote reward protocol; queries whose labels share an id are one group."""
         groups, positions = _openrlhf_groups(body)
@@ -286,6 +344,15 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
             if failed:
                 raise RequestError(503, ["body", "query", failed[0]], "the judge failed on this query; retry",
                                    "judge_failure", {"Retry-After": "1"})  # fmt: skip
+            for i in missing:
+                for criterion in by_query[i].criteria:
+                    if criterion.status in ("busy", "error"):  # the server's failure, not the query's
+                        raise RequestError(503, ["body", "query", i], f"not judged: {criterion.reason}; retry",
+                                           criterion.status, {"Retry-After": "1"})  # fmt: skip
+                    if criterion.status == "unparseable_target":
+                        raise RequestError(422, ["body", "labels", i, "rubric", *_split_path(criterion.path)],
+                                           f"the rubric's target cannot be checked: {criterion.reason}",
+                                           "rubric")  # fmt: skip
             raise RequestError(422, ["body", "labels", missing[0]],
                                f"{len(missing)} rewards depend on criteria the {judge.name} backend does not score "
                                "(fuzzy criteria need a model backend)", "unscored")  # fmt: skip
@@ -304,7 +371,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
                                  backend_reachable=reachable, detail=detail)  # fmt: skip
         return _json(payload, 200 if reachable else 503)
 
-    @app.get("/metrics", dependencies=[Depends(authorized)], response_class=Response)
+    @app.get("/metrics", response_class=Response)
     async def prometheus() -> Response:
         """Prometheus metrics of this server."""
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)

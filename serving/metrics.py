@@ -12,6 +12,8 @@ from genrm.scoring import InstanceResult
 _JUDGE_FAILURES = frozenset(
     {"schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "backend_error"}
 )
+# Verifier statuses that judged nothing: the server's or the rubric's failures, never the response's.
+_UNJUDGED = frozenset({"busy", "unparseable_target", "error"})
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -41,6 +43,11 @@ class ServerMetrics:
         self.verifier_timeouts = Counter(
             "genrm_verifier_timeouts", "verifier checks stopped at the deadline", registry=self.registry
         )
+        self.verifier_unjudged = Counter(
+            "genrm_verifier_unjudged", "verifier checks that judged nothing, by status (busy: no worker free in "
+            "time; unparseable_target: a rubric target that cannot be checked; error: an internal failure)",
+            ["status"], registry=self.registry,
+        )  # fmt: skip
 
     def observe_results(self, results: Iterable[InstanceResult]) -> None:
         """Count the responses, unknown rewards, judge failures and verifier timeouts of scored groups."""
@@ -53,10 +60,17 @@ class ServerMetrics:
                     self.judge_failures.labels(record.judge_failure).inc()
                     continue
                 for criterion in record.criteria:
-                    if criterion.status == "timeout":
-                        self.verifier_timeouts.inc()
-                    elif criterion.status in _JUDGE_FAILURES:
+                    if criterion.status in _JUDGE_FAILURES:
                         self.judge_failures.labels(criterion.status).inc()
+                    else:
+                        self.observe_verification(criterion.status)
+
+    def observe_verification(self, status: str) -> None:
+        """Count one verifier check's status when it is a timeout or judged nothing."""
+        if status == "timeout":
+            self.verifier_timeouts.inc()
+        elif status in _UNJUDGED:
+            self.verifier_unjudged.labels(status).inc()
 
     def count_tokens(self, prompt_tokens: int, completion_tokens: int) -> None:
         """Add one judge call's token usage."""

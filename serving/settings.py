@@ -38,7 +38,14 @@ class ServerSettings(BaseSettings):
     exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
     tau: float = Field(0.5, gt=0.0, lt=1.0, description="remapping threshold")
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
-    verifier_deadline_s: float = Field(2.0, gt=0.0, le=60.0, description="time limit of one verifier check, s")
+    verifier_deadline_s: float = Field(
+        2.0, gt=0.0, le=60.0, description="time limit of one verifier check, from when it starts, s"
+    )
+    verifier_budget_s: float = Field(
+        30.0, gt=0.0, le=600.0,
+        description="longest a request's expression checks wait for a free worker, all together, s; a check that "
+        "gets none is reported busy (null reward, 503 on /v1/verify and /get_reward), never scored",
+    )  # fmt: skip
     max_body_bytes: int = Field(32 * 2**20, gt=0, description="largest request body, bytes")
     max_groups: int = Field(256, gt=0, description="most groups (prompts) in one /v1/score request")
     max_responses: int = Field(64, gt=0, description="most responses in one group")
@@ -102,6 +109,8 @@ class ServerSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _key_beyond_loopback(self) -> ServerSettings:
+        if self.api_key is not None and not self.api_key.get_secret_value().strip():
+            raise ValueError("api_key is empty: give a real key, or none at all for a loopback-only server")
         if not _is_loopback(self.host) and self.api_key is None:
             raise ValueError(f"binding to {self.host!r} needs an api_key (GENRM_API_KEY): only loopback may go open")
         return self

@@ -48,18 +48,28 @@ def test_groups_split_over_two_processes_are_remapped_whole(tiny_policy, tmp_pat
     assert ranks[0]["rewards"] == ranks[1]["rewards"] == pytest.approx(expected)
 
 
-def _rewards(run: Path) -> list[float]:
-    return [e["reward"] for e in json.loads((run / "log_history.json").read_text()) if "reward" in e]
+def _logged(run: Path, key: str) -> list[float]:
+    return [e[key] for e in json.loads((run / "log_history.json").read_text()) if key in e]
 
 
-def test_the_mean_reward_rises_against_the_rule_judge(tiny_policy, tmp_path):
+def _rise(values: list[float]) -> float:
+    return sum(values[-4:]) / 4 - sum(values[:4]) / 4
+
+
+def test_the_policy_learns_against_the_rule_judge(tiny_policy, tmp_path):
+    # The run is seeded and repeats itself exactly on one machine; on another CPU its arithmetic, and so its samples,
+    # differ, so the thresholds sit well below what healthy runs reach under other seeds. Measured by
+    # benchmarks/learning_spread.py over seeds 0-19 (first -> last 4 logs): the rule judge's raw essential score
+    # rose by 0.114 to 0.881 (some seeds settle on one word for every prompt, about +0.15), the reward by 0.083 to
+    # 0.903; with the reward replaced by a constant 0 the raw score moved by -0.001.
     out = tmp_path / "rl"
     args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
             "--output_dir", str(out)]  # fmt: skip
     assert main(args) == 0
-    rewards = _rewards(out)
-    assert len(rewards) == 32
-    assert sum(rewards[-4:]) / 4 > sum(rewards[:4]) / 4 + 0.15
+    rewards, raw = _logged(out, "reward"), _logged(out, "rubric/raw_essential")
+    assert len(rewards) == len(raw) == 32
+    assert _rise(raw) >= 0.05, raw  # the policy answers better, as the judge itself scores it
+    assert _rise(rewards) >= 0.03, rewards  # and the reward it was trained on rose with it
     assert (out / "training_curves.png").stat().st_size > 1000
 
 

@@ -68,7 +68,7 @@ def test_workers_recover_after_a_timeout():
 
 
 @pytest.mark.slow
-def test_many_threads_each_get_an_answer_within_the_deadline():
+def test_many_threads_each_get_their_own_verdict():
     get_expr_pool().start()
     calls = [HOSTILE[1], ("expr_verify(target='x^2')", "expr_verify(predict='x*x')")] * 4 + [
         ("text_verify(target='abc')", "text_verify(predict='abd')")
@@ -85,9 +85,12 @@ def test_many_threads_each_get_an_answer_within_the_deadline():
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
-    assert all(e is not None and e < DEADLINE + SLACK for e in elapsed), elapsed
-    assert all(r.status in {"ok", "timeout"} for r in results), results
+        thread.join(timeout=60)
+    # each check has its whole deadline once it has a worker: the hostile ones time out, and waiting behind them
+    # (and behind the restart of the workers they cost) never turns a right answer into a timeout
+    assert all(e is not None for e in elapsed), elapsed
+    assert [r.status for r in results[:8]] == ["timeout", "ok"] * 4, results
+    assert all(r.score == 1.0 for r in results[1:8:2])
     assert all(r.status == "ok" for r in results[-4:])  # in-process verifiers never wait for a worker
 
 
@@ -132,7 +135,7 @@ def test_worker_that_dies_gives_status_error_and_is_replaced():
     pool = ExprWorkerPool(size=1)
     try:
         pool.start()
-        pool._idle.queue[0].proc.kill()
+        pool._idle.idle()[0].proc.kill()
         outcome = pool.check("x", "x", 6, 5.0)
         assert outcome.status == "error" and "died" in outcome.reason
         for _ in range(50):
@@ -144,13 +147,11 @@ def test_worker_that_dies_gives_status_error_and_is_replaced():
         pool.close()
 
 
-def test_no_free_worker_within_the_deadline_is_a_timeout():
+def test_no_free_worker_in_time_is_busy_never_a_verdict():
     pool = ExprWorkerPool(size=1)
     pool._ready = True  # started, but every worker is busy
-    start = time.monotonic()
-    outcome = pool.check("x", "x", 6, 0.2)
-    assert outcome.status == "timeout" and "no expression worker was free" in outcome.reason
-    assert time.monotonic() - start < 0.2 + SLACK
+    outcome = pool.check("x", "x", 6, deadline_s=5.0, wait_s=0.2)
+    assert outcome.status == "busy" and "no expression worker was free within 0.2 s" in outcome.reason
 
 
 def test_unexpected_failure_inside_a_verifier_is_an_error_not_a_score():

@@ -147,3 +147,13 @@ def test_bbox_properties(target, predict, rng):
     shuffled = list(predict)
     rng.shuffle(shuffled)
     assert bbox_verify(target=target, predict=shuffled) == pytest.approx(score)
+
+
+def test_a_coordinate_too_large_for_a_float_is_a_malformed_box():
+    huge = 10**400
+    result = run_verifier(
+        "bbox_verify", {"target": [[0, 0, 10, 10]]}, {"predict": [[huge, 0, 10, 10], [0, 0, 10, 10]]}
+    )
+    assert result.status == "ok" and result.score == 0.5  # one malformed box of two
+    with pytest.raises(TargetError):
+        bbox_verify(target=[[huge, 0, 10, 10]], predict=[[0, 0, 10, 10]])

@@ -50,3 +50,11 @@ def test_bounds():
         list_verify(target=["a"] * 4, predict=["a"], config=config)
     with pytest.raises(TargetError):
         list_verify(target=["a"], candidates=[["a"]], predict=["a"])
+
+
+def test_item_bound_holds_after_normalization_and_over_all_candidates():
+    wide = run_verifier("list_verify", {"target": ["a"]}, {"predict": ["\ufdfa" * 60]})  # 1,080 letters once read
+    assert wide.status == "unparseable_pred" and "once normalized" in wide.reason
+    config = VerifyConfig(max_list_items=4)
+    many = run_verifier("list_verify", {"candidates": [["a", "b"], ["c", "d"], ["e"]]}, {"predict": ["a"]}, config)
+    assert many.status == "unparseable_target" and "5 items together" in many.reason

@@ -83,3 +83,19 @@ def test_prediction_over_the_bound_scores_zero_as_unparseable():
 def test_numeric_prediction_is_read_as_text():
     result = run_verifier("text_verify", {"target": "42"}, {"predict": 42})
     assert (result.score, result.status) == (1.0, "ok")
+
+
+def test_the_bound_holds_after_normalization():
+    # NFKC turns U+FDFA (one character) into 18 letters: 20,000 of them would be 360,000 letters to compare
+    result = run_verifier("text_verify", {"target": "\ufdfb" * 10}, {"predict": "\ufdfa" * 20_000})
+    assert result.status == "unparseable_pred" and "once normalized" in result.reason
+    bad_target = run_verifier("text_verify", {"target": "\ufdfb" * 20_000}, {"predict": "a"})
+    assert bad_target.status == "unparseable_target"
+    within = run_verifier("text_verify", {"target": "\ufdfa"}, {"predict": "\ufdfa" * 100})
+    assert within.status == "ok"
+
+
+def test_lone_surrogates_are_read_as_replacement_characters():
+    for options in ({}, {"ignore_st": True}, {"ignore_punc": True, "ignore_case": True}):
+        result = run_verifier("text_verify", {"target": "abc", **options}, {"predict": "a\ud800c"})
+        assert (result.status, round(result.score, 4)) == ("ok", 0.6667), options

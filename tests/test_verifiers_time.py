@@ -51,3 +51,22 @@ def test_unreadable_prediction_scores_zero(predict):
 def test_bad_target_raises(target, tformat):
     with pytest.raises(TargetError):
         time_verify(target=target, tformat=tformat, predict="18:15", pformat="%H:%M")
+
+
+def test_an_offset_datetime_refuses_is_an_unreadable_prediction():
+    result = run_verifier("time_verify", {"target": "2024-01-01T18:15+01:00", "tformat": "%Y-%m-%dT%H:%M%z"},
+                          {"predict": "2024-01-01T18:15+99:99"})  # fmt: skip
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+
+
+def test_an_unexpected_failure_on_the_prediction_is_the_prediction_s_not_the_server_s():
+    from unittest import mock
+
+    # fails after the prediction is read: the rubric side alone passes, so the prediction is what could not be read
+    with mock.patch("verifiers.dates.format_fields", side_effect=OverflowError("odd")):
+        result = run_verifier("time_verify", {"target": "18:15", "tformat": "%H:%M"}, {"predict": "6:15 PM"})
+    assert result.status == "unparseable_pred" and "OverflowError" in result.reason
+    # fails on the target: the rubric side alone fails too, so it is not the prediction's fault
+    with mock.patch("verifiers.dates._parse_target", side_effect=OverflowError("odd")):
+        both = run_verifier("time_verify", {"target": "18:15", "tformat": "%H:%M"}, {"predict": "6:15 PM"})
+    assert both.status == "error"

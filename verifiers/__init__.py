@@ -11,7 +11,7 @@ Two ways in:
 
       from verifiers import verify_call, verify_call_result
       verify_call("expr_verify(target=r'\\frac{4}{6}')", "expr_verify(predict='2/3')")  # 1.0
-      verify_call_result(ref, pred).status  # ok | unparseable_pred | timeout | unparseable_target | bad_call | error
+      verify_call_result(ref, pred).status  # ok, unparseable_pred, timeout, unparseable_target, bad_call, busy, error
 
 Every check is bounded by a deadline (2 s by default, ``VerifyConfig.deadline_s``) from any thread or event loop.
 Importing this package never imports torch, sympy or scipy; the last two load when first needed.
@@ -20,8 +20,8 @@ Importing this package never imports torch, sympy or scipy; the last two load wh
 from verifiers.api import bbox_verify, expr_verify, list_verify, point_verify, text_verify, time_verify
 from verifiers.calls import ParsedCall, averify_call_result, parse_call, verify_call, verify_call_result
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
-from verifiers.expr_pool import configure_expr_pool, warm_up
-from verifiers.registry import REGISTRY, VerifierSpec, get_spec, render_specs, run_verifier
+from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
+from verifiers.registry import REGISTRY, VerifierSpec, get_spec, render_specs, run_verifier, uses_workers
 from verifiers.result import (
     BadCallError,
     PredictionError,
@@ -49,14 +49,17 @@ __all__ = [
     "bbox_verify",
     "configure_expr_pool",
     "expr_verify",
+    "expression_workers",
     "get_spec",
     "list_verify",
     "parse_call",
     "point_verify",
     "render_specs",
     "run_verifier",
+    "tenant",
     "text_verify",
     "time_verify",
+    "uses_workers",
     "verify_call",
     "verify_call_result",
     "warm_up",

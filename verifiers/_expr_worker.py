@@ -2,7 +2,11 @@
 
 Run by ``verifiers.expr_pool`` as ``python -m verifiers._expr_worker --memory-mb N``; not for direct use. It reads one
 JSON request per line on stdin (``{"target", "predict", "float_rounding"}``) and writes one JSON answer per line on
-stdout (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Its address space is capped with
+stdout (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its
+answer it writes ``{"target": "read"}`` once the target is parsed and compared with a number, so that the parent can
+tell a target that cannot be read in time (a rubric error) from a prediction that cannot (a verdict on the response),
+and give each phase its own deadline. Parsed targets are cached: the G responses of a group share theirs. Its
+address space is capped with
 ``RLIMIT_AS`` so an expression that explodes in memory raises ``MemoryError`` here instead of swapping the machine;
 the parent kills it when a request passes its deadline, which is why its own (signal-based) timeouts are turned off.
 """
@@ -13,7 +17,11 @@ import argparse
 import json
 import logging
 import sys
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
+
+_TARGET_CACHE_SIZE = 256
 
 _WARM_UP = (("\\frac{1}{2}", "0.5"), ("\\{1, 2\\}", "\\{2, 1\\}"), ("x = 2", "2"), ("[1, 2)", "[1,2)"))
 
@@ -46,30 +54,57 @@ class Checker:
 
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
+        self._targets: OrderedDict[str, list[Any]] = OrderedDict()
+        self._probe = self._read("0")
 
     def _read(self, text: str) -> list[Any]:
         return self._parse(_wrap(text), extraction_config=self._config, parsing_timeout=None)
 
-    def check(self, target: str, predict: str, float_rounding: int) -> dict[str, Any]:
-        """Compare two expressions; the answer's ``status`` is ok, unparseable_target or unparseable_pred."""
-        for side, text in (("target", target), ("pred", predict)):
-            try:
-                parsed = self._read(text)
-            except RecursionError:
-                return {"status": f"unparseable_{side}", "reason": f"the {side} is nested too deeply to parse"}
-            if not parsed:
-                return {"status": f"unparseable_{side}", "reason": f"Math-Verify found no expression in the {side}"}
-            if side == "target":
-                gold = parsed
+    def _read_target(self, target: str, float_rounding: int) -> list[Any]:
+        # A target is read when it parses and can be compared with a plain number, both in time: the comparison is
+        # what finds targets whose every comparison is endless (10^{10^{10^{10}}} parses at once, but comparing it
+        # evaluates it). Its result does not matter.
+        gold = self._targets.get(target)
+        if gold is None:
+            gold = self._read(target)
+            if gold:
+                self._verify(gold, self._probe, float_rounding=float_rounding, timeout_seconds=None)
+            self._targets[target] = gold
+            if len(self._targets) > _TARGET_CACHE_SIZE:
+                self._targets.popitem(last=False)
+        self._targets.move_to_end(target)
+        return gold
+
+    def check(
+        self, target: str, predict: str, float_rounding: int, target_read: Callable[[], None] = lambda: None
+    ) -> dict[str, Any]:
+        """Compare two expressions; the answer's ``status`` is ok, unparseable_target or unparseable_pred.
+
+        ``target_read`` is called once the target is parsed, before the prediction is.
+        """
+        try:
+            gold = self._read_target(target, float_rounding)
+        except RecursionError:
+            return {"status": "unparseable_target", "reason": "the target is nested too deeply to parse"}
+        if not gold:
+            return {"status": "unparseable_target", "reason": "Math-Verify found no expression in the target"}
+        target_read()
+        try:
+            parsed = self._read(predict)
+        except RecursionError:
+            return {"status": "unparseable_pred", "reason": "the pred is nested too deeply to parse"}
+        if not parsed:
+            return {"status": "unparseable_pred", "reason": "Math-Verify found no expression in the pred"}
         equal = bool(self._verify(gold, parsed, float_rounding=float_rounding, timeout_seconds=None))
         reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
         return {"status": "ok", "equal": equal, "reason": reason}
 
 
-def _answer(checker: Checker, line: str) -> dict[str, Any]:
+def _answer(checker: Checker, line: str, target_read: Callable[[], None]) -> dict[str, Any]:
     try:
         request = json.loads(line)
-        return checker.check(str(request["target"]), str(request["predict"]), int(request["float_rounding"]))
+        target, predict, rounding = str(request["target"]), str(request["predict"]), int(request["float_rounding"])
+        return checker.check(target, predict, rounding, target_read)
     except MemoryError:
         return {"status": "timeout", "reason": "the expression exceeded the worker's memory limit"}
     except RecursionError:
@@ -92,8 +127,13 @@ def main(argv: list[str] | None = None) -> None:
     out = sys.stdout
     out.write('{"ready": true}\n')
     out.flush()
+
+    def target_read() -> None:
+        out.write('{"target": "read"}\n')
+        out.flush()
+
     for line in sys.stdin:
-        out.write(json.dumps(_answer(checker, line)) + "\n")
+        out.write(json.dumps(_answer(checker, line, target_read)) + "\n")
         out.flush()
 
 

@@ -15,7 +15,10 @@ class VerifyConfig:
     """Options shared by every verifier. Frozen and hashable, so derived values can be cached per config."""
 
     deadline_s: float = 2.0
-    """Wall-clock limit of one verification in seconds (expression checks are killed after it)."""
+    """Wall-clock limit of one verification in seconds, counted from when it starts (expression checks are killed
+    after it; an expression check has it once for reading the target and once for the prediction)."""
+    worker_wait_s: float = 30.0
+    """How long an expression check may wait for a free worker before it is reported ``busy`` (never a score)."""
     point_radius: float = 100.0
     """Distance on the 0-1000 grid at which a point's proximity score falls to 0 (linear in between)."""
     float_rounding: int = 6
@@ -40,6 +43,8 @@ class VerifyConfig:
     def __post_init__(self) -> None:
         if not 0 < self.deadline_s <= 600:
             raise ValueError(f"deadline_s must be in (0, 600] seconds, got {self.deadline_s}")
+        if not 0 <= self.worker_wait_s <= 3600:
+            raise ValueError(f"worker_wait_s must be in [0, 3600] seconds, got {self.worker_wait_s}")
         if not self.point_radius > 0:
             raise ValueError(f"point_radius must be positive, got {self.point_radius}")
         if not 0 <= self.float_rounding <= 15:

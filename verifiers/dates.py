@@ -93,7 +93,10 @@ def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
         raise PredictionError(f"the prediction and pformat may have at most {config.max_time_chars} characters")
     actual, how = _parse_prediction(predict, pformat, tformat)
     if expected.tzinfo is not None and actual.tzinfo is not None:
-        actual = actual.astimezone(expected.tzinfo)
+        try:
+            actual = actual.astimezone(expected.tzinfo)
+        except (ValueError, OverflowError) as exc:  # dateutil reads offsets datetime refuses ('+99:99')
+            raise PredictionError(f"cannot compare {predict!r:.80} with the target's time zone: {exc}") from None
     fields = format_fields(tformat)
     differing = [f for f in fields if getattr(actual, f) != getattr(expected, f)]
     if differing:

@@ -153,7 +153,7 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
 
     from verifiers.expr_pool import get_expr_pool
 
-    outcome = get_expr_pool().check(target, predict, config.float_rounding, config.deadline_s)
+    outcome = get_expr_pool().check(target, predict, config.float_rounding, config.deadline_s, config.worker_wait_s)
     if outcome.status == "ok":
         return VerifyResult(1.0 if outcome.equal else 0.0, "ok", outcome.reason, "expr_verify")
     return VerifyResult(0.0, outcome.status, outcome.reason, "expr_verify")

@@ -7,8 +7,20 @@ check runs in a child process (``verifiers._expr_worker``, started with ``subpro
 deadline, the child is killed and a fresh one is started in the background.
 
 Workers are started on first use, and that start (about a second: Python, sympy and Math-Verify are imported) is not
-counted against the deadline of the call that triggers it; call :func:`warm_up` at start-up to pay it early. The
-deadline covers waiting for a free worker and the check itself. A process that forks gets a new pool on first use.
+counted against the deadline of the call that triggers it; call :func:`warm_up` at start-up to pay it early.
+
+Time is split three ways, so that each failure is blamed on what caused it:
+
+- **waiting for a free worker** is bounded by its own ``wait_s``; a call that gets none in that time has status
+  ``busy``: the pool was overloaded, nothing was judged, and it is never a score;
+- **reading the target** has ``deadline_s`` from when the worker takes the call; a target that cannot be read in that
+  time (or in the worker's memory) has status ``unparseable_target``: a rubric error, not the response's;
+- **reading and comparing the prediction** has ``deadline_s`` from when the target was read; past it, ``timeout``.
+
+Free workers are handed out fairly between *tenants* (the server names one per request, see :func:`tenant`): when
+several wait, the next free worker goes to the tenant that has waited longest for a turn, not to whoever queued
+first, so fifty hostile checks of one request delay another request's check by at most one check's time.
+A process that forks gets a new pool on first use.
 
 Configuration: ``GENRM_EXPR_WORKERS`` (default 2) and ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) in the
 environment, or :func:`configure_expr_pool`.
@@ -17,15 +29,18 @@ environment, or :func:`configure_expr_pool`.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import contextvars
 import json
 import logging
 import os
-import queue
 import selectors
 import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,9 +92,11 @@ class _Worker:
         if message != {"ready": True}:
             raise RuntimeError(f"unexpected first message from the expression worker: {message!r:.200}")
 
-    def request(self, payload: dict, deadline: float) -> dict:
+    def send(self, payload: dict) -> None:
         self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
         self.proc.stdin.flush()
+
+    def receive(self, deadline: float) -> dict:
         return json.loads(self._read_line(deadline))
 
     def kill(self) -> int | None:
@@ -92,6 +109,86 @@ class _Worker:
         finally:
             for stream in (self.proc.stdin, self.proc.stdout):
                 stream.close()
+
+
+_tenant: contextvars.ContextVar[tuple[str, float | None]] = contextvars.ContextVar(
+    "expr_pool_tenant", default=("", None)
+)
+
+
+@contextlib.contextmanager
+def tenant(name: str, budget_s: float | None = None) -> Iterator[None]:
+    """Run the expression checks of this block as tenant ``name`` of the fair queue, waiting for workers at most
+    ``budget_s`` seconds from now in all (then ``busy``), whatever each check's own ``wait_s``.
+
+    Applies to this thread, and to the threads started from it with a copy of its context (``anyio.to_thread``,
+    ``asyncio.to_thread``, ``contextvars.copy_context().run``).
+    """
+    end = None if budget_s is None else time.monotonic() + budget_s
+    token = _tenant.set((name, end))
+    try:
+        yield
+    finally:
+        _tenant.reset(token)
+
+
+class _Ticket:
+    __slots__ = ("worker",)
+
+    def __init__(self) -> None:
+        self.worker: _Worker | None = None
+
+
+class _FairQueue:
+    """Idle workers, handed to waiting callers round-robin over tenants (FIFO within a tenant)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._idle: deque[_Worker] = deque()
+        self._waiting: OrderedDict[str, deque[_Ticket]] = OrderedDict()
+
+    def _dispatch(self) -> None:
+        while self._idle and self._waiting:
+            name, tickets = next(iter(self._waiting.items()))
+            tickets.popleft().worker = self._idle.popleft()
+            del self._waiting[name]
+            if tickets:  # the tenant goes to the back of the line for its next check
+                self._waiting[name] = tickets
+        self._cond.notify_all()
+
+    def put(self, worker: _Worker) -> None:
+        with self._cond:
+            self._idle.append(worker)
+            self._dispatch()
+
+    def get(self, name: str, timeout_s: float) -> _Worker | None:
+        """An idle worker for tenant ``name``, or None when none was handed over within ``timeout_s`` seconds."""
+        end = time.monotonic() + timeout_s
+        ticket = _Ticket()
+        with self._cond:
+            self._waiting.setdefault(name, deque()).append(ticket)
+            self._dispatch()
+            while ticket.worker is None:
+                remaining = end - time.monotonic()
+                if remaining <= 0:
+                    tickets = self._waiting.get(name)
+                    if tickets is not None and ticket in tickets:
+                        tickets.remove(ticket)
+                        if not tickets:
+                            del self._waiting[name]
+                    return None
+                self._cond.wait(remaining)
+            return ticket.worker
+
+    def waiting(self) -> int:
+        """Callers waiting for a worker now."""
+        with self._cond:
+            return sum(len(t) for t in self._waiting.values())
+
+    def idle(self) -> list[_Worker]:
+        """The idle workers now (for inspection)."""
+        with self._cond:
+            return list(self._idle)
 
 
 class ExprWorkerPool:
@@ -109,7 +206,7 @@ class ExprWorkerPool:
         if memory_mb < 256:
             raise ValueError(f"memory_mb must be at least 256, got {memory_mb}")
         self.size, self.memory_mb, self.start_timeout_s = size, memory_mb, start_timeout_s
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._idle = _FairQueue()
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
@@ -163,28 +260,50 @@ class ExprWorkerPool:
             threading.Thread(target=self._spawn_into_idle, daemon=True).start()
         return code
 
-    def check(self, target: str, predict: str, float_rounding: int, deadline_s: float) -> ExprOutcome:
-        """Compare two expressions within ``deadline_s`` seconds. Never raises; failures come back as a status."""
+    def check(
+        self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float | None = None
+    ) -> ExprOutcome:
+        """Compare two expressions. Never raises; failures come back as a status (see the module docstring).
+
+        Args:
+            target, predict: the two expressions, as written.
+            float_rounding: decimal places for numeric comparison.
+            deadline_s: seconds for reading the target, and again for reading and comparing the prediction.
+            wait_s: seconds to wait for a free worker (default: ``deadline_s``); then status ``busy``.
+        """
         try:
             self.start()
         except RuntimeError as exc:
             return ExprOutcome("error", False, str(exc))
-        deadline = time.monotonic() + deadline_s
+        wait_s = deadline_s if wait_s is None else wait_s
+        name, end = _tenant.get()
+        if end is not None:
+            wait_s = max(0.0, min(wait_s, end - time.monotonic()))
+        worker = self._idle.get(name, wait_s)
+        if worker is None:
+            return ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
+        target_read = False
         try:
-            worker = self._idle.get(timeout=deadline_s)
-        except queue.Empty:
-            return ExprOutcome("timeout", False, f"no expression worker was free within {deadline_s:g} s")
-        payload = {"target": target, "predict": predict, "float_rounding": float_rounding}
-        try:
-            answer = worker.request(payload, deadline)
+            worker.send({"target": target, "predict": predict, "float_rounding": float_rounding})
+            answer = worker.receive(time.monotonic() + deadline_s)
+            target_read = answer == {"target": "read"}
+            if target_read:
+                answer = worker.receive(time.monotonic() + deadline_s)
         except TimeoutError:
             self._retire(worker)
+            if not target_read:
+                return ExprOutcome(
+                    "unparseable_target", False, f"the target could not be read within {deadline_s:g} s"
+                )
             return ExprOutcome("timeout", False, f"the expression check did not finish within {deadline_s:g} s")
         except (EOFError, OSError, ValueError) as exc:
             code = self._retire(worker)
             return ExprOutcome("error", False, f"the expression worker died (exit code {code}): {exc}")
         self._idle.put(worker)
-        return ExprOutcome(str(answer.get("status")), bool(answer.get("equal")), str(answer.get("reason", "")))
+        status, reason = str(answer.get("status")), str(answer.get("reason", ""))
+        if not target_read and status in ("timeout", "unparseable_pred"):  # memory or depth limits hit by the target
+            return ExprOutcome("unparseable_target", False, f"the target could not be read: {reason}")
+        return ExprOutcome(status, bool(answer.get("equal")), reason)
 
     def close(self) -> None:
         """Kill every worker. The pool cannot be used afterwards."""
@@ -229,6 +348,11 @@ def get_expr_pool() -> ExprWorkerPool:
         if _pool is not None and _pool_pid == os.getpid():
             return _pool
     return configure_expr_pool()
+
+
+def expression_workers() -> int:
+    """How many expression checks can run at once in this process (the pool's size)."""
+    return get_expr_pool().size
 
 
 def warm_up() -> None:

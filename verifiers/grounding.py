@@ -44,7 +44,12 @@ GRID_MAX = 1000.0
 
 
 def _is_coordinate(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float (a 400-digit coordinate) is no coordinate
+        return False
 
 
 def _is_flat_shape(value: Sequence[Any], arity: int) -> bool:

@@ -9,9 +9,10 @@ empty lists score 1.
 The normalization switches of text_verify (``use_latex``, ``ignore_space``, ``ignore_punc``, ``ignore_case``,
 ``ignore_st``) are accepted on the rubric side too, and apply to every item.
 
-Not accepted: more than ``VerifyConfig.max_list_items`` items on a side, or an item longer than
-``VerifyConfig.max_list_item_chars`` characters (a prediction like that scores 0 as unparseable; a target like that is
-a rubric error). A prediction that is a single string rather than a list is read as a one-item list.
+Not accepted: more than ``VerifyConfig.max_list_items`` items on a side (over all candidate lists together on the
+rubric side, so that the pairs compared stay bounded), or an item longer than ``VerifyConfig.max_list_item_chars``
+characters before or after normalization (a prediction like that scores 0 as unparseable; a target like that is a
+rubric error). A prediction that is a single string rather than a list is read as a one-item list.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ from rapidfuzz.process import cdist
 from verifiers.config import VerifyConfig
 from verifiers.matching import matched_score
 from verifiers.result import PredictionError, TargetError, VerifyResult
-from verifiers.text import TextOptions, normalize_text, targets_or_candidates
+from verifiers.text import TextOptions, bounded_normal_form, targets_or_candidates
 
 
-def _check_items(items: Sequence[str], config: VerifyConfig, error: type[Exception], what: str) -> None:
+def _normal_items(
+    items: Sequence[str], options: TextOptions, config: VerifyConfig, error: type[Exception], what: str
+) -> list[str]:
     if len(items) > config.max_list_items:
         raise error(f"{what} has {len(items)} items; at most {config.max_list_items} are allowed")
-    for item in items:
-        if len(item) > config.max_list_item_chars:
-            raise error(f"an item of {what} has {len(item)} characters; at most {config.max_list_item_chars}")
+    return [bounded_normal_form(item, options, config.max_list_item_chars, error, f"an item of {what}")
+            for item in items]  # fmt: skip
 
 
 def list_score(pred: Sequence[str], target: Sequence[str]) -> float:
@@ -46,14 +48,13 @@ def list_score(pred: Sequence[str], target: Sequence[str]) -> float:
 
 def check_list(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
     """Score a predicted list against the target list or candidate lists (see the module docstring)."""
-    lists = targets_or_candidates(rubric, config.max_candidates)
-    for target in lists:
-        _check_items(target, config, TargetError, "a target list")
-    predict = scoring["predict"]
-    _check_items(predict, config, PredictionError, "the prediction")
-
     options = TextOptions.from_kwargs(rubric)
-    pred = [normalize_text(item, options) for item in predict]
-    best = max(list_score(pred, [normalize_text(item, options) for item in target]) for target in lists)
+    lists = targets_or_candidates(rubric, config.max_candidates)
+    total = sum(len(target) for target in lists)
+    if total > config.max_list_items:
+        raise TargetError(f"the target lists hold {total} items together; at most {config.max_list_items}")
+    targets = [_normal_items(target, options, config, TargetError, "a target list") for target in lists]
+    pred = _normal_items(scoring["predict"], options, config, PredictionError, "the prediction")
+    best = max(list_score(pred, target) for target in targets)
     which = "the target list" if len(lists) == 1 else f"the best of {len(lists)} candidate lists"
     return VerifyResult(best, "ok", f"matched {len(pred)} predicted items to {which}: score {best:.4f}", "list_verify")

@@ -19,6 +19,7 @@ Argument kinds, and how untrusted scoring-side values are read:
 from __future__ import annotations
 
 import ast
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,6 +39,8 @@ from verifiers.result import (
     failed,
 )
 from verifiers.text import check_text
+
+logger = logging.getLogger(__name__)
 
 Kind = Literal["str", "bool", "str_list", "str_lists", "coords"]
 Side = Literal["rubric", "scoring"]
@@ -85,6 +88,9 @@ class VerifierSpec:
     returns: str
     usage: str
     check: CheckFn = field(repr=False, compare=False)
+    uses_workers: bool = False
+    """Whether a check may wait for the expression worker pool (``verifiers.expr_pool``): such checks are the ones
+    worth running concurrently, and the ones a server keeps apart from the cheap in-process checks."""
 
     def params(self, side: Side) -> tuple[Param, ...]:
         """The keywords of one side of the call."""
@@ -155,6 +161,7 @@ SPECS: tuple[VerifierSpec, ...] = (
         "Option letters, numbers and mathematical expressions read directly from the response. Units and context "
         "stay in the criterion, not in the target. Never encode a semantic yes/no judgement as a target.",
         check_expr,
+        uses_workers=True,
     ),
     VerifierSpec(
         "time_verify",
@@ -212,6 +219,12 @@ def get_spec(name: str) -> VerifierSpec:
         return REGISTRY[name]
     except (KeyError, TypeError):
         raise UnknownVerifierError(f"unknown verifier {name!r:.60}; valid verifiers: {', '.join(REGISTRY)}") from None
+
+
+def uses_workers(name: str | None) -> bool:
+    """Whether checks of verifier ``name`` may wait for an expression worker (False for unknown names and None)."""
+    spec = REGISTRY.get(name) if isinstance(name, str) else None
+    return spec is not None and spec.uses_workers
 
 
 def render_specs(names: Iterable[str] | None = None, side: Side | None = None) -> str:
@@ -312,7 +325,13 @@ def run_verifier(
     scoring_kwargs: Mapping[str, Any],
     config: VerifyConfig | None = None,
 ) -> VerifyResult:
-    """Validate both sides, run verifier ``name`` and return its result. Never raises: failures get a status."""
+    """Validate both sides, run verifier ``name`` and return its result. Never raises: failures get a status.
+
+    Whatever the prediction holds is the response's problem, never the server's: when a check fails unexpectedly
+    (an exception no verifier anticipated) but the rubric side passes on its own, the prediction is what could not be
+    read, and the result is ``unparseable_pred`` (score 0, a verdict) with the exception named in its reason. Only
+    a failure that the rubric side alone reproduces stays ``error``.
+    """
     config = config or DEFAULT_CONFIG
     try:
         spec = get_spec(name)
@@ -320,18 +339,31 @@ def run_verifier(
         try:
             scoring = bind(spec, "scoring", scoring_kwargs)
         except PredictionError as exc:
-            # The rubric side must still be sound for a 0 to be a verdict: check it with an empty prediction,
-            # which raises TargetError for a bad target and is otherwise cheap (no expression worker is involved).
-            try:
-                spec.check(rubric, empty_prediction(spec), config)
-            except PredictionError:
-                pass
+            _check_rubric_side(spec, rubric, config)  # for a 0 to be a verdict, the rubric side must be sound
             raise exc
-        return spec.check(rubric, scoring, config)
+        try:
+            return spec.check(rubric, scoring, config)
+        except VerifierError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - blamed on the prediction only when the rubric side is sound
+            _check_rubric_side(spec, rubric, config)
+            logger.warning("%s could not read a prediction: %s: %.200s", name, type(exc).__name__, exc)
+            raise PredictionError(
+                f"the prediction could not be read ({type(exc).__name__}: {str(exc)[:160]})"
+            ) from None
     except VerifierError as exc:
         return failed(exc.status, str(exc), _known(name))
     except Exception as exc:  # noqa: BLE001 - an unexpected failure is reported, never turned into a score
         return failed("error", f"{type(exc).__name__} in {name!r:.60}: {str(exc)[:200]}", _known(name))
+
+
+def _check_rubric_side(spec: VerifierSpec, rubric: Mapping[str, Any], config: VerifyConfig) -> None:
+    """Raise TargetError (or the unexpected exception) when the rubric side fails with an empty prediction, which is
+    cheap: no expression worker is involved."""
+    try:
+        spec.check(rubric, empty_prediction(spec), config)
+    except PredictionError:
+        pass
 
 
 def _known(name: object) -> str | None:

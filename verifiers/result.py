@@ -9,9 +9,10 @@ produces a :class:`VerifyResult` whose ``status`` says which of the two happened
 - ``timeout``: checking took longer than the deadline, or exceeded the worker's memory bound; ``score`` is 0.
 - ``unparseable_target``: the rubric-side values are invalid (a rubric error, not the response's fault).
 - ``bad_call``: a call string or its keywords are malformed (unknown verifier, unknown keyword, wrong side).
+- ``busy``: no expression worker was free within ``VerifyConfig.worker_wait_s`` (the process is overloaded).
 - ``error``: an unexpected failure inside the library.
 
-The last three are failures to judge: their ``score`` is 0 only so that the field is always a float, and callers
+The last four are failures to judge: their ``score`` is 0 only so that the field is always a float, and callers
 must not use it as a reward.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Status = Literal["ok", "unparseable_pred", "timeout", "unparseable_target", "bad_call", "error"]
+Status = Literal["ok", "unparseable_pred", "timeout", "unparseable_target", "bad_call", "busy", "error"]
 
 #: Statuses whose score is a verdict on the prediction.
 VERDICT_STATUSES: frozenset[str] = frozenset({"ok", "unparseable_pred", "timeout"})

@@ -7,6 +7,8 @@ non-empty target scores 0.
 
 Normalization, applied to both sides in this order:
 
+0. Lone surrogates (code points U+D800-U+DFFF outside a pair: not text, but JSON's ``\\ud800`` escape can carry
+   them) become U+FFFD, the replacement character.
 1. Unicode NFKC (full-width letters and digits become ASCII, ligatures are split); always on.
 2. ``use_latex``: LaTeX text markup is removed: math delimiters (``$``, ``$$``, ``\\(``, ``\\)``, ``\\[``, ``\\]``),
    text and font wrappers (``\\text{x}``, ``\\textbf``, ``\\mathrm``, ``\\mathbf``, ``\\operatorname``, ...) keep
@@ -20,9 +22,10 @@ Normalization, applied to both sides in this order:
 6. White space: with ``ignore_space`` all white space is removed; otherwise runs of white space become one space and
    the ends are stripped (so spacing never costs more than it must).
 
-Not accepted: texts longer than ``VerifyConfig.max_text_chars`` (the prediction then scores 0 as unparseable; a
-target that long is a rubric error). Semantic equivalence (synonyms, paraphrases) is out of scope: this verifier is
-for extractive text such as OCR and transcriptions.
+Not accepted: texts longer than ``VerifyConfig.max_text_chars``, before or after normalization (NFKC can expand a
+character up to 18 times: U+FDFA is one character and 18 letters), so the edit distance is always computed on
+bounded strings; such a prediction scores 0 as unparseable, and such a target is a rubric error. Semantic equivalence
+(synonyms, paraphrases) is out of scope: this verifier is for extractive text such as OCR and transcriptions.
 """
 
 from __future__ import annotations
@@ -105,8 +108,11 @@ def normalize_text(text: str, options: TextOptions = TextOptions()) -> str:
     return _normalize(text, options)
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _normalize(text: str, options: TextOptions) -> str:
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", _SURROGATES.sub("\ufffd", text))
     if options.use_latex:
         text = _strip_latex(text)
     if options.ignore_st:
@@ -147,21 +153,26 @@ def targets_or_candidates(rubric: Mapping[str, Any], max_candidates: int) -> lis
     return targets
 
 
+def bounded_normal_form(text: str, options: TextOptions, limit: int, error: type[Exception], what: str) -> str:
+    """``text`` normalized, checked against ``limit`` characters before and after normalization; raises ``error``
+    (``PredictionError`` or ``TargetError``) naming ``what`` when it is longer."""
+    if len(text) > limit:
+        raise error(f"{what} has {len(text)} characters; at most {limit} are read")
+    normal = normalize_text(text, options)
+    if len(normal) > limit:
+        raise error(f"{what} has {len(normal)} characters once normalized (NFKC); at most {limit} are read")
+    return normal
+
+
 def check_text(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
     """Score a prediction string against the target or candidates (see the module docstring)."""
-    texts = targets_or_candidates(rubric, config.max_candidates)
-    for text in texts:
-        if len(text) > config.max_text_chars:
-            raise TargetError(f"a target text has {len(text)} characters; at most {config.max_text_chars}")
-    predict = scoring["predict"]
-    if len(predict) > config.max_text_chars:
-        raise PredictionError(
-            f"the prediction has {len(predict)} characters; at most {config.max_text_chars} are read"
-        )
     options = TextOptions.from_kwargs(rubric)
-    pred = normalize_text(predict, options)
-    best = max(similarity(pred, normalize_text(t, options)) for t in texts)
+    limit = config.max_text_chars
+    targets = [bounded_normal_form(t, options, limit, TargetError, "a target text")
+               for t in targets_or_candidates(rubric, config.max_candidates)]  # fmt: skip
+    pred = bounded_normal_form(scoring["predict"], options, limit, PredictionError, "the prediction")
+    best = max(similarity(pred, t) for t in targets)
     if not pred and best < 1.0:
         return VerifyResult(0.0, "ok", "the prediction is empty", "text_verify")
-    which = "the target" if len(texts) == 1 else f"the best of {len(texts)} candidates"
+    which = "the target" if len(targets) == 1 else f"the best of {len(targets)} candidates"
     return VerifyResult(best, "ok", f"normalized edit similarity {best:.4f} to {which}", "text_verify")
