@@ -24,6 +24,7 @@ Needs torch and transformers; imported only where a local model runs.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import threading
@@ -251,10 +252,10 @@ class LocalGenerator:
                 f"{self.name} is a text-only judge (its checkpoint has no image processor); "
                 "the vlm exposure needs a vision-language model"
             )
-        from genrm.images import ImageError, load_sent_image
+        from genrm.images import ImageError
 
         try:
-            image = load_sent_image(prompt.image, self.image_dir)
+            image = _decoded_image(prompt.image, self.image_dir)
         except ImageError as exc:
             return f"the image cannot be shown to the judge: {exc}"
         encoded = self.processor(images=[image], text=[text], add_special_tokens=False, return_tensors="pt")
@@ -288,7 +289,11 @@ class LocalGenerator:
         results: list[Generation | None] = [None] * len(items)
         ready: list[tuple[int, _Prepared]] = []
         for index, item in enumerate(items):
-            prepared = self._prepare(item)
+            try:
+                prepared = self._prepare(item)
+            except Exception as exc:  # noqa: BLE001 - one item's failure is that item's, never its batch's
+                logger.exception("could not prepare a judge prompt")
+                prepared = f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
             if isinstance(prepared, str):
                 results[index] = Generation(error=prepared)
             else:
@@ -408,3 +413,12 @@ class LocalGenerator:
         tokens = row[: row.index(eos)] if finished else row
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         return Generation(text, len(prompt), len(tokens) + int(finished), finished)
+
+
+@functools.lru_cache(maxsize=2)
+def _decoded_image(reference: str, image_dir: Path | None) -> Any:
+    # The G prompts of a group share one image reference (the same string object): decode it once, not G times.
+    # Two entries: a group being prepared and the next one; an 8192 x 8192 image takes 200 MB decoded.
+    from genrm.images import load_sent_image
+
+    return load_sent_image(reference, image_dir)

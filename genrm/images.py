@@ -51,11 +51,16 @@ def _encoded_bytes(reference: str, base_dir: Path | None) -> bytes:
     path = Path(reference)
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
-    if not path.is_file():
-        raise ImageError(f"image file {str(path)[:200]!r} does not exist")
-    if path.stat().st_size > MAX_IMAGE_BYTES:
-        raise ImageError(f"image file {str(path)[:200]!r} is larger than {MAX_IMAGE_BYTES} bytes")
-    return path.read_bytes()
+    try:
+        if not path.is_file():
+            raise ImageError(f"image file {str(path)[:200]!r} does not exist")
+        if path.stat().st_size > MAX_IMAGE_BYTES:
+            raise ImageError(f"image file {str(path)[:200]!r} is larger than {MAX_IMAGE_BYTES} bytes")
+        return path.read_bytes()
+    except (OSError, ValueError) as exc:  # a NUL in the name, a name too long, a loop of links, no permission
+        if isinstance(exc, ImageError):
+            raise
+        raise ImageError(f"image file {str(path)[:200]!r} cannot be read: {exc}") from None
 
 
 def load_image(reference: str, base_dir: Path | None = None) -> Image:
@@ -99,7 +104,10 @@ def load_sent_image(reference: str, image_dir: Path | None = None) -> Image:
     if image_dir is None:
         raise ImageError("this judge reads no image files: send the image as a data URI (data:image/png;base64,...)")
     root = image_dir.resolve()
-    path = (root / reference).resolve()
+    try:
+        path = (root / reference).resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a loop of symbolic links (Python < 3.13)
+        raise ImageError(f"image path {reference[:200]!r} cannot be resolved: {exc}") from None
     if not path.is_relative_to(root):
         raise ImageError(f"image path {reference[:200]!r} is outside the image folder {str(root)[:200]!r}")
     return load_image(str(path))

@@ -102,6 +102,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turn that into an exit that unwinds this
             # block, so the launched SGLang server is stopped too.
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-        app = create_app(settings)
+        try:
+            app = create_app(settings)
+        except ValueError as exc:  # a backend that cannot serve these settings (a text-only judge for vlm, ...)
+            print(f"genrm serve: {exc}", file=sys.stderr)
+            return 2
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
     return 0

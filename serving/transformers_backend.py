@@ -62,6 +62,11 @@ class TransformersBackend:
             name=str(settings.judge_model or settings.model_path), prefix_cache=settings.prefix_cache,
             image_dir=settings.image_dir,
         )  # fmt: skip
+        if settings.exposure == "vlm" and not generator.sees_images:
+            raise ValueError(
+                f"{generator.name} is a text-only judge (no image processor), but the vlm exposure shows it images: "
+                "serve a vision-language checkpoint, or another exposure"
+            )
         wait_s = settings.batch_wait_ms / 1000
         return cls(generator, settings.max_batch_size, wait_s, max_concurrent_groups=settings.max_concurrent_groups)
 

@@ -188,3 +188,48 @@ def test_image_references_a_judge_reads_and_refuses(vlm_generator, tmp_path):
     assert "does not exist" in ask(confined, "absent.png").error
     assert "reads no image files" in ask(vlm_generator, str(tmp_path / "images" / "sign.png")).error
     assert "not a readable image" in ask(confined, "data:image/png;base64," + base64.b64encode(b"junk").decode()).error
+
+
+def test_hostile_image_references_fail_their_own_row_only(vlm_generator, tmp_path):
+    import os
+
+    png = base64.b64decode(_image_items(1)[0].prompt.image.split(",", 1)[1])
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "sign.png").write_bytes(png)
+    os.symlink(tmp_path / "images" / "loop-a", tmp_path / "images" / "loop-b")
+    os.symlink(tmp_path / "images" / "loop-b", tmp_path / "images" / "loop-a")
+    confined = LocalGenerator(vlm_generator.model, vlm_generator.tokenizer, SamplingSettings(max_tokens=8),
+                              processor=vlm_generator.processor, image_dir=tmp_path / "images")  # fmt: skip
+    hostile = ["sign\x00.png", "n" * 300 + ".png", "loop-a", "loop-b/x.png"]
+    rows = [GenerationItem(ChatPrompt("system", "read the sign", image=image)) for image in ["sign.png", *hostile]]
+    answers = confined.generate(rows)
+    assert answers[0].error is None  # the good row of the batch is answered
+    for reference, answer in zip(hostile, answers[1:], strict=True):
+        assert answer.error and "cannot be shown to the judge" in answer.error, (reference, answer.error)
+
+
+def test_an_unexpected_failure_preparing_one_row_fails_that_row_only(generator, example_instances, monkeypatch):
+    items, _ = _items(example_instances[:1])
+    prepare = LocalGenerator._prepare
+
+    def failing(self, item):
+        if item is items[1]:
+            raise RuntimeError("boom")
+        return prepare(self, item)
+
+    monkeypatch.setattr(LocalGenerator, "_prepare", failing)
+    answers = generator.generate(items[:3])
+    assert answers[0].error is None and answers[2].error is None
+    assert "RuntimeError: boom" in answers[1].error
+
+
+def test_the_image_of_a_group_is_decoded_once(vlm_generator, monkeypatch):
+    from genrm import hf_generation, images
+
+    hf_generation._decoded_image.cache_clear()
+    calls = []
+    load = images.load_sent_image
+    monkeypatch.setattr(images, "load_sent_image", lambda *a: calls.append(a[0][:20]) or load(*a))
+    item = _image_items(1)[0]
+    answers = vlm_generator.generate([item] * 4)
+    assert all(a.error is None for a in answers) and len(calls) == 1

@@ -103,3 +103,9 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
     failed = results["escaping"].records
     assert all(r.judge_failure == "backend_error" and "outside the image folder" in r.judge_reason for r in failed)
     assert all(reward is None for reward in results["escaping"].rewards)
+
+
+def test_a_text_only_judge_is_refused_for_the_vlm_exposure_at_start(tiny_judge_dir):
+    settings = ServerSettings(backend="transformers", model_path=str(tiny_judge_dir), device="cpu", exposure="vlm")
+    with pytest.raises(ValueError, match="text-only judge"):
+        TransformersBackend.from_settings(settings)
