@@ -6,6 +6,12 @@ round robin; transport errors, time-outs, 408/429 and 5xx are retried with full-
 reached at all, :class:`genrm.judge.BackendUnavailable` is raised (a server answers 503); when the endpoint is
 reachable but one call still fails, :class:`CallFailed` names why. Calls in flight are bounded by a semaphore.
 
+Two limits bound a call in time: ``timeout_s`` each HTTP attempt, and ``budget_s`` the whole call, waiting for a slot,
+every attempt and every backoff included, so that an endpoint that hangs answers within the budget (with
+BackendUnavailable when no attempt reached it, CallFailed otherwise), not after ``retries + 1`` full time-outs.
+The endpoint remembers how its recent calls ended: :meth:`ChatEndpoint.probe` reports it unhealthy when the last
+:data:`UNHEALTHY_AFTER` calls all failed, whatever its health URL says.
+
 Needs httpx (the ``serve`` extra).
 """
 
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +30,8 @@ import httpx
 from genrm.judge import BackendUnavailable, SamplingSettings
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: Consecutive failed calls after which the endpoint reports itself unhealthy (until a call succeeds).
+UNHEALTHY_AFTER = 5
 
 
 class CallFailed(Exception):
@@ -51,6 +60,7 @@ class ChatEndpoint:
         max_in_flight: int = 64,
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        budget_s: float | None = None,
     ) -> None:
         """Configure the endpoint.
 
@@ -63,11 +73,16 @@ class ChatEndpoint:
             max_in_flight: calls in flight at once, over all replicas (>= 1).
             backoff_s: base of the exponential backoff between attempts, in seconds.
             transport: an httpx transport (tests route calls to an in-process app with it).
+            budget_s: time limit of one call over all its attempts, in seconds (None: only ``timeout_s`` each).
         """
         if not base_urls:
             raise ValueError("at least one endpoint URL is needed")
         if retries < 0 or max_in_flight < 1:
             raise ValueError("retries must be >= 0 and max_in_flight >= 1")
+        if budget_s is not None and budget_s <= 0:
+            raise ValueError(f"budget_s must be positive, got {budget_s}")
+        self.budget_s = budget_s
+        self._failures, self._last_failure = 0, ""
         self.base_urls = [url.rstrip("/") for url in base_urls]
         self.model, self.retries, self.backoff_s = model, retries, backoff_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -96,12 +111,32 @@ class ChatEndpoint:
         return body
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            data = await self._attempts(body)
+        except (CallFailed, BackendUnavailable) as exc:
+            self._failures, self._last_failure = self._failures + 1, str(exc)[:200]
+            raise
+        self._failures = 0
+        return data
+
+    async def _attempt(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        async with self._slots:
+            return await self._http.post(url, json=body)
+
+    async def _attempts(self, body: dict[str, Any]) -> dict[str, Any]:
+        end = None if self.budget_s is None else time.monotonic() + self.budget_s
         reached, last = False, "no attempt"
         for attempt in range(self.retries + 1):
             url = self.base_urls[next(self._next_url)]
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                last = f"{last}; the call's {self.budget_s:g} s budget is spent"
+                break
             try:
-                async with self._slots:
-                    response = await self._http.post(f"{url}/chat/completions", json=body)
+                response = await asyncio.wait_for(self._attempt(f"{url}/chat/completions", body), left)
+            except asyncio.TimeoutError:  # the budget ran out inside the attempt (waiting for a slot or an answer)
+                last = f"no answer within the call's {self.budget_s:g} s budget"
+                break
             except httpx.TimeoutException as exc:
                 reached, last = True, f"timed out ({type(exc).__name__})"
             except httpx.TransportError as exc:
@@ -117,7 +152,10 @@ class ChatEndpoint:
                     raise CallFailed(f"the endpoint answered {response.status_code}: {response.text[:300]}")
                 last = f"HTTP {response.status_code}"
             if attempt < self.retries:
-                await asyncio.sleep(random.uniform(0, self.backoff_s * 2**attempt))
+                pause = random.uniform(0, self.backoff_s * 2**attempt)
+                if end is not None:
+                    pause = min(pause, max(0.0, end - time.monotonic()))
+                await asyncio.sleep(pause)
         if not reached:
             raise BackendUnavailable(f"no endpoint of {self.model!r} reachable ({last})")
         raise CallFailed(f"the call failed after {self.retries + 1} attempts: {last}")
@@ -146,7 +184,10 @@ class ChatEndpoint:
         return reply
 
     async def probe(self, urls: Sequence[str]) -> tuple[bool, str]:
-        """Reachable when at least one of ``urls`` answers a GET with success; a short detail either way."""
+        """Reachable when at least one of ``urls`` answers a GET with success and the last calls did not all fail
+        (:data:`UNHEALTHY_AFTER` in a row); a short detail either way."""
+        if self._failures >= UNHEALTHY_AFTER:
+            return False, f"the last {self._failures} chat completions failed; last: {self._last_failure}"
         problems = []
         for url in urls:
             try:

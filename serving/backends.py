@@ -67,5 +67,5 @@ def make_backend(settings: ServerSettings) -> AsyncJudge:
     return cls(
         settings.judge_urls, str(settings.judge_model), api_key=key, sampling=sampling,
         constrained=settings.constrained_decoding, timeout_s=settings.judge_timeout_s, retries=settings.judge_retries,
-        max_in_flight=settings.judge_max_in_flight,
+        max_in_flight=settings.judge_max_in_flight, budget_s=settings.judge_budget_s,
     )  # fmt: skip

@@ -39,8 +39,10 @@ class OpenAIBackend(RemoteJudge):
         max_in_flight: int = 64,
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        budget_s: float | None = None,
     ) -> None:
-        endpoint = ChatEndpoint(base_urls, model, api_key, timeout_s, retries, max_in_flight, backoff_s, transport)
+        endpoint = ChatEndpoint(base_urls, model, api_key, timeout_s, retries, max_in_flight, backoff_s, transport,
+                                budget_s)  # fmt: skip
         super().__init__(endpoint, sampling, constrained, parse_retries)
 
     @property
@@ -52,7 +54,8 @@ class OpenAIBackend(RemoteJudge):
         return f"{base_url}/models"
 
     async def health(self) -> tuple[bool, str]:
-        """Reachable when at least one endpoint answers its health probe (``/models`` here)."""
+        """Reachable when at least one endpoint answers its health probe (``/models`` here) and the recent chat
+        completions did not all fail (:meth:`genrm.chat_endpoint.ChatEndpoint.probe`)."""
         return await self.endpoint.probe([self._health_url(url) for url in self.base_urls])
 
 

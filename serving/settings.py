@@ -58,7 +58,12 @@ class ServerSettings(BaseSettings):
     judge_max_tokens: int = Field(1024, gt=0, description="output token budget of one judgement")
     judge_temperature: float = Field(0.0, ge=0.0, le=2.0)
     judge_top_p: float = Field(1.0, gt=0.0, le=1.0)
-    judge_timeout_s: float = Field(120.0, gt=0.0, description="time limit of one judge call, s")
+    judge_timeout_s: float = Field(120.0, gt=0.0, description="time limit of one HTTP attempt of a judge call, s")
+    judge_budget_s: float = Field(
+        180.0, gt=0.0,
+        description="time limit of one judge call over all its attempts and backoffs, s: a judge that hangs is "
+        "answered 503 within it",
+    )  # fmt: skip
     judge_retries: int = Field(2, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
     judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
     constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")

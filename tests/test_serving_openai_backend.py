@@ -111,3 +111,28 @@ async def test_replicas_share_the_load(judge):
 def test_model_backends_need_an_endpoint():
     with pytest.raises(ValueError, match="needs judge_urls and judge_model"):
         ServerSettings(backend="sglang")
+
+
+async def test_a_hanging_judge_is_answered_within_the_call_budget(judge):
+    judge.app.state.delay_s = 30.0  # accepts the call, never answers in time
+    settings = {"judge_timeout_s": 20.0, "judge_retries": 2, "judge_budget_s": 0.5}
+    async with served(backend="openai", judge_urls=[judge.url], **settings) as http:
+        # 3 attempts of 20 s would take a minute; the budget answers after half a second (10 s leave ample room)
+        response = await http.post("/v1/score", json={"groups": [GROUP]}, timeout=10.0)
+    assert response.status_code == 503 and "retry-after" in response.headers
+    assert "budget" in response.json()["detail"][0]["msg"]
+
+
+async def test_health_turns_503_while_every_chat_completion_fails_and_back(judge):
+    judge.app.state.fail_first = 1_000  # /models still answers: only the completions fail
+    async with served(backend="openai", judge_urls=[judge.url], judge_retries=0) as http:
+        for _ in range(2):  # 6 calls, all failing
+            failed = await http.post("/v1/score", json={"groups": [GROUP]})
+        sick = await http.get("/health")
+        judge.app.state.fail_first = 0
+        recovered = await http.post("/v1/score", json={"groups": [GROUP]})
+        healthy = await http.get("/health")
+    assert [r["judge_failure"] for r in failed.json()["groups"][0]["records"]] == ["backend_error"] * 3
+    assert sick.status_code == 503 and "chat completions failed" in sick.json()["detail"]
+    assert recovered.json()["groups"][0]["rewards"] == [1.0, 0.75, 0.0]
+    assert healthy.status_code == 200
