@@ -15,8 +15,14 @@ answers: its sequential latency against its throughput with ``--concurrency`` re
 batching gains. An untrained model's answers are short, so these figures measure the serving path, not a real judge
 (``--no-model`` skips it).
 
+A mixed-load row runs the ``rule`` server under attack: ``--hostile`` expression checks that never finish (power
+towers, deep nesting, each string new, so no cache helps) kept in flight for ``--mixed-seconds``, while one client
+sends cheap checks (text and box verifications, one at a time) and another sends correct expression checks (``k\\pi``
+against ``k\\pi``). It reports the cheap checks' p50 and p99, and how the correct expressions came back: right (1),
+busy (a 503: no worker was free within the server's budget; not scored), or wrong (any score but 1: must be 0).
+
 Targets on this machine: overhead <= 2 ms p50 per response (zero-latency backend); >= 1,000 responses/s with the
-rule backend at G = 8.
+rule backend at G = 8; under the mixed load, cheap p99 <= 50 ms and no wrong reward.
 """
 
 from __future__ import annotations
@@ -154,6 +160,57 @@ async def _throughput(url: str, bodies: list[bytes], concurrency: int, seconds: 
         return done[0], time.perf_counter() - start
 
 
+_HOSTILE = ("{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900, "\\frac{{" * 600 + "{k}" + "}}{{2}}" * 600)
+_CHEAP = (
+    ("text_verify(target='North Gate {k}', ignore_case=True)", "text_verify(predict='north gate {k}')"),
+    ("bbox_verify(target=[[10, 10, 200, 200]])", "bbox_verify(predict=[[12, 10, 200, 19{d}]])"),
+)
+
+
+async def _mixed_load(url: str, hostile: int, seconds: float) -> dict[str, object]:
+    """Hostile expression checks kept in flight, a client of cheap checks and a client of correct expressions."""
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=hostile + 4, max_keepalive_connections=hostile + 4)
+    cheap_times: list[float] = []
+    outcomes = {"right": 0, "busy": 0, "wrong": 0}
+    counter = iter(range(2, 10**9))
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+
+        async def verify(reference: str, prediction: str) -> httpx.Response:
+            return await http.post("/v1/verify", json={"reference": reference, "prediction": prediction})
+
+        async def attacker(offset: int) -> None:
+            while time.perf_counter() < stop_at:
+                k = next(counter)
+                predict = _HOSTILE[(offset + k) % len(_HOSTILE)].format(k=k)
+                await verify("expr_verify(target='5')", f"expr_verify(predict='{predict}')")
+
+        async def cheap() -> None:
+            while time.perf_counter() < stop_at:
+                k = next(counter)
+                reference, prediction = _CHEAP[k % len(_CHEAP)]
+                start = time.perf_counter()
+                response = await verify(reference.format(k=k), prediction.format(k=k, d=k % 10))
+                cheap_times.append(time.perf_counter() - start)
+                response.raise_for_status()
+
+        async def correct() -> None:
+            while time.perf_counter() < stop_at:
+                k = next(counter)
+                response = await verify(f"expr_verify(target='{k}\\pi')", f"expr_verify(predict='{k}\\pi')")
+                if response.status_code == 503:
+                    outcomes["busy"] += 1
+                elif response.status_code == 200 and response.json()["score"] == 1.0:
+                    outcomes["right"] += 1
+                else:
+                    outcomes["wrong"] += 1
+                await asyncio.sleep(0.2)
+
+        await asyncio.sleep(0)
+        await asyncio.gather(*(attacker(k) for k in range(hostile)), cheap(), correct())
+    return {"cheap": cheap_times, **outcomes}
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -167,6 +224,8 @@ def main() -> int:
     parser.add_argument("--model", help="judge checkpoint for the transformers row (default: the tiny judge)")
     parser.add_argument("--no-model", action="store_true", help="skip the transformers backend")
     parser.add_argument("--model-requests", type=int, default=10, help="sequential requests, transformers row")
+    parser.add_argument("--hostile", type=int, default=50, help="hostile expression checks in flight (default: 50)")
+    parser.add_argument("--mixed-seconds", type=float, default=20.0, help="mixed-load phase (default: 20; 0 skips)")
     parser.add_argument("--serve-zero", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_zero is not None:
@@ -207,11 +266,35 @@ def main() -> int:
             figures[kind] = (p50 / G, rate, G / statistics.median(times))
             print(f"{kind:<12} {p50:>8.2f} {p99:>8.2f} {p50 / G:>12.3f} {rate:>12,.1f} {requests:>9}")
 
+    mixed = None
+    if args.mixed_seconds > 0:
+        process, url = _start("rule", server_core)
+        try:
+            asyncio.run(_latency(url, bodies, 5))
+            mixed = asyncio.run(_mixed_load(url, args.hostile, args.mixed_seconds))
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        cheap = mixed["cheap"]
+        print(f"\nmixed load on the rule server for {args.mixed_seconds:g} s: {args.hostile} hostile expression "
+              "checks in flight, one client of cheap checks, one of correct expressions")  # fmt: skip
+        print(f"{'hostile':>8} {'cheap p50 ms':>13} {'cheap p99 ms':>13} {'cheap n':>8} {'right':>6} {'busy':>5} "
+              f"{'wrong':>6}")  # fmt: skip
+        print(f"{args.hostile:>8} {statistics.median(cheap) * 1e3:>13.2f} {_percentile(cheap, 0.99) * 1e3:>13.2f} "
+              f"{len(cheap):>8} {mixed['right']:>6} {mixed['busy']:>5} {mixed['wrong']:>6}")  # fmt: skip
+
     overhead, rule_rate = figures["zero"][0], figures["rule"][1]
     met = overhead <= OVERHEAD_TARGET_MS and rule_rate >= RULE_TARGET
+    if mixed is not None:
+        met = met and _percentile(mixed["cheap"], 0.99) <= 0.050 and mixed["wrong"] == 0
     print(f"\nsummary: server overhead {overhead:.3f} ms p50 per response (target <= {OVERHEAD_TARGET_MS}); rule "
           f"backend {rule_rate:,.0f} responses/s at G={G}, concurrency {args.concurrency} (target >= "
           f"{RULE_TARGET:,.0f}): {'met' if met else 'NOT met'}", end="")  # fmt: skip
+    if mixed is not None:
+        cheap_p99 = _percentile(mixed["cheap"], 0.99) * 1e3
+        print(f"; under {args.hostile} hostile checks in flight cheap p99 {cheap_p99:.1f} "
+              f"ms (target <= 50), correct expressions {mixed['right']} right, {mixed['busy']} busy, "
+              f"{mixed['wrong']} wrong (target 0)", end="")  # fmt: skip
     if "transformers" in figures:
         _, batched, sequential = figures["transformers"]
         print(f"; transformers backend {sequential:,.1f} responses/s one request at a time, {batched:,.1f} with "

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import time
 
 import anyio
 import pytest
@@ -62,3 +63,49 @@ def test_killed_server_loses_nothing_logged(server, example_instances):
     # Every answered request was fsynced before its answer left the server.
     assert [e["instance"]["id"] for e in logged] == [i.id for i in example_instances[:20]]
     assert all(json.dumps(e["result"]) for e in logged)
+
+
+def test_killed_three_times_under_load_every_answered_group_is_logged_and_readable(tmp_path, example_instances):
+    import threading
+
+    import httpx
+
+    log = tmp_path / "records.jsonl"
+    answered: list[str] = []
+    for round_ in range(3):
+        with ServeProcess("--record-log", str(log), "--log-level", "warning") as served:
+            stop = threading.Event()
+
+            def load(worker: int, url: str = served.url, stop: threading.Event = stop, round_: int = round_) -> None:
+                with httpx.Client(base_url=url, timeout=30) as http:
+                    for k, instance in enumerate(example_instances * 10):
+                        if stop.is_set():
+                            return
+                        group = instance.model_copy(update={"id": f"r{round_}-w{worker}-{k}"})
+                        try:
+                            response = http.post("/v1/score", json={"groups": [group.model_dump(mode="json")]})
+                        except httpx.HTTPError:
+                            return  # the server was killed under this request: it was never answered
+                        if response.status_code == 200:
+                            answered.append(group.id)
+
+            workers = [threading.Thread(target=load, args=(w,)) for w in range(4)]
+            for worker in workers:
+                worker.start()
+            deadline = time.monotonic() + 120
+            while sum(1 for a in answered if a.startswith(f"r{round_}-")) < 30 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.kill(served.process.pid, signal.SIGKILL)
+            served.process.wait(timeout=30)
+            stop.set()
+            for worker in workers:
+                worker.join(timeout=60)
+        if round_ == 1:  # as if the kill had torn the line being written
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write('{"time": 1.0, "request_id": "torn", "instance": {"id": "half')
+    with ServeProcess("--record-log", str(log), "--log-level", "warning") as served:
+        pass  # the restart fences any torn tail
+    lines = log.read_text(encoding="utf-8").splitlines()
+    logged = [json.loads(line)["instance"]["id"] for line in lines]  # every line is whole JSON
+    assert set(answered) <= set(logged), sorted(set(answered) - set(logged))[:5]
+    assert len(answered) >= 90
