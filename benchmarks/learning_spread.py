@@ -11,7 +11,9 @@ would), prints the effect each one reached, and the margin between the smallest 
 deterministic). ``--broken`` adds control runs with the reward replaced by a constant 0: the effect must vanish,
 and the test's assertion must fail on them.
 
-The policy effect is the mean reward of the last 4 logs minus the first 4 (32 logs of 5 steps). The judge effect is
+The policy effect is the rule judge's raw essential score, mean of the last 4 logs minus the first 4 (32 logs of 5
+steps): what the policy reaches, whatever the reward made of it (the reward's own rise is shown beside it). The
+judge effect is
 the strict format reward of 64 fresh answers (32 per prompt, temperature 0.7, seeded) after RLVR minus before.
 About 4 s per policy seed and 6 minutes per judge seed on 2 cores, plus 8 minutes of SFT for the judge.
 """
@@ -33,8 +35,8 @@ sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() !=
 from genrm.cli import main as genrm  # noqa: E402
 
 # The thresholds the suite asserts: keep in step with the tests named above.
-POLICY_THRESHOLD = 0.15
-JUDGE_THRESHOLD = 0.25
+POLICY_THRESHOLD = 0.05
+JUDGE_THRESHOLD = 0.10
 JUDGE_PROMPTS = 2
 JUDGE_SAMPLES = 32
 
@@ -56,11 +58,14 @@ def _zero_reward(broken: bool) -> Iterator[None]:
     import genrm.train_rlvr as train_rlvr
     from policy_rl.rubric_reward import RubricReward
 
-    def format_reward_func(completions, **columns):  # the logged name of the real one
+    def format_reward_func(completions, **columns):  # the logged names of the real ones
+        return [0.0] * len(completions)
+
+    def content_reward_func(completions, **columns):
         return [0.0] * len(completions)
 
     saved_funcs, saved_rewards = train_rlvr.REWARD_FUNCS, RubricReward.rewards
-    train_rlvr.REWARD_FUNCS = (format_reward_func, saved_funcs[1])
+    train_rlvr.REWARD_FUNCS = (format_reward_func, content_reward_func)
     RubricReward.rewards = lambda self, outcomes, group_size=None: [0.0] * len(outcomes)
     try:
         yield
@@ -79,8 +84,8 @@ def policy_run(policy: Path, out: Path, seed: int, broken: bool, steps: int) -> 
     rewards = _logged(out, "reward")
     first, last = _first_last(rewards)
     raw_first, raw_last = _first_last(_logged(out, "rubric/raw_essential"))
-    return {"seed": seed, "first": first, "last": last, "effect": last - first, "raw first": raw_first,
-            "raw last": raw_last, "log": rewards}  # fmt: skip
+    return {"seed": seed, "first": first, "last": last, "reward rise": last - first, "raw first": raw_first,
+            "raw last": raw_last, "effect": raw_last - raw_first, "log": rewards}  # fmt: skip
 
 
 def judge_run(sft: Path, out: Path, seed: int, broken: bool) -> dict[str, object]:
@@ -123,6 +128,7 @@ def main() -> int:
     parser.add_argument("--policy-seeds", type=int, default=20, help="seeds 0..N-1 of the policy run")
     parser.add_argument("--policy-steps", type=int, default=160, help="steps of each policy run (the recipe's)")
     parser.add_argument("--judge-seeds", type=int, default=5, help="seeds 0..N-1 of the judge RLVR run (0: skip)")
+    parser.add_argument("--first-judge-seed", type=int, default=0, help="start the judge seeds here")
     parser.add_argument("--repeats", type=int, default=3, help="extra runs of seed 0 checked for identical logs")
     parser.add_argument("--broken", action="store_true", help="add control runs with a constant-0 reward")
     args = parser.parse_args()
@@ -134,14 +140,14 @@ def main() -> int:
         instances = read_instances((_ROOT / "datasets" / "policy_rl" / "yes_no.jsonl").read_text().splitlines())
         policy = save_tiny_policy(root / "policy", [i.prompt for i in instances] + ["yes", "no"])
         runs = [policy_run(policy, root / f"rl{s}", s, False, args.policy_steps) for s in range(args.policy_seeds)]
-        repeats = [
-            policy_run(policy, root / f"rl0r{k}", 0, False, args.policy_steps)["log"] for k in range(args.repeats)
-        ]
+        again = args.repeats if runs else 0
+        repeats = [policy_run(policy, root / f"rl0r{k}", 0, False, args.policy_steps)["log"] for k in range(again)]
         policy_same = all(log == runs[0]["log"] for log in repeats) if runs else None
-        if args.broken:
+        if args.broken and runs:
             runs.append({**policy_run(policy, root / "rl-broken", 0, True, args.policy_steps), "broken": True})
-        policy_min = _print_table("GRPO of the tiny policy, mean reward of the first and last 4 logs", runs,
-                                  ["first", "last", "effect", "raw first", "raw last"], POLICY_THRESHOLD)  # fmt: skip
+        title = "GRPO of the tiny policy, first and last 4 logs: mean reward, and the judge's raw essential score"
+        columns = ["first", "last", "reward rise", "raw first", "raw last", "effect"]
+        policy_min = _print_table(title, runs, columns, POLICY_THRESHOLD)
         print(f"seed 0 repeated {args.repeats}x: logs identical: {policy_same}")
         judge_min, judge_same = float("nan"), None
         if args.judge_seeds:
@@ -149,16 +155,17 @@ def main() -> int:
             if genrm(["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path",
                       str(root / "base"), "--output_dir", str(sft), "--plot", "false"]) != 0:  # fmt: skip
                 raise RuntimeError("genrm train sft failed")
-            judged = [judge_run(sft, root / f"rlvr{s}", s, False) for s in range(args.judge_seeds)]
-            again = [judge_run(sft, root / f"rlvr0r{k}", 0, False) for k in range(min(args.repeats, 1))]
+            seeds = range(args.first_judge_seed, args.first_judge_seed + args.judge_seeds)
+            judged = [judge_run(sft, root / f"rlvr{s}", s, False) for s in seeds]
+            again = [judge_run(sft, root / f"rlvr-again{k}", seeds[0], False) for k in range(min(args.repeats, 1))]
             judge_same = all(r["log"] == judged[0]["log"] and r["after"] == judged[0]["after"] for r in again)
             if args.broken:
-                judged.append({**judge_run(sft, root / "rlvr-broken", 0, True), "broken": True})
+                judged.append({**judge_run(sft, root / "rlvr-broken", seeds[0], True), "broken": True})
             title = "RLVR of the tiny judge, sampled format reward (64 answers) before and after"
             columns = ["before", "after", "first", "last", "effect"]
             judge_min = _print_table(title, judged, columns, JUDGE_THRESHOLD)
             print(f"seed 0 repeated: logs and sampled reward identical: {judge_same}")
-    print(f"\nsmallest healthy effect: policy {policy_min:.3f} (test asserts > {POLICY_THRESHOLD}), judge "
+    print(f"\nsmallest healthy effect: policy {policy_min:.3f} (test asserts >= {POLICY_THRESHOLD}), judge "
           f"{judge_min:.3f} (test asserts >= {JUDGE_THRESHOLD}); repeated runs identical: policy {policy_same}, "
           f"judge {judge_same}")  # fmt: skip
     return 0
