@@ -15,7 +15,7 @@ TOWER = "10^{10^{10^{10}}}"
 @pytest.fixture
 def one_worker():
     pool = ExprWorkerPool(size=1)
-    pool.start()
+    assert pool.wait_until_idle(120)
     yield pool
     pool.close()
 
@@ -27,8 +27,15 @@ def _occupy(pool: ExprWorkerPool, seconds: float, name: str = "hostile") -> thre
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(0.2)  # the hostile check has the worker
+    _until(lambda: not pool._idle.idle())  # the hostile check has the worker
     return thread
+
+
+def _until(condition, timeout_s: float = 30.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < end, "the pool did not reach the expected state"
+        time.sleep(0.01)
 
 
 @pytest.mark.slow
@@ -87,7 +94,7 @@ def test_free_workers_go_round_the_tenants(one_worker):
     hostile = [threading.Thread(target=run, args=("hostile", TOWER, 0.6)) for _ in range(4)]
     for thread in hostile:
         thread.start()
-    time.sleep(0.2)  # the four hostile checks queue before the cheap one
+    _until(lambda: one_worker._idle.waiting() == 4)  # the four hostile checks queue before the cheap one
     cheap = threading.Thread(target=run, args=("cheap", "5", 5.0))
     cheap.start()
     for thread in [first, *hostile, cheap]:

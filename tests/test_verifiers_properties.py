@@ -70,7 +70,7 @@ def test_any_generated_call_is_judged_or_refused(name, kwargs):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(REFERENCES)), written_literals)
 def test_every_verifier_gives_a_score_in_range_for_any_prediction(name, value):
-    get_expr_pool().start()
+    assert get_expr_pool().wait_until_idle(120)  # time a check from when it starts, not the wait for a worker
     start = time.monotonic()
     result = verify_call_result(REFERENCES[name], f"{name}(predict={value!r})", CONFIG)
     _check(result, time.monotonic() - start)
@@ -80,7 +80,7 @@ def test_every_verifier_gives_a_score_in_range_for_any_prediction(name, value):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(math_text, math_text)
 def test_expr_verify_on_math_looking_text(target, predict):
-    get_expr_pool().start()
+    assert get_expr_pool().wait_until_idle(120)  # time a check from when it starts, not the wait for a worker
     start = time.monotonic()
     result = verify_call_result(f"expr_verify(target={target!r})", f"expr_verify(predict={predict!r})", CONFIG)
     _check(result, time.monotonic() - start)

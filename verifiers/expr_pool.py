@@ -305,6 +305,18 @@ class ExprWorkerPool:
             return ExprOutcome("unparseable_target", False, f"the target could not be read: {reason}")
         return ExprOutcome(status, bool(answer.get("equal")), reason)
 
+    def wait_until_idle(self, timeout_s: float = 60.0) -> bool:
+        """Start the pool and wait until all ``size`` workers are up and idle (those killed at a deadline are
+        replaced in the background); True when they are, False after ``timeout_s`` seconds. A server need not call
+        it; it lets a caller measure a check's own time apart from the wait for a worker."""
+        self.start()
+        end = time.monotonic() + timeout_s
+        while len(self._idle.idle()) < self.size:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.02)
+        return True
+
     def close(self) -> None:
         """Kill every worker. The pool cannot be used afterwards."""
         with self._lock:
