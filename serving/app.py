@@ -154,7 +154,10 @@ async def _send_error(
     await send({"type": "http.response.body", "body": body})
 
 
-_THREADS = 40  # threads for checks of each kind (anyio's default for all of them together)
+_THREADS = 40  # threads for in-process checks (anyio's default for all threads together)
+# Threads for checks that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
+# not this limiter, must decide who goes next: a limiter's FIFO would put a correct check behind every hostile one.
+_POOLED_THREADS = 256
 _ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
 _OPEN_PATHS = frozenset({"/health"})
 _MAX_ERRORS = 20  # validation errors reported per request
@@ -207,7 +210,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         # never leaves the cheap in-process checks without a thread. Made on first use: a limiter needs the loop.
         key = "pooled" if uses_pool else "cheap"
         if key not in state:
-            state[key] = anyio.CapacityLimiter(_THREADS)
+            state[key] = anyio.CapacityLimiter(_POOLED_THREADS if uses_pool else _THREADS)
         return state[key]
 
     async def in_thread(uses_pool: bool, request_id: str, fn: Callable[..., Any], *args: Any) -> Any:

@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 from fake_judge import ServeProcess
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.slow
@@ -121,6 +121,14 @@ def test_hostile_content_never_gives_a_5xx_a_late_answer_or_a_slow_health(server
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(call=calls, texts_=responses, verifier=st.sampled_from(sorted(VERIFIERS)))
+    # Explicit hostile examples come first, whatever Hypothesis draws: seconds of checks that run to their deadline,
+    # through which /health is watched.
+    @example(call=("expr_verify", "expr_verify(predict='10^{10^{10^{10}}}')"), texts_=["\\boxed{9^{9^{9^{9}}}}"] * 4,
+             verifier="expr_verify")  # fmt: skip
+    @example(call=("expr_verify", "expr_verify(predict='7^{7^{7^{7}}}')"),
+             texts_=["\\boxed{" + "\ufdfa" * 3_000 + "}"], verifier="text_verify")  # fmt: skip
+    @example(call=("list_verify", "list_verify(predict=['" + "\ufdfa" * 3_000 + "'])"),
+             texts_=["\\boxed{8^{8^{8^{8}}}}", "\\boxed{6^{6^{6^{6}}}}"], verifier="expr_verify")  # fmt: skip
     def probe(call, texts_, verifier):
         name, prediction = call
         verified, elapsed = _post(http, "/v1/verify", {"reference": VERIFIERS[name], "prediction": prediction})
@@ -141,3 +149,67 @@ def test_hostile_content_never_gives_a_5xx_a_late_answer_or_a_slow_health(server
     assert not health.failures, health.failures[:5]
     assert len(health.latencies) >= 20
     assert max(health.latencies) < HEALTH_BOUND_S, (max(health.latencies), statistics.median(health.latencies))
+
+
+def test_a_body_that_fails_validation_leaves_the_keep_alive_connection_serving(server):
+    _, served = server
+    good = {
+        "reference": "text_verify(target='North Gate', ignore_case=True)",
+        "prediction": "text_verify(predict='north gate')",
+    }
+    opened: list[object] = []
+    # One connection only: every request after a refused one must travel on the connection that carried it.
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    with httpx.Client(base_url=served.url, limits=limits, timeout=30) as http:
+        for bad in ('{"reference": NaN, "prediction": "x"}', '{"reference": Infinity, "prediction": -Infinity}'):
+            for _ in range(5):
+                refused = http.post("/v1/verify", content=bad, headers={"content-type": "application/json"})
+                assert refused.status_code == 422, refused.text[:300]
+                assert refused.headers.get("connection", "").lower() != "close"
+                opened.append(refused.extensions["network_stream"].get_extra_info("socket").getsockname())
+                answered = http.post("/v1/verify", json=good)
+                assert answered.status_code == 200 and answered.json()["score"] == 1.0
+                opened.append(answered.extensions["network_stream"].get_extra_info("socket").getsockname())
+    assert len(set(opened)) == 1, set(opened)  # the same local port throughout: never reset, never reopened
+
+
+def test_a_correct_expression_is_judged_right_behind_fifty_hostile_ones():
+    # Each hostile check may run 30 s. Queued first come, first served, or fairly but without a first slice, the
+    # correct check gets a worker only once every hostile request before it has been answered (or given up). Stopped
+    # after their first slice, the hostile checks let it through while almost all of them are still pending.
+    import asyncio
+    import os
+    from unittest import mock
+
+    hostile = [f"{k}^{{{k}^{{{k}^{{{k}}}}}}}" for k in range(3, 53)]
+    env = {"GENRM_VERIFIER_DEADLINE_S": "30", "GENRM_VERIFIER_BUDGET_S": "120"}
+
+    async def load(url: str) -> tuple[httpx.Response, int]:
+        limits = httpx.Limits(max_connections=60, max_keepalive_connections=60)
+        async with httpx.AsyncClient(base_url=url, timeout=180, limits=limits) as http:
+
+            def verify(target: str, predict: str):
+                body = {
+                    "reference": f"expr_verify(target='{target}')",
+                    "prediction": f"expr_verify(predict='{predict}')",
+                }
+                return http.post("/v1/verify", json=body)
+
+            attack = [asyncio.ensure_future(verify("5", tower)) for tower in hostile]
+            await asyncio.sleep(1.0)  # the hostile requests reach the server first
+            answer = await verify("9\\pi", "9\\pi")
+            pending = sum(not task.done() for task in attack)
+            for task in attack:
+                task.cancel()
+            await asyncio.gather(*attack, return_exceptions=True)
+            return answer, pending
+
+    with mock.patch.dict(os.environ, env), ServeProcess("--log-level", "warning") as served:
+        try:
+            answer, pending = asyncio.run(load(served.url))
+        finally:
+            served.process.kill()  # hostile checks are still running; nothing needs a graceful stop
+    assert answer.status_code == 200, answer.text[:300]
+    assert answer.json()["score"] == 1.0, answer.json()
+    # one long check at a time, 30 s each: measured 49 of 50 pending (11.5 s); without the slice, 0 of 50 (89 s)
+    assert pending >= 40, pending

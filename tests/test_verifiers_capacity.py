@@ -101,3 +101,69 @@ def test_free_workers_go_round_the_tenants(one_worker):
         thread.join(timeout=30)
     # FIFO would serve the cheap check last; round-robin serves it right after the first queued hostile check
     assert order.index("cheap:ok") <= 1, order
+
+
+def _start_hostile(pool: ExprWorkerPool, count: int, deadline_s: float) -> list[threading.Thread]:
+    threads = []
+    for k in range(count):
+        thread = threading.Thread(target=_hostile_check, args=(pool, f"hostile-{k}", deadline_s))
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+def _hostile_check(pool: ExprWorkerPool, name: str, deadline_s: float) -> None:
+    with tenant(name):
+        pool.check("5", TOWER, 6, deadline_s, wait_s=60.0)
+
+
+@pytest.mark.slow
+def test_checks_that_run_long_leave_a_worker_for_quick_ones():
+    # Six hostile checks of 20 s each hold both workers of a FIFO pool for a minute; with a long lane of one slot,
+    # the other worker stops each hostile check after its first slice, so a correct check gets a worker in seconds.
+    pool = ExprWorkerPool(size=2, first_slice_s=0.2)
+    assert pool.wait_until_idle(120)
+    hostile = _start_hostile(pool, 6, deadline_s=20.0)
+    try:
+        _until(lambda: pool._idle.long_running() == 1 and pool._idle.waiting() >= 4)
+        with tenant("correct"):
+            outcome = pool.check("9\\pi", "9\\pi", 6, deadline_s=5.0, wait_s=15.0)
+        assert (outcome.status, outcome.equal) == ("ok", True), outcome
+        assert pool._idle.long_running() == 1  # the long lane never takes the last worker
+    finally:
+        pool.close()
+        for thread in hostile:
+            thread.join(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_check_stopped_after_its_first_slice_runs_again_with_its_whole_deadline():
+    # A first slice shorter than any comparison, and the one long slot taken: the check is stopped, waits for the
+    # slot and is judged from the start, never scored on the slice it had.
+    pool = ExprWorkerPool(size=2, first_slice_s=1e-4)
+    assert pool.wait_until_idle(120)
+    hostile = _start_hostile(pool, 1, deadline_s=1.0)
+    try:
+        _until(lambda: pool._idle.long_running() == 1)
+        expansion = "x^{10}+10x^9+45x^8+120x^7+210x^6+252x^5+210x^4+120x^3+45x^2+10x+1"
+        outcome = pool.check("(x+1)^{10}", expansion, 6, deadline_s=10.0, wait_s=30.0)
+        assert (outcome.status, outcome.equal) == ("ok", True), outcome
+    finally:
+        pool.close()
+        hostile[0].join(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_long_check_with_a_free_slot_goes_on_where_it_is():
+    pool = ExprWorkerPool(size=2, first_slice_s=0.05)
+    assert pool.wait_until_idle(120)
+    launches = []
+    real_launch = pool._launcher.launch
+    pool._launcher.launch = lambda: launches.append(1) or real_launch()
+    try:
+        outcome = pool.check("5", TOWER, 6, deadline_s=0.5)
+        assert outcome.status == "timeout"
+        assert pool.wait_until_idle(60)
+        assert len(launches) == 1  # only the worker killed at the deadline was replaced: none was stopped and rerun
+    finally:
+        pool.close()

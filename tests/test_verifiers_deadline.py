@@ -1,6 +1,8 @@
 """Hostile predictions finish within the deadline, from threads and event loops; every failure path has a status."""
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from unittest import mock
@@ -126,7 +128,8 @@ def test_event_loop_keeps_running_during_a_hostile_check():
 
 def test_worker_that_cannot_start_gives_status_error():
     pool = ExprWorkerPool(size=1)
-    with mock.patch("verifiers.expr_pool._Worker", side_effect=OSError("no python here")):
+    launcher = mock.Mock(**{"launch.side_effect": OSError("no python here")})
+    with mock.patch("verifiers.expr_pool.make_launcher", return_value=launcher):
         outcome = pool.check("x", "x", 6, 1.0)
     assert outcome.status == "error" and "no python here" in outcome.reason
     pool.close()
@@ -137,7 +140,7 @@ def test_worker_that_dies_gives_status_error_and_is_replaced():
     pool = ExprWorkerPool(size=1)
     try:
         pool.start()
-        pool._idle.idle()[0].proc.kill()
+        os.kill(pool._idle.idle()[0].pid, signal.SIGKILL)
         outcome = pool.check("x", "x", 6, 5.0)
         assert outcome.status == "error" and "died" in outcome.reason
         for _ in range(50):

@@ -1,14 +1,22 @@
 """The expression worker: a child process that checks expression equivalence with Math-Verify.
 
-Run by ``verifiers.expr_pool`` as ``python -m verifiers._expr_worker --memory-mb N``; not for direct use. It reads one
-JSON request per line on stdin (``{"target", "predict", "float_rounding"}``) and writes one JSON answer per line on
-stdout (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its
-answer it writes ``{"target": "read"}`` once the target is parsed and compared with a number, so that the parent can
-tell a target that cannot be read in time (a rubric error) from a prediction that cannot (a verdict on the response),
-and give each phase its own deadline. Parsed targets are cached: the G responses of a group share theirs. Its
-address space is capped with
-``RLIMIT_AS`` so an expression that explodes in memory raises ``MemoryError`` here instead of swapping the machine;
-the parent kills it when a request passes its deadline, which is why its own (signal-based) timeouts are turned off.
+Started by ``verifiers.expr_processes``, never for direct use, in one of two ways:
+
+- ``python -m verifiers._expr_worker --memory-mb N`` serves one request at a time on stdin/stdout;
+- ``python -m verifiers._expr_worker --memory-mb N --zygote-fd FD`` imports and warms up Math-Verify once, then
+  forks a worker for every request on the Unix socket ``FD``; the request carries the worker's two pipe ends
+  (``SCM_RIGHTS``), the answer its pid and a pidfd to kill it by. A worker killed at a deadline is replaced in
+  milliseconds instead of the second an import of sympy takes. Forked workers die with the zygote
+  (``PR_SET_PDEATHSIG``), and the zygote exits when the socket closes, so none outlives the server.
+
+Protocol of a worker: one JSON request per line (``{"target", "predict", "float_rounding"}``), one JSON answer per
+line (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its answer it
+writes ``{"target": "read"}`` once the target is parsed and compared with a number, so that the parent can tell a
+target that cannot be read in time (a rubric error) from a prediction that cannot (a verdict on the response), and
+give each phase its own deadline. Parsed targets are cached: the G responses of a group share theirs. Its address
+space is capped with ``RLIMIT_AS`` so an expression that explodes in memory raises ``MemoryError`` here instead of
+swapping the machine; the parent kills it when a request passes its deadline, which is why its own (signal-based)
+timeouts are turned off.
 """
 
 from __future__ import annotations
@@ -16,14 +24,28 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
+import socket
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn, TextIO
 
 _TARGET_CACHE_SIZE = 256
 
-_WARM_UP = (("\\frac{1}{2}", "0.5"), ("\\{1, 2\\}", "\\{2, 1\\}"), ("x = 2", "2"), ("[1, 2)", "[1,2)"))
+_WARM_UP = (
+    ("\\frac{1}{2}", "0.5"),
+    ("\\{1, 2\\}", "\\{2, 1\\}"),
+    ("x = 2", "2"),
+    ("[1, 2)", "[1,2)"),
+    ("9\\pi", "9\\pi"),
+    ("x^2", "x*x"),
+    ("\\sqrt{2}/2", "1/\\sqrt{2}"),
+    ("\\sin^2 x + \\cos^2 x", "1"),
+    ("(x+1)^{3}", "x^3+3x^2+3x+1"),
+    ("e^{i\\pi}", "-1"),
+)
 
 
 def _limit_memory(megabytes: int) -> None:
@@ -113,28 +135,108 @@ def _answer(checker: Checker, line: str, target_read: Callable[[], None]) -> dic
         return {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
+def serve(checker: Checker, reader: TextIO, writer: TextIO) -> None:
+    """Answer requests from ``reader`` on ``writer`` until ``reader`` closes."""
+    writer.write('{"ready": true}\n')
+    writer.flush()
+
+    def target_read() -> None:
+        writer.write('{"target": "read"}\n')
+        writer.flush()
+
+    for line in reader:
+        writer.write(json.dumps(_answer(checker, line, target_read)) + "\n")
+        writer.flush()
+
+
+def _die_with_parent() -> None:
+    # Linux only: the kernel kills this worker when the zygote that forked it exits, whatever the reason.
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_forked(checker: Checker, fds: list[int], control: socket.socket, memory_mb: int) -> NoReturn:
+    code = 0
+    try:
+        control.close()  # the zygote must see the socket close when the server goes, whatever its workers hold
+        _die_with_parent()
+        if os.getppid() == 1:
+            os._exit(0)
+        _limit_memory(memory_mb)
+        with os.fdopen(fds[0], "r") as reader, os.fdopen(fds[1], "w") as writer:
+            serve(checker, reader, writer)
+    except BrokenPipeError:
+        pass
+    except BaseException:  # noqa: BLE001 - nothing of the zygote's may run in the worker
+        code = 1
+    os._exit(code)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def zygote(checker: Checker, control_fd: int, memory_mb: int) -> None:
+    """Fork a worker for every request on the socket ``control_fd`` until it closes (see the module docstring).
+
+    Killed workers stay zombies until the next request reaps them, so that a pid sent to the server is never reused
+    while the server may still signal it.
+    """
+    control = socket.socket(fileno=control_fd)
+    control.send(b"ready")
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 2)
+        except (ConnectionError, OSError):
+            return
+        if not message:
+            return
+        _reap()
+        if message != b"fork" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            control.send(b"error: expected b'fork' and two file descriptors")
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(checker, fds, control, memory_mb)
+        for fd in fds:
+            os.close(fd)
+        handles = [os.pidfd_open(pid)] if hasattr(os, "pidfd_open") else []
+        try:
+            socket.send_fds(control, [str(pid).encode()], handles)
+        finally:
+            for fd in handles:
+                os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Serve requests on stdin/stdout until stdin closes."""
+    """Serve requests on stdin/stdout until stdin closes, or fork workers for a socket (``--zygote-fd``)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memory-mb", type=int, default=2048)
+    parser.add_argument("--zygote-fd", type=int, default=None)
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # Math-Verify warns on every call that its own timeouts are off
     sys.setrecursionlimit(4000)
     checker = Checker()
     for target, predict in _WARM_UP:  # the first comparisons of each kind are slow; pay for them before serving
         checker.check(target, predict, 6)
+    if args.zygote_fd is not None:
+        zygote(checker, args.zygote_fd, args.memory_mb)
+        return
     _limit_memory(args.memory_mb)
-    out = sys.stdout
-    out.write('{"ready": true}\n')
-    out.flush()
-
-    def target_read() -> None:
-        out.write('{"target": "read"}\n')
-        out.flush()
-
-    for line in sys.stdin:
-        out.write(json.dumps(_answer(checker, line, target_read)) + "\n")
-        out.flush()
+    serve(checker, sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 Symbolic algebra cannot be bounded by input size alone (``10^{10^{10^{10}}}`` is 19 characters), and Python offers
 no safe way to interrupt a thread, while ``SIGALRM`` works only in the main thread of the main interpreter. So each
-check runs in a child process (``verifiers._expr_worker``, started with ``subprocess`` rather than
-``multiprocessing``, so the caller's ``__main__`` is never re-imported); when the answer does not arrive before the
-deadline, the child is killed and a fresh one is started in the background.
+check runs in a worker process (``verifiers.expr_processes``); when the answer does not arrive before the deadline,
+the worker is killed and a fresh one takes its place in the background (forked from a warmed-up zygote on Linux, in
+milliseconds).
 
 Workers are started on first use, and that start (about a second: Python, sympy and Math-Verify are imported) is not
 counted against the deadline of the call that triggers it; call :func:`warm_up` at start-up to pay it early.
@@ -17,13 +17,19 @@ Time is split three ways, so that each failure is blamed on what caused it:
   time (or in the worker's memory) has status ``unparseable_target``: a rubric error, not the response's;
 - **reading and comparing the prediction** has ``deadline_s`` from when the target was read; past it, ``timeout``.
 
-Free workers are handed out fairly between *tenants* (the server names one per request, see :func:`tenant`): when
-several wait, the next free worker goes to the tenant that has waited longest for a turn, not to whoever queued
-first, so fifty hostile checks of one request delay another request's check by at most one check's time.
-A process that forks gets a new pool on first use.
+Two lanes keep slow checks from crowding out quick ones. Every check starts in the *first slice* (``first_slice_s``,
+0.25 s by default; almost every real expression is judged within it). A check still running at the end of its slice
+becomes a *long* check, and at most ``size - 1`` long checks run at once (1 when ``size`` is 1), so a worker is
+always left for first slices: when every long slot is taken, the check is stopped and runs again from the start, with
+its whole deadline, when a slot frees (waiting for it is again bounded by ``wait_s``). Fifty checks that each take
+their whole deadline therefore delay a correct expression by at most a few first slices, not by their deadlines.
 
-Configuration: ``GENRM_EXPR_WORKERS`` (default 2) and ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) in the
-environment, or :func:`configure_expr_pool`.
+Within a lane, free workers are handed out fairly between *tenants* (the server names one per request, see
+:func:`tenant`): when several wait, the next free worker goes to the tenant that has waited longest for a turn, not
+to whoever queued first. A process that forks gets a new pool on first use.
+
+Configuration: ``GENRM_EXPR_WORKERS`` (default 2), ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) and
+``GENRM_EXPR_FIRST_SLICE_S`` (default 0.25) in the environment, or :func:`configure_expr_pool`.
 """
 
 from __future__ import annotations
@@ -31,22 +37,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
-import json
 import logging
+import math
 import os
-import selectors
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+
+from verifiers.expr_processes import Launcher, Worker, make_launcher
 
 logger = logging.getLogger(__name__)
-
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,57 +60,30 @@ class ExprOutcome:
     reason: str
 
 
-class _Worker:
-    """One child process and its line-oriented pipe protocol."""
+class _Call:
+    """One request on one worker, with the deadline of each phase counted from when that phase started."""
 
-    def __init__(self, memory_mb: int) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "verifiers._expr_worker", "--memory-mb", str(memory_mb)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=0,
-        )
-        self._buffer = b""
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self.proc.stdout, selectors.EVENT_READ)
+    def __init__(self, worker: Worker, payload: dict, deadline_s: float) -> None:
+        self.worker, self.deadline_s = worker, deadline_s
+        worker.send(payload)
+        self.started = time.monotonic()
+        self.target_read_at: float | None = None
 
-    def _read_line(self, deadline: float) -> bytes:
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._selector.select(remaining):
-                raise TimeoutError
-            chunk = os.read(self.proc.stdout.fileno(), 65_536)
-            if not chunk:
-                raise EOFError(f"the worker exited with code {self.proc.wait()}")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
-    def wait_ready(self, timeout_s: float) -> None:
-        message = json.loads(self._read_line(time.monotonic() + timeout_s))
-        if message != {"ready": True}:
-            raise RuntimeError(f"unexpected first message from the expression worker: {message!r:.200}")
-
-    def send(self, payload: dict) -> None:
-        self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self, deadline: float) -> dict:
-        return json.loads(self._read_line(deadline))
-
-    def kill(self) -> int | None:
-        self._selector.close()
-        self.proc.kill()
-        try:
-            return self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return None
-        finally:
-            for stream in (self.proc.stdin, self.proc.stdout):
-                stream.close()
+    def wait(self, until: float) -> dict | None:
+        """The answer; None when ``until`` (``time.monotonic()``) comes first. Raises TimeoutError when the current
+        phase passes its deadline, EOFError or OSError when the worker died, ValueError on a garbled line."""
+        while True:
+            phase_end = (self.target_read_at or self.started) + self.deadline_s
+            try:
+                answer = self.worker.receive(min(phase_end, until))
+            except TimeoutError:
+                if until < phase_end:
+                    return None
+                raise
+            if self.target_read_at is None and answer == {"target": "read"}:
+                self.target_read_at = time.monotonic()
+                continue
+            return answer
 
 
 _tenant: contextvars.ContextVar[tuple[str, float | None]] = contextvars.ContextVar(
@@ -136,56 +111,102 @@ class _Ticket:
     __slots__ = ("worker",)
 
     def __init__(self) -> None:
-        self.worker: _Worker | None = None
+        self.worker: Worker | None = None
 
 
 class _FairQueue:
-    """Idle workers, handed to waiting callers round-robin over tenants (FIFO within a tenant)."""
+    """Idle workers, handed to waiting callers round-robin over tenants (FIFO within a tenant), in two lanes.
 
-    def __init__(self) -> None:
+    A caller of the long lane is served first while fewer than ``long_slots`` long checks run, and holds a long slot
+    from then until :meth:`end_long`; callers of the first-slice lane take any worker the long lane does not.
+    """
+
+    def __init__(self, long_slots: int) -> None:
         self._cond = threading.Condition()
-        self._idle: deque[_Worker] = deque()
-        self._waiting: OrderedDict[str, deque[_Ticket]] = OrderedDict()
+        self._idle: deque[Worker] = deque()
+        self._waiting: dict[bool, OrderedDict[str, deque[_Ticket]]] = {False: OrderedDict(), True: OrderedDict()}
+        self._long_slots = long_slots
+        self._long = 0
+        self._closed = False
+
+    def _hand_out(self, long: bool) -> None:
+        waiting = self._waiting[long]
+        name, tickets = next(iter(waiting.items()))
+        tickets.popleft().worker = self._idle.popleft()
+        del waiting[name]
+        if tickets:  # the tenant goes to the back of the line for its next check
+            waiting[name] = tickets
+        self._long += long
 
     def _dispatch(self) -> None:
-        while self._idle and self._waiting:
-            name, tickets = next(iter(self._waiting.items()))
-            tickets.popleft().worker = self._idle.popleft()
-            del self._waiting[name]
-            if tickets:  # the tenant goes to the back of the line for its next check
-                self._waiting[name] = tickets
+        while self._idle:
+            if self._waiting[True] and self._long < self._long_slots:
+                self._hand_out(True)
+            elif self._waiting[False]:
+                self._hand_out(False)
+            else:
+                break
         self._cond.notify_all()
 
-    def put(self, worker: _Worker) -> None:
+    def put(self, worker: Worker) -> None:
+        """Return a worker (or add a new one) to the idle set."""
         with self._cond:
             self._idle.append(worker)
             self._dispatch()
 
-    def get(self, name: str, timeout_s: float) -> _Worker | None:
-        """An idle worker for tenant ``name``, or None when none was handed over within ``timeout_s`` seconds."""
+    def get(self, name: str, timeout_s: float, long: bool = False) -> Worker | None:
+        """An idle worker for tenant ``name`` in the given lane (a long one comes with a long slot), or None when
+        none was handed over within ``timeout_s`` seconds."""
         end = time.monotonic() + timeout_s
         ticket = _Ticket()
+        waiting = self._waiting[long]
         with self._cond:
-            self._waiting.setdefault(name, deque()).append(ticket)
+            waiting.setdefault(name, deque()).append(ticket)
             self._dispatch()
             while ticket.worker is None:
                 remaining = end - time.monotonic()
-                if remaining <= 0:
-                    tickets = self._waiting.get(name)
+                if remaining <= 0 or self._closed:
+                    tickets = waiting.get(name)
                     if tickets is not None and ticket in tickets:
                         tickets.remove(ticket)
                         if not tickets:
-                            del self._waiting[name]
+                            del waiting[name]
                     return None
                 self._cond.wait(remaining)
             return ticket.worker
 
-    def waiting(self) -> int:
-        """Callers waiting for a worker now."""
+    def close(self) -> None:
+        """Send every waiting caller away empty-handed, now and from now on."""
         with self._cond:
-            return sum(len(t) for t in self._waiting.values())
+            self._closed = True
+            self._cond.notify_all()
 
-    def idle(self) -> list[_Worker]:
+    def begin_long(self) -> bool:
+        """Take a long slot for a check already running, if one is free."""
+        with self._cond:
+            if self._long >= self._long_slots:
+                return False
+            self._long += 1
+            return True
+
+    def end_long(self) -> None:
+        """Give back a long slot."""
+        with self._cond:
+            self._long -= 1
+            self._dispatch()
+
+    def waiting(self, long: bool | None = None) -> int:
+        """Callers waiting for a worker now, in one lane or (None) in both."""
+        with self._cond:
+            lanes = (False, True) if long is None else (long,)
+            return sum(len(t) for lane in lanes for t in self._waiting[lane].values())
+
+    def long_running(self) -> int:
+        """Long checks running now."""
+        with self._cond:
+            return self._long
+
+    def idle(self) -> list[Worker]:
         """The idle workers now (for inspection)."""
         with self._cond:
             return list(self._idle)
@@ -195,35 +216,41 @@ class ExprWorkerPool:
     """A fixed number of expression workers shared by all threads of a process.
 
     Args:
-        size: number of worker processes (each holds sympy and Math-Verify, about 150 MB).
+        size: number of worker processes (each holds sympy and Math-Verify, about 150 MB, shared with the zygote
+            until written).
         memory_mb: address-space limit of each worker in MiB; an expression that needs more gets status timeout.
         start_timeout_s: how long a worker may take to start before the start counts as failed.
+        first_slice_s: seconds a check may run before it counts as long (see the module docstring); > 0.
     """
 
-    def __init__(self, size: int = 2, memory_mb: int = 2048, start_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, size: int = 2, memory_mb: int = 2048, start_timeout_s: float = 60.0, first_slice_s: float = 0.25
+    ) -> None:
         if size < 1:
             raise ValueError(f"size must be at least 1, got {size}")
         if memory_mb < 256:
             raise ValueError(f"memory_mb must be at least 256, got {memory_mb}")
+        if not first_slice_s > 0:
+            raise ValueError(f"first_slice_s must be positive, got {first_slice_s}")
         self.size, self.memory_mb, self.start_timeout_s = size, memory_mb, start_timeout_s
-        self._idle = _FairQueue()
-        self._all: set[_Worker] = set()
+        self.first_slice_s = first_slice_s
+        self._idle = _FairQueue(long_slots=max(1, size - 1))
+        self._all: set[Worker] = set()
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
+        self._launcher: Launcher | None = None
         self._ready = False
         self._closed = False
         self._start_error: str | None = None
 
-    def _spawn(self) -> _Worker | None:
-        worker = None
+    def _spawn(self) -> Worker | None:
         try:
-            worker = _Worker(self.memory_mb)
-            worker.wait_ready(self.start_timeout_s)
+            assert self._launcher is not None
+            worker = self._launcher.launch()
         except Exception as exc:  # noqa: BLE001 - any start failure is reported to callers as status "error"
             self._start_error = f"{type(exc).__name__}: {exc}"
-            logger.error("expression worker failed to start: %s", self._start_error)
-            if worker is not None:
-                worker.kill()
+            if not self._closed:
+                logger.error("expression worker failed to start: %s", self._start_error)
             return None
         with self._lock:
             if self._closed:
@@ -244,6 +271,8 @@ class ExprWorkerPool:
         with self._start_lock:  # concurrent first callers wait here, outside any call's deadline
             if self._ready:
                 return
+            if self._launcher is None:
+                self._launcher = make_launcher(self.memory_mb, self.start_timeout_s)
             first = self._spawn()
             if first is None:
                 raise RuntimeError(f"the expression worker could not start: {self._start_error}")
@@ -252,13 +281,12 @@ class ExprWorkerPool:
                 threading.Thread(target=self._spawn_into_idle, daemon=True).start()
             self._ready = True
 
-    def _retire(self, worker: _Worker) -> int | None:
+    def _retire(self, worker: Worker) -> None:
         with self._lock:
             self._all.discard(worker)
-        code = worker.kill()
+        worker.kill()
         if not self._closed:
             threading.Thread(target=self._spawn_into_idle, daemon=True).start()
-        return code
 
     def check(
         self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float | None = None
@@ -269,7 +297,7 @@ class ExprWorkerPool:
             target, predict: the two expressions, as written.
             float_rounding: decimal places for numeric comparison.
             deadline_s: seconds for reading the target, and again for reading and comparing the prediction.
-            wait_s: seconds to wait for a free worker (default: ``deadline_s``); then status ``busy``.
+            wait_s: seconds to wait for free workers in all (default: ``deadline_s``); then status ``busy``.
         """
         try:
             self.start()
@@ -277,33 +305,49 @@ class ExprWorkerPool:
             return ExprOutcome("error", False, str(exc))
         wait_s = deadline_s if wait_s is None else wait_s
         name, end = _tenant.get()
-        if end is not None:
-            wait_s = max(0.0, min(wait_s, end - time.monotonic()))
-        worker = self._idle.get(name, wait_s)
+        wait_end = time.monotonic() + wait_s if end is None else min(time.monotonic() + wait_s, end)
+        busy = ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
+        worker = self._idle.get(name, max(0.0, wait_end - time.monotonic()))
         if worker is None:
-            return ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
-        target_read = False
+            return self._closed_outcome() or busy
+        payload = {"target": target, "predict": predict, "float_rounding": float_rounding}
+        call: _Call | None = None
+        long = False
         try:
-            worker.send({"target": target, "predict": predict, "float_rounding": float_rounding})
-            answer = worker.receive(time.monotonic() + deadline_s)
-            target_read = answer == {"target": "read"}
-            if target_read:
-                answer = worker.receive(time.monotonic() + deadline_s)
+            call = _Call(worker, payload, deadline_s)
+            answer = call.wait(call.started + self.first_slice_s)
+            if answer is None and self._idle.begin_long():
+                long = True
+                answer = call.wait(math.inf)
+            elif answer is None:  # every long slot is taken: stop, and start again when one is free
+                self._retire(worker)
+                worker = self._idle.get(name, max(0.0, wait_end - time.monotonic()), long=True)
+                if worker is None:
+                    return self._closed_outcome() or busy
+                long = True
+                call = _Call(worker, payload, deadline_s)
+                answer = call.wait(math.inf)
         except TimeoutError:
             self._retire(worker)
-            if not target_read:
+            if call is None or call.target_read_at is None:
                 return ExprOutcome(
                     "unparseable_target", False, f"the target could not be read within {deadline_s:g} s"
                 )
             return ExprOutcome("timeout", False, f"the expression check did not finish within {deadline_s:g} s")
         except (EOFError, OSError, ValueError) as exc:
-            code = self._retire(worker)
-            return ExprOutcome("error", False, f"the expression worker died (exit code {code}): {exc}")
+            self._retire(worker)
+            return ExprOutcome("error", False, f"the expression worker died: {exc}")
+        finally:
+            if long:
+                self._idle.end_long()
         self._idle.put(worker)
         status, reason = str(answer.get("status")), str(answer.get("reason", ""))
-        if not target_read and status in ("timeout", "unparseable_pred"):  # memory or depth limits hit by the target
+        if call.target_read_at is None and status in ("timeout", "unparseable_pred"):  # limits hit by the target
             return ExprOutcome("unparseable_target", False, f"the target could not be read: {reason}")
         return ExprOutcome(status, bool(answer.get("equal")), reason)
+
+    def _closed_outcome(self) -> ExprOutcome | None:
+        return ExprOutcome("error", False, "the expression worker pool was closed") if self._closed else None
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> bool:
         """Start the pool and wait until all ``size`` workers are up and idle (those killed at a deadline are
@@ -322,8 +366,13 @@ class ExprWorkerPool:
         with self._lock:
             self._closed = True
             workers, self._all = list(self._all), set()
+        self._idle.close()
+        idle = set(self._idle.idle())
         for worker in workers:
-            worker.kill()
+            # A worker in use is only stopped: the thread waiting on it sees it end and closes its pipes.
+            (worker.kill if worker in idle else worker.terminate)()
+        if self._launcher is not None:
+            self._launcher.close()
 
 
 _pool: ExprWorkerPool | None = None
@@ -331,20 +380,26 @@ _pool_pid: int | None = None
 _pool_lock = threading.Lock()
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default: float, kind: type[int] | type[float] = int) -> float:
     value = os.environ.get(name)
     try:
-        return int(value) if value else default
+        return kind(value) if value else default
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
 
 
-def configure_expr_pool(size: int | None = None, memory_mb: int | None = None) -> ExprWorkerPool:
-    """Replace the process-wide pool with one of the given size and memory limit (the old one is closed)."""
+def configure_expr_pool(
+    size: int | None = None, memory_mb: int | None = None, first_slice_s: float | None = None
+) -> ExprWorkerPool:
+    """Replace the process-wide pool with one of the given size, memory limit (MiB) and first slice (seconds); the
+    old one is closed. Unset arguments come from the environment (see the module docstring)."""
     global _pool, _pool_pid
     new = ExprWorkerPool(
-        size=size if size is not None else _env_int("GENRM_EXPR_WORKERS", 2),
-        memory_mb=memory_mb if memory_mb is not None else _env_int("GENRM_EXPR_WORKER_MEMORY_MB", 2048),
+        size=size if size is not None else int(_env_number("GENRM_EXPR_WORKERS", 2)),
+        memory_mb=memory_mb if memory_mb is not None else int(_env_number("GENRM_EXPR_WORKER_MEMORY_MB", 2048)),
+        first_slice_s=first_slice_s
+        if first_slice_s is not None
+        else _env_number("GENRM_EXPR_FIRST_SLICE_S", 0.25, float),
     )
     with _pool_lock:
         old, old_pid = _pool, _pool_pid
