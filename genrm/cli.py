@@ -5,6 +5,7 @@
     genrm verifiers [--only text_verify expr_verify] [--json]
     genrm score datasets/examples/reward_core.jsonl -o rewards.jsonl [--backend rule]
     genrm score INPUT.jsonl -o rewards.jsonl --backend transformers --model PATH
+    genrm score INPUT.jsonl -o rewards.jsonl --backend sglang --url http://127.0.0.1:30000/v1 --model NAME
     genrm tiny-model runs/tiny-judge
     genrm data synthetic -o datasets/judge_synth;  genrm data sft|rlvr EXAMPLES.jsonl -o OUT.jsonl
     genrm eval --data datasets/judge_synth/test.jsonl [--backend transformers --model PATH]
@@ -93,7 +94,7 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
-    from genrm.judge import RuleJudge
+    from genrm.cli_data import make_judge
     from genrm.score_file import score_file
     from genrm.scoring import ScoringConfig
     from verifiers import VerifyConfig
@@ -102,19 +103,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
         tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
         verify=VerifyConfig(deadline_s=args.deadline),
     )  # fmt: skip
-    if args.backend == "transformers":
-        if not args.model:
-            print("genrm score: --backend transformers needs --model PATH", file=sys.stderr)
-            return 2
-        try:
-            from genrm.model_judge import ModelJudge
-
-            judge = ModelJudge.from_pretrained(args.model, args.device, args.max_tokens)
-        except (OSError, ValueError) as exc:  # no checkpoint at that path, or one without a chat template
-            print(f"genrm score: cannot load the judge {args.model!r}: {exc}", file=sys.stderr)
-            return 2
-    else:
-        judge = RuleJudge()
+    try:
+        judge = make_judge(args, None if args.input == "-" else args.input, parse_retries=1)
+    except (OSError, ValueError) as exc:  # a missing option, no checkpoint at that path, no chat template
+        print(f"genrm score: cannot make the judge: {exc}", file=sys.stderr)
+        return 2
     with contextlib.ExitStack() as stack:
         try:
             source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
@@ -173,6 +166,8 @@ def make_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
 
+    from genrm.cli_data import judge_backend_options
+
     score = sub.add_parser(
         "score",
         help="score an instance JSONL file: one reward line per instance",
@@ -183,14 +178,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
     score.add_argument("-o", "--output", default="-", metavar="OUTPUT.jsonl", help="default: standard output")
-    score.add_argument(
-        "--backend", choices=["rule", "transformers"], default="rule",
-        help="rule: read final answers by fixed rules, fuzzy criteria stay unscored (default); transformers: a "
-        "judge checkpoint (--model) run in this process",
-    )  # fmt: skip
-    score.add_argument("--model", metavar="PATH", help="judge checkpoint (directory or hub id) for transformers")
-    score.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="where the judge runs")
-    score.add_argument("--max-tokens", type=int, default=1024, help="output token budget per judge answer")
+    judge_backend_options(score)
     score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
     score.add_argument(
         "--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"], default="minimal",

@@ -52,11 +52,12 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_judge(args: argparse.Namespace, data_file: str | None = None) -> Any:
+def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Any:
     """The judge the backend options of :func:`judge_backend_options` name; ValueError says what is missing.
 
-    Model judges answer once per response (no re-sampling): the tables measure a judge's first answers. A
-    vision-language checkpoint run in process reads image paths relative to ``data_file``'s folder.
+    ``parse_retries``: how often a model judge is asked again for an answer it could not read (0 for evaluation, so
+    the tables measure a judge's first answers). A vision-language checkpoint run in process reads image paths
+    relative to ``data_file``'s folder.
     """
     from genrm.judge import RuleJudge
 
@@ -69,12 +70,12 @@ def make_judge(args: argparse.Namespace, data_file: str | None = None) -> Any:
 
         image_dir = str(Path(data_file).parent) if data_file else None
         return ModelJudge.from_pretrained(
-            args.model, args.device, args.max_tokens, constrained=not args.unconstrained, parse_retries=0,
-            image_dir=image_dir,
+            args.model, args.device, args.max_tokens, constrained=not args.unconstrained,
+            parse_retries=parse_retries, image_dir=image_dir,
         )  # fmt: skip
     if not args.url:
         raise ValueError(f"--backend {args.backend} needs --url BASE_URL (ending in /v1)")
-    return _remote_judge(args)
+    return _remote_judge(args, parse_retries)
 
 
 def sees_images(judge: Any) -> bool:
@@ -104,7 +105,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _remote_judge(args: argparse.Namespace) -> Any:
+def _remote_judge(args: argparse.Namespace, parse_retries: int) -> Any:
     import os
 
     from genrm.chat_endpoint import ChatEndpoint
@@ -114,7 +115,7 @@ def _remote_judge(args: argparse.Namespace) -> Any:
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     endpoint = ChatEndpoint(args.url, args.model, key)
     sampling = SamplingSettings(max_tokens=args.max_tokens)
-    remote = RemoteJudge(endpoint, sampling, constrained=not args.unconstrained, parse_retries=0)
+    remote = RemoteJudge(endpoint, sampling, constrained=not args.unconstrained, parse_retries=parse_retries)
     remote.name = args.backend
     return BlockingJudge(remote)
 

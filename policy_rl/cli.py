@@ -40,8 +40,29 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_policy_data(args: argparse.Namespace) -> int:
+    from policy_rl.data import write_policy_data
+
+    try:
+        written = write_policy_data(args.instances, args.out, args.system_prompt)
+    except (ValueError, OSError) as exc:
+        print(f"genrm policy-data: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {written} prompts to {args.out}/train.jsonl (load it with --dataset_name {args.out})")
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Add ``rl`` to the ``genrm`` command (through the ``genrm.commands`` entry point)."""
+    """Add ``rl`` and ``policy-data`` to the ``genrm`` command (through the ``genrm.commands`` entry point)."""
+    data = sub.add_parser(
+        "policy-data", help="write GRPO prompts from instance JSONL to a dataset folder (for trl grpo, genrm rl)",
+        description="Write one prompt row per instance (prompt messages and the genrm_instance column the rubric "
+        "reward reads) to OUT/train.jsonl, a folder that datasets.load_dataset and trl grpo --dataset_name read.",
+    )  # fmt: skip
+    data.add_argument("instances", help="instance JSONL (responses are ignored)")
+    data.add_argument("--out", required=True, help="dataset folder to write")
+    data.add_argument("--system-prompt", help="a system message put before every prompt")
+    data.set_defaults(handler=_cmd_policy_data)
     rl = sub.add_parser(
         "rl", help="GRPO on the policy against a local judge (TRL)", add_help=False, prefix_chars="+",
         description="GRPO on the policy with rubric rewards from a local judge. Arguments go to TRL's parser: "

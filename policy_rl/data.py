@@ -77,3 +77,19 @@ def policy_dataset(
             except ImageError as exc:
                 raise ValueError(f"instance {instance.id}: {exc}") from None
     return Dataset.from_list(rows)
+
+
+def write_policy_data(instances_path: str | Path, out_dir: str | Path, system_prompt: str | None = None) -> int:
+    """Write the policy prompts of an instance JSONL file to ``out_dir/train.jsonl`` (text prompts; a folder that
+    ``datasets.load_dataset`` reads with a ``train`` split). Returns the number of rows."""
+    import json
+
+    path = Path(instances_path)
+    with path.open(encoding="utf-8") as source:
+        instances = read_instances(source, str(path))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "train.jsonl").open("w", encoding="utf-8") as sink:
+        for instance in instances:
+            sink.write(json.dumps(policy_record(instance, system_prompt), ensure_ascii=False) + "\n")
+    return len(instances)

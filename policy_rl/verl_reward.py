@@ -7,8 +7,12 @@ verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` 
   (``data_source, solution_str, ground_truth, extra_info``). A response alone is its own group, so the remap only
   keeps or drops it around ``tau``; use the batch form for the method's group remap.
 - :func:`compute_score_batch` for the ``batch`` reward manager: the whole batch
-  (``data_sources, solution_strs, ground_truths, extra_infos``). verl repeats each prompt ``rollout.n`` times in a
-  row, so consecutive rows with the same instance form a group, remapped and aggregated together.
+  (``data_sources, solution_strs, ground_truths, extra_infos``). The rows of one group are found by their key, not
+  their place: verl's trainer reorders the batch before the reward is computed (``trainer.balance_batch``, on by
+  default, sorts rows by length across data-parallel ranks), so rows of one prompt are rarely next to each other.
+  The key is ``extra_info["uid"]`` when the rows carry it (verl's own group id, which a custom reward manager or
+  data pipeline may copy there), else the instance id. All rows of a key in the batch are judged, remapped and
+  aggregated together, and each row gets its own reward back in its own place.
 
 ``ground_truth`` is the instance (rubric, task type, limits) as JSON, put into ``reward_model.ground_truth`` by
 :func:`verl_row` when the parquet file is made. Both return verl's dict form: ``score`` plus per-criterion
@@ -22,7 +26,9 @@ in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -68,11 +74,32 @@ def compute_score_batch(
     unknown_reward: float | None = None,
     **_: Any,
 ) -> list[dict[str, float]]:
-    """verl's batch reward function: one ``{"score": ..., ...}`` per response, remapped over consecutive groups."""
+    """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, remapped over the
+    groups found by key (see the module docstring), wherever their rows are."""
     reward = _reward(judge, api_key_env, tau)
-    outcomes = reward.outcomes(list(solution_strs), list(ground_truths))
+    infos = [None] * len(ground_truths) if extra_infos is None else list(extra_infos)  # verl: a numpy object array
+    keys = [_group_key(truth, info) for truth, info in zip(ground_truths, infos, strict=True)]
+    rank = {key: n for n, key in enumerate(dict.fromkeys(keys))}
+    order = sorted(range(len(keys)), key=lambda i: rank[keys[i]])
+    # Rows of a group made contiguous (stable: each group keeps its rows' order), judged and remapped as groups.
+    outcomes = reward.outcomes([solution_strs[i] for i in order], [ground_truths[i] for i in order])
+    outcomes = [dataclasses.replace(outcome, key=keys[i]) for outcome, i in zip(outcomes, order, strict=True)]
     rewards = reward.rewards(outcomes)
-    return [_result(o, r, unknown_reward) for o, r in zip(outcomes, rewards, strict=True)]
+    results: list[dict[str, float]] = [{}] * len(keys)
+    for outcome, value, i in zip(outcomes, rewards, order, strict=True):
+        results[i] = _result(outcome, value, unknown_reward)
+    return results
+
+
+def _group_key(ground_truth: str, extra_info: dict[str, Any] | None) -> str:
+    """The group a row belongs to: verl's ``uid`` when the row carries it, else its instance (its id, or the whole
+    ground truth when that is not an instance: such a row fails with the reason, alone)."""
+    if isinstance(extra_info, dict) and extra_info.get("uid") is not None:
+        return f"uid:{extra_info['uid']}"
+    try:
+        return f"id:{json.loads(ground_truth)['id']}"
+    except (TypeError, ValueError, KeyError):
+        return f"truth:{ground_truth}"
 
 
 def compute_score(

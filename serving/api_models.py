@@ -49,12 +49,14 @@ class RewardRequest(BaseModel):
 
     ``query`` holds prompt + response as the trainer formatted them, ``prompts`` the formatted prompts (the response
     is what follows the prompt in the query), and ``labels`` one JSON instance per query (id, prompt, rubric, ...;
-    its ``responses`` are ignored). Queries whose labels share an ``id`` form one group for remapping.
+    its ``responses`` are ignored). Queries whose labels share an ``id`` form one group for remapping (gathered
+    across requests when the server has a ``group_size``). See ``serving.openrlhf`` for how a response is cut from its
+    query.
     """
 
     model_config = ConfigDict(extra="allow")
 
-    query: list[str] = Field(min_length=1)
+    query: list[str]  # may be empty: OpenRLHF 0.11 posts an empty slice to every reward server but the first
     prompts: list[str]
     labels: list[str]
 

@@ -9,7 +9,9 @@ Endpoints (OpenAPI docs at ``/docs``):
   is the G responses to one prompt, so the remapping sees the whole group.
 - ``POST /v1/verify``: ``{"reference", "prediction"}`` → ``{"score", "status", "reason", "verifier"}``.
 - ``POST /get_reward``: OpenRLHF's remote reward protocol (``{"query", "prompts", "labels"}`` →
-  ``{"rewards", "scores", "extra_logs"}``); each label is the JSON instance (with its rubric) of its query.
+  ``{"rewards", "scores", "extra_logs"}``); each label is the JSON instance (with its rubric) of its query. Responses
+  are cut from queries by ``serving.openrlhf``; with ``group_size`` set, a group is gathered across requests
+  (``serving.gathering``).
 - ``GET /health``: 200 when the backend can judge, 503 otherwise. ``GET /metrics``: Prometheus text.
 
 Errors: a body that does not validate, a limit exceeded or a rubric that fails its checks is a 4xx whose ``detail``
@@ -35,7 +37,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import ValidationError
 
 from genrm import __version__
 from genrm.judge import GroupRequest
@@ -55,12 +56,15 @@ from serving.api_models import (
     json_text,
 )
 from serving.backends import AsyncJudge, BackendUnavailable, make_backend
+from serving.gathering import Gathered, GatherFull, GroupGatherer
 from serving.metrics import ServerMetrics
+from serving.openrlhf import QueryError, openrlhf_groups, special_tail
 from serving.record_log import RecordLog
 from serving.settings import ServerSettings
 from verifiers import VerifierError, VerifyConfig, parse_call, tenant, uses_workers, verify_call_result, warm_up
 
 logger = logging.getLogger("genrm.serving")
+access_logger = logging.getLogger("genrm.serving.access")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -100,11 +104,12 @@ class _Guard:
             if not hmac.compare_digest(given, self.expected):
                 await _send_error(send, status, 401, "header", "a valid bearer token is required", "auth",
                                   [(b"www-authenticate", b"Bearer")])  # fmt: skip
+                _log_refusal(scope, 401, b"a valid bearer token is required")
                 self._count(endpoint, status[0], start)
                 return
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._too_large(send, status)
+            await self._too_large(scope, send, status)
             self._count(endpoint, status[0], start)
             return
 
@@ -118,29 +123,45 @@ class _Guard:
                     # Answer 413 now and tell the app the client left; whatever it sends after that is dropped
                     # (raising here would be turned into a 400 by the body parser).
                     refused[0] = True
-                    await self._too_large(send, status)
+                    await self._too_large(scope, send, status)
                     return {"type": "http.disconnect"}
             return message
+
+        error_body = bytearray()
 
         async def tracking_send(message: Message) -> None:
             if refused[0]:
                 return
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+            elif message["type"] == "http.response.body" and status[0] >= 400:
+                error_body.extend(message.get("body", b"")[: _LOGGED_DETAIL - len(error_body)])
             await send(message)
 
         try:
             await self.app(scope, limited_receive, tracking_send)
         finally:
             self._count(endpoint, status[0], start)
+            if status[0] >= 400 and not refused[0]:
+                _log_refusal(scope, status[0], bytes(error_body))
 
-    async def _too_large(self, send: Any, status: list[int]) -> None:
+    async def _too_large(self, scope: Scope, send: Any, status: list[int]) -> None:
         await _send_error(send, status, 413, "body", f"body larger than {self.max_bytes} bytes", "too_large")
+        _log_refusal(scope, 413, f"body larger than {self.max_bytes} bytes".encode())
 
     def _count(self, endpoint: str, status: int, start: float) -> None:
         known = endpoint if endpoint in _ENDPOINTS else "other"
         self.metrics.requests.labels(known, str(status)).inc()
         self.metrics.latency.labels(known).observe(time.perf_counter() - start)
+
+
+def _log_refusal(scope: Scope, status: int, detail: bytes) -> None:
+    """One log line per refused request (there is no access log): who, what, and why, bounded and escaped (the
+    detail may quote what the client sent)."""
+    client = scope.get("client") or ("?", 0)
+    text = detail[:_LOGGED_DETAIL].decode("utf-8", "replace").encode("unicode_escape").decode("ascii")
+    access_logger.warning("refused %s %s from %s:%s: %d %s", scope.get("method", "?"), scope.get("path", "?"),
+                          client[0], client[1], status, text)  # fmt: skip
 
 
 async def _send_error(
@@ -161,6 +182,7 @@ _POOLED_THREADS = 256
 _ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
 _OPEN_PATHS = frozenset({"/health"})
 _MAX_ERRORS = 20  # validation errors reported per request
+_LOGGED_DETAIL = 1000  # bytes of a refusal's answer written to the log
 
 
 def _json(model: Any, status: int = 200) -> Response:
@@ -197,6 +219,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     config = ScoringConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
                            verify=verify_config)  # fmt: skip
     metrics = ServerMetrics()
+    special_end = special_tail(settings.special_tokens)
     if hasattr(judge, "usage_callback"):
         judge.usage_callback = metrics.count_tokens
     state: dict[str, Any] = {}
@@ -224,6 +247,8 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         try:
             yield
         finally:
+            if state.get("gatherer") is not None:
+                await state["gatherer"].aclose()
             await judge.aclose()
             if state["log"] is not None:
                 state["log"].close()
@@ -327,28 +352,63 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
                                  verifier=result.verifier)  # fmt: skip
         return _json(payload, 500 if result.status == "error" else 200)
 
+    async def _judge_gathered(instance: Instance) -> InstanceResult:
+        (result,) = await _score([instance], ["body", "labels"])
+        if len(instance.responses) < (settings.group_size or 0):
+            logger.warning("group %r judged with %d of %d responses: the rest did not come within %g s", instance.id,
+                           len(instance.responses), settings.group_size, settings.group_wait_s)  # fmt: skip
+        return result
+
+    gatherer = (
+        GroupGatherer(settings.group_size, settings.group_wait_s, _judge_gathered) if settings.group_size else None
+    )
+    state["gatherer"] = gatherer
+
+    async def _gathered(groups: list[Instance]) -> list[list[Gathered]]:
+        _check_limits(groups, ["body", "labels"])
+        _plan(groups, ["body", "labels"])  # a bad rubric is this request's error, found before anything waits
+        empty = [group.model_copy(update={"responses": []}) for group in groups]
+        try:
+            shares = await asyncio.gather(*(gatherer.submit(bare, text) for group, bare in zip(groups, empty,
+                                            strict=True) for text in group.responses))  # fmt: skip
+        except GatherFull as exc:
+            raise RequestError(503, ["server"], str(exc), "busy", {"Retry-After": "1"}) from None
+        out, at = [], 0
+        for group in groups:
+            out.append(list(shares[at : at + len(group.responses)]))
+            at += len(group.responses)
+        return out
+
+    async def _together(groups: list[Instance]) -> list[list[Gathered]]:
+        results = await _score(groups, ["body", "labels"])
+        return [[Gathered(result, index, len(group.responses), False) for index in range(len(group.responses))]
+                for group, result in zip(groups, results, strict=True)]  # fmt: skip
+
     @app.post("/get_reward", response_model=RewardResponse, responses={503: {"model": ErrorResponse}})
     async def get_reward(body: RewardRequest) -> Response:
-        """OpenRLHF's remote reward protocol; queries whose labels share an id are one group."""
-        groups, positions = _openrlhf_groups(body)
+        """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size``
+        set, gathered across requests)."""
+        try:
+            groups, positions, reads = openrlhf_groups(body.query, body.prompts, body.labels, special_end)
+        except QueryError as exc:
+            raise RequestError(422, exc.loc, str(exc), exc.kind) from None
         if len(groups) > settings.max_groups:
             raise RequestError(422, ["body", "labels"], f"{len(groups)} groups; at most {settings.max_groups}",
                                "limit")  # fmt: skip
-        results = await _score(groups, ["body", "labels"])
-        rewards: list[float | None] = [None] * len(body.query)
-        logs: dict[str, list[float]] = {"content_mask": [], "format_mask": [], "length_ok": []}
-        by_query: list[Any] = [None] * len(body.query)
-        for group_positions, result in zip(positions, results, strict=True):
-            for position, record in zip(group_positions, result.records, strict=True):
-                rewards[position], by_query[position] = record.reward, record
-        missing = [i for i, reward in enumerate(rewards) if reward is None]
+        shares = await (_gathered(groups) if gatherer is not None else _together(groups))
+        by_query: list[Gathered] = [None] * len(body.query)  # type: ignore[list-item]
+        for group_positions, group_shares in zip(positions, shares, strict=True):
+            for position, share in zip(group_positions, group_shares, strict=True):
+                by_query[position] = share
+        records = [share.result.records[share.index] for share in by_query]
+        missing = [i for i, record in enumerate(records) if record.reward is None]
         if missing:
-            failed = [i for i in missing if by_query[i].judge_failure]
+            failed = [i for i in missing if records[i].judge_failure]
             if failed:
                 raise RequestError(503, ["body", "query", failed[0]], "the judge failed on this query; retry",
                                    "judge_failure", {"Retry-After": "1"})  # fmt: skip
             for i in missing:
-                for criterion in by_query[i].criteria:
+                for criterion in records[i].criteria:
                     if criterion.status in ("busy", "error"):  # the server's failure, not the query's
                         raise RequestError(503, ["body", "query", i], f"not judged: {criterion.reason}; retry",
                                            criterion.status, {"Retry-After": "1"})  # fmt: skip
@@ -359,11 +419,16 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
             raise RequestError(422, ["body", "labels", missing[0]],
                                f"{len(missing)} rewards depend on criteria the {judge.name} backend does not score "
                                "(fuzzy criteria need a model backend)", "unscored")  # fmt: skip
-        for record in by_query:
-            logs["content_mask"].append(float(record.content_mask or 0))
-            logs["format_mask"].append(float(record.format_mask))
-            logs["length_ok"].append(float(record.length_ok))
-        final = [float(r) for r in rewards if r is not None]
+        logs = {
+            "content_mask": [float(r.content_mask or 0) for r in records],
+            "format_mask": [float(r.format_mask) for r in records],
+            "length_ok": [float(r.length_ok) for r in records],
+            "group_size": [float(share.size) for share in by_query],
+            "group_partial": [float(share.partial) for share in by_query],
+            "prompt_fallback": [float(read.placed != "prefix") for read in reads],
+            "special_tokens_cut": [float(bool(read.stripped)) for read in reads],
+        }
+        final = [float(r.reward) for r in records]  # type: ignore[arg-type]
         return _json(RewardResponse(rewards=final, scores=final, extra_logs=logs))
 
     @app.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
@@ -391,31 +456,3 @@ def _split_path(path: str) -> list[Any]:
         if index:
             parts.append(int(index))
     return parts
-
-
-def _openrlhf_groups(body: RewardRequest) -> tuple[list[Instance], list[list[int]]]:
-    """The groups of an OpenRLHF request: the responses (query minus prompt) of queries sharing a label id."""
-    if not (len(body.query) == len(body.prompts) == len(body.labels)):
-        raise RequestError(422, ["body"], f"query, prompts and labels differ in length ({len(body.query)}, "
-                           f"{len(body.prompts)}, {len(body.labels)})", "length")  # fmt: skip
-    groups: dict[str, tuple[Instance, list[int], list[str]]] = {}
-    for i, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels, strict=True)):
-        if not query.startswith(prompt):
-            raise RequestError(422, ["body", "query", i], "the query does not start with its prompt", "prefix")
-        try:
-            instance = Instance.model_validate_json(label)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            loc = ["body", "labels", i, *error["loc"]]
-            raise RequestError(422, loc, f"label is not an instance: {error['msg']}", "label") from None
-        known = groups.get(instance.id)
-        if known is None:
-            groups[instance.id] = (instance, [i], [query[len(prompt) :]])
-            continue
-        if known[0].rubric != instance.rubric or known[0].prompt != instance.prompt:
-            raise RequestError(422, ["body", "labels", i], f"label id {instance.id!r} is used with another rubric",
-                               "label")  # fmt: skip
-        known[1].append(i)
-        known[2].append(query[len(prompt) :])
-    instances = [instance.model_copy(update={"responses": responses}) for instance, _, responses in groups.values()]
-    return instances, [positions for _, positions, _ in groups.values()]

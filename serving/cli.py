@@ -57,6 +57,22 @@ def register(sub: Any) -> None:
     serve.add_argument("--tau", type=float, help="remapping threshold in (0, 1)")
     serve.add_argument("--record-log", metavar="PATH", help="append every scored group to this JSONL file")
     serve.add_argument("--max-concurrent-groups", type=int, help="groups judged at the same time")
+    serve.add_argument(
+        "--special-token",
+        action="append",
+        dest="special_tokens",
+        metavar="TEXT",
+        help="/get_reward: a special-token text of the policy to cut from the end of responses (repeat)",
+    )
+    serve.add_argument(
+        "--group-size",
+        type=int,
+        help="/get_reward: gather this many responses of an instance across requests into one group (OpenRLHF "
+        ">= 0.10: its n_samples_per_prompt)",
+    )
+    serve.add_argument(
+        "--group-wait", type=float, dest="group_wait_s", help="/get_reward: longest wait for a group, s (default 30)"
+    )
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(handler=_cmd_serve)
 
@@ -78,7 +94,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             judge_model=args.judge_model, launch=args.launch, model_path=args.model_path, tp_size=args.tp_size,
             dp_size=args.dp_size, mem_fraction_static=args.mem_fraction_static, sglang_port=args.sglang_port,
             device=args.device, max_batch_size=args.max_batch_size, judge_max_tokens=args.judge_max_tokens,
-            image_dir=args.image_dir,
+            image_dir=args.image_dir, special_tokens=args.special_tokens, group_size=args.group_size,
+            group_wait_s=args.group_wait_s,
         )  # fmt: skip
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)

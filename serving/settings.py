@@ -51,6 +51,22 @@ class ServerSettings(BaseSettings):
     max_responses: int = Field(64, gt=0, description="most responses in one group")
     max_response_chars: int = Field(100_000, gt=0, description="longest response, characters")
     max_concurrent_groups: int = Field(64, gt=0, description="groups judged at the same time, all requests together")
+    special_tokens: list[str] = Field(
+        default_factory=list,
+        description="/get_reward: special-token texts of the policy to cut from the end of a response, besides "
+        "any <|name|> token and the end tokens of common templates (</s>, <eos>, <end_of_turn>, ...)",
+    )
+    group_size: int | None = Field(
+        None, gt=0,
+        description="/get_reward: gather this many responses of one instance across requests and judge them as one "
+        "group (OpenRLHF >= 0.10 sends one query per request; set its n_samples_per_prompt); unset: each request's "
+        "queries are grouped by label id",
+    )  # fmt: skip
+    group_wait_s: float = Field(
+        30.0, gt=0.0, le=3600.0,
+        description="/get_reward with group_size: longest a response waits for the rest of its group, s; then the "
+        "group is judged with what arrived and said to be partial (extra_logs group_partial)",
+    )  # fmt: skip
     record_log: Path | None = Field(None, description="append every scored group to this JSONL file (fsynced)")
     judge_urls: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1), replicas")
     judge_model: str | None = Field(None, description="model name sent to the judge endpoint")
@@ -110,6 +126,12 @@ class ServerSettings(BaseSettings):
             self.judge_model = self.judge_model or self.model_path
         elif self.backend != "rule" and not (self.judge_urls and self.judge_model):
             raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
+        return self
+
+    @model_validator(mode="after")
+    def _groups_fit_the_limits(self) -> ServerSettings:
+        if self.group_size is not None and self.group_size > self.max_responses:
+            raise ValueError(f"group_size {self.group_size} is more than max_responses {self.max_responses}")
         return self
 
     @model_validator(mode="after")

@@ -1,9 +1,9 @@
 """verl's custom reward function contract: per-response and batch forms scored by our judge.
 
 verl itself is not a test dependency (it pins numpy<2 and needs ray): these tests call the functions the way verl's
-reward managers do (keyword names from ``verl.workers.reward_manager.naive`` and ``batch``); with
-``GENRM_VERL_PYTHON`` pointing at an environment where verl is installed, the last test runs verl's own
-``BatchRewardManager`` on a ``DataProto`` batch.
+reward managers do (keyword names from ``verl.workers.reward_manager.naive`` and ``batch``). With
+``GENRM_VERL_PYTHON`` pointing at an environment where verl is installed (``.ci/conformance-envs`` builds one; CI
+runs it), the last test has verl's own trainer reorder a batch and verl's own ``BatchRewardManager`` score it.
 """
 
 import json
@@ -15,6 +15,8 @@ import pytest
 
 from genrm.schemas import Instance
 from policy_rl.verl_reward import UnknownReward, compute_score, compute_score_batch, verl_row
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
 
 INSTANCE = Instance(
     id="q1", prompt="What is 6 x 7? Put the answer in \\boxed{}.", task_type="math",
@@ -56,13 +58,51 @@ def test_an_unknown_reward_raises_unless_a_value_is_configured():
     assert result["score"] == 0.0 and result["judge_failed"] == 1.0
 
 
+def test_the_batch_form_finds_groups_wherever_their_rows_are():
+    # verl's trainer reorders rows by length before the reward (trainer.balance_batch, on by default)
+    other = INSTANCE.model_copy(update={"id": "q3"})
+    truth, other_truth = (verl_row(i, 0)["reward_model"]["ground_truth"] for i in (INSTANCE, other))
+    texts = ["\\boxed{41}", "\\boxed{42}", "\\boxed{40}", "\\boxed{42}"]
+    rows = [(truth, texts[0]), (other_truth, texts[0]), (truth, texts[1]), (other_truth, texts[2]),
+            (truth, texts[2]), (other_truth, texts[3]), (truth, texts[3]), (other_truth, texts[1])]  # fmt: skip
+    scores = compute_score_batch(["genrm"] * 8, [t for _, t in rows], [g for g, _ in rows], None)
+    assert [s["score"] for s in scores] == [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_verls_uid_in_extra_info_separates_groups_of_one_instance():
+    # two groups of one instance with partial text scores: each is remapped over itself, not over both
+    sign = Instance(
+        id="sign", prompt="What does the sign say?", task_type="ocr",
+        rubric={"essential": [{"criterion": "Reads the sign.", "reference": "text_verify(target='North Gate')",
+                               "weight": 3}]},
+    )  # fmt: skip
+    truth = verl_row(sign, 0)["reward_model"]["ground_truth"]
+    texts = ["\\boxed{North Gate}", "\\boxed{Nort Gat}", "\\boxed{North Gat}", "\\boxed{No Ga}"]
+    infos = [{"uid": "a"}, {"uid": "b"}, {"uid": "a"}, {"uid": "b"}]
+    together = [s["score"] for s in compute_score_batch(["genrm"] * 4, texts, [truth] * 4, infos)]
+    apart = [compute_score_batch(["genrm"] * 2, texts[i::2], [truth] * 2, None) for i in (0, 1)]
+    assert together == [apart[0][0]["score"], apart[1][0]["score"], apart[0][1]["score"], apart[1][1]["score"]]
+    merged = [s["score"] for s in compute_score_batch(["genrm"] * 4, texts, [truth] * 4, None)]
+    assert merged != together  # grouped by instance alone, the two groups would be remapped as one
+
+
 @pytest.mark.skipif(not os.environ.get("GENRM_VERL_PYTHON"), reason="GENRM_VERL_PYTHON: an environment with verl")
-def test_verls_own_batch_reward_manager_calls_it():
+def test_verls_own_reordering_and_batch_reward_manager_give_genrm_scores_rewards(tmp_path):
+    # Instances with partial rewards (boxes, OCR, time, points): a group split or merged by the reordering changes them
+    wanted = ("box-001", "ocr-001", "ocr-002", "time-001", "point-001")
+    lines = (EXAMPLES / "reward_core.jsonl").read_text(encoding="utf-8").splitlines()
+    chosen = [line for line in lines if line.strip() and json.loads(line)["id"] in wanted]
+    assert len(chosen) == len(wanted)
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("\n".join(chosen) + "\n", encoding="utf-8")
     script = Path(__file__).with_name("verl_contract.py")
-    truth = verl_row(INSTANCE, 0)["reward_model"]["ground_truth"]
-    done = subprocess.run([os.environ["GENRM_VERL_PYTHON"], str(script), truth], capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    done = subprocess.run([os.environ["GENRM_VERL_PYTHON"], str(script), str(instances)], capture_output=True,
+                          text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["scores"] == [0.0, 1.0]
+    assert result["moved"] >= result["rows"] // 2  # verl really reordered the batch
+    expected = result["expected"]
+    assert len(set(expected)) > 2  # partial rewards, not only 0 and 1
+    for row, score in result["rewards"]:
+        assert score == pytest.approx(expected[row], abs=1e-6), (row, score, expected[row])
     assert result["extra_keys"] == ["judge_failed", "raw_essential", "score"]

@@ -75,3 +75,21 @@ def test_scoring_with_a_local_checkpoint(tmp_path, tiny_judge_dir):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 3 and all(r is not None for line in lines for r in line["rewards"])
     assert _score(str(source), "--backend", "transformers").returncode == 2
+
+
+def test_scoring_with_a_judge_served_over_http(tmp_path):
+    # the same --backend/--url/--model options as genrm eval; the fake judge scores fuzzy criteria too
+    from fake_judge import FakeJudgeServer
+
+    fuzzy = dict(GOOD, id="fuzzy", rubric={"essential": [{"criterion": "Names the product.", "reference": "42",
+                                                          "weight": 3}]})  # fmt: skip
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(GOOD) + "\n" + json.dumps(fuzzy) + "\n")
+    with FakeJudgeServer() as server:
+        done = _score(str(source), "-q", "--backend", "openai", "--url", f"{server.root}/v1", "--model", "judge")
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert out[0]["rewards"] == [1.0, 0.0]
+    assert out[1]["error"] is None and None not in out[1]["rewards"]  # the rule backend would leave these unknown
+    unserved = _score(str(source), "-q", "--backend", "openai", "--model", "judge")
+    assert unserved.returncode == 2 and "needs --url" in unserved.stderr

@@ -3,8 +3,8 @@
 wrong ones.
 
 SGLang needs a GPU and pins its own dependencies, so it lives in a separate environment: point
-``GENRM_SGLANG_PYTHON`` at its interpreter (``pip install --no-deps sglang`` plus the protocol module's imports, see
-DESIGN.md; with sglang 0.5.23 the chain also imports ``triton``; and ``xgrammar==0.2.7``, the version it pins).
+``GENRM_SGLANG_PYTHON`` at its interpreter. ``.ci/conformance-envs`` builds it (``pip install --no-deps sglang``,
+the protocol module's imports, and ``xgrammar==0.2.7``, the version SGLang 0.5.23 pins); CI runs this test with it.
 Without it this test is skipped, never counted as passed.
 """
 
