@@ -146,12 +146,7 @@ class SubprocessLauncher:
 
         # The Worker owns duplicates of the pipe ends, so that closing them never races the Popen objects' own.
         worker = Worker(os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno()), proc.pid, stop)
-        try:
-            worker.wait_ready(self.start_timeout_s)
-        except BaseException:
-            worker.kill()
-            raise
-        return worker
+        return _ready(worker, self.start_timeout_s)
 
     def close(self) -> None:
         """Nothing is held between launches."""
@@ -246,19 +241,23 @@ class ZygoteLauncher:
         finally:
             for fd in (request_read, answer_write):
                 os.close(fd)
-        worker = Worker(request_write, answer_read, pid, _killer(pid, pidfd))
-        try:
-            worker.wait_ready(self.start_timeout_s)
-        except BaseException:
-            worker.kill()
-            raise
-        return worker
+        return _ready(Worker(request_write, answer_read, pid, _killer(pid, pidfd)), self.start_timeout_s)
 
     def close(self) -> None:
         """Stop the zygote; its workers die with it."""
         with self._lock:
             self._closed = True
             self._stop_zygote(self._control)
+
+
+def _ready(worker: Worker, timeout_s: float) -> Worker:
+    """``worker`` once it has said it is ready; killed, and the error raised, when it does not within ``timeout_s``."""
+    try:
+        worker.wait_ready(timeout_s)
+    except BaseException:
+        worker.kill()
+        raise
+    return worker
 
 
 def _killer(pid: int, pidfd: int | None) -> Callable[[], None]:
