@@ -152,6 +152,13 @@ def aggregate_response(
     return Aggregate(reward, base, list(remapped), mask, format_mask, length_ok, notes)
 
 
+def check_tau(tau: float) -> float:
+    """``tau`` when it is a remapping threshold, strictly between 0 and 1; ValueError otherwise."""
+    if not 0.0 < tau < 1.0:
+        raise ValueError(f"tau must be in (0, 1), got {tau}")
+    return tau
+
+
 def aggregate_group(
     slots: Sequence[CriterionSlot],
     raw_scores: Sequence[Sequence[float | None]],
@@ -171,8 +178,7 @@ def aggregate_group(
     Returns:
         One Aggregate per response, in order.
     """
-    if not 0.0 < tau < 1.0:
-        raise ValueError(f"tau must be in (0, 1), got {tau}")
+    check_tau(tau)
     n = len(raw_scores)
     format_violations = format_violations if format_violations is not None else [()] * n
     length_ok = length_ok if length_ok is not None else [True] * n

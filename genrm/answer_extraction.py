@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from verifiers import get_spec
+
 SpanSource = Literal["boxed", "final_answer", "answer", "short_response"]
 
 SHORT_RESPONSE_CHARS = 200
@@ -206,14 +208,13 @@ def extract_coords(span: str, size: int) -> list[list[float | int]]:
 
 def extract_prediction(verifier: str, span: AnswerSpan | None) -> dict[str, Any]:
     """The scoring-side keywords of ``verifier`` for a final answer span; empty values when there is no span."""
-    if verifier == "text_verify":
-        return {"predict": clean_text(span.text) if span else ""}
-    if verifier == "expr_verify":
-        return {"predict": extract_expr(span.text) if span else ""}
-    if verifier == "time_verify":
-        return {"predict": extract_time(span.text) if span else ""}
-    if verifier == "list_verify":
-        return {"predict": extract_list(span.text) if span else []}
-    if verifier in ("bbox_verify", "point_verify"):
-        return {"predict": extract_coords(span.text, 4 if verifier == "bbox_verify" else 2) if span else []}
-    raise ValueError(f"no rule extraction for verifier {verifier!r:.60}")
+    spec = get_spec(verifier)
+    if span is None:
+        return {"predict": [] if spec.list_valued else ""}
+    if spec.arity is not None:
+        return {"predict": extract_coords(span.text, spec.arity)}
+    return {"predict": _READERS[spec.value](span.text)}
+
+
+#: How a final answer is read for each kind of prediction (coordinates are read by arity, see extract_prediction).
+_READERS = {"text": clean_text, "expression": extract_expr, "time": extract_time, "list": extract_list}

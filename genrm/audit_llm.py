@@ -36,6 +36,7 @@ from genrm.judge_output import extract_json_object
 from genrm.prompts import ChatPrompt
 from genrm.rubric import CriterionPlan
 from genrm.teachers import Teacher
+from verifiers import get_spec
 
 _ANNOTATION = {
     "type": "object",
@@ -149,7 +150,7 @@ def check_prompt(
 
 def _keywords(plan: CriterionPlan, value: str) -> dict[str, Any]:
     value = value.strip()
-    if plan.verifier in ("list_verify", "bbox_verify", "point_verify"):
+    if get_spec(plan.verifier).list_valued:
         if not value:
             return {"predict": []}
         try:

@@ -166,6 +166,7 @@ def make_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
 
+    from genrm.choices import EXPOSURES
     from genrm.cli_data import judge_backend_options
 
     score = sub.add_parser(
@@ -181,7 +182,7 @@ def make_parser() -> argparse.ArgumentParser:
     judge_backend_options(score)
     score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
     score.add_argument(
-        "--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"], default="minimal",
+        "--exposure", choices=EXPOSURES, default="minimal",
         help="what a model judge sees of the rubric (default: minimal)",
     )  # fmt: skip
     score.add_argument("--no-format-check", action="store_true", help="turn off the repetition/language mask")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from genrm.choices import DEVICES
 from genrm.cli_data import judge_backend_options, make_judge, sees_images
 
 
@@ -146,7 +147,7 @@ def register(sub: Any) -> None:
     build.add_argument("--generator", metavar="SPEC", help="model constructor: MODEL@URL or transformers:PATH")
     build.add_argument("--checker", action="append", metavar="SPEC", help="quality-control model; repeat for several")
     build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
-    build.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="for local models")
+    build.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
     build.add_argument("--concurrency", type=int, default=8, help="candidates generated at once (default: 8)")
     build.set_defaults(handler=_cmd_build)
 

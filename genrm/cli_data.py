@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXPOSURES = ["minimal", "unlimited", "vlm", "no_verifier"]
+from genrm.choices import DEVICES, EXPOSURES, JUDGE_BACKENDS
 
 
 def _read(path: str) -> Any:
@@ -241,14 +241,14 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
                         help="a teacher: MODEL@URL[,URL...] (OpenAI-compatible, e.g. SGLang) or transformers:PATH; "
                         "repeat for several")  # fmt: skip
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the teachers' API key")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="for local teachers")
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="for local teachers")
     parser.add_argument("--concurrency", type=int, default=8, help="inputs worked on at once (default: 8)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     """The options that name a judge: ``--backend`` and what it needs (read by :func:`make_judge`)."""
-    parser.add_argument("--backend", choices=["rule", "transformers", "openai", "sglang"], default="rule")
+    parser.add_argument("--backend", choices=JUDGE_BACKENDS, default="rule")
     parser.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
     parser.add_argument(
         "--url",
@@ -257,7 +257,7 @@ def judge_backend_options(parser: argparse.ArgumentParser) -> None:
         help="OpenAI-compatible base URL ending in /v1 (openai, sglang); repeat for replicas",
     )
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
     parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
 

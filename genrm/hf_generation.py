@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from genrm.choices import Device
 from genrm.judge import SamplingSettings
 from genrm.prompts import ChatPrompt
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DeviceName = Literal["auto", "cpu", "cuda"]
+DeviceName = Device  # the name this module's callers know it by
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 
 

@@ -27,11 +27,7 @@ from genrm.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgemen
 from genrm.prompts import Exposure, check_exposure
 from genrm.rubric import CriterionPlan
 from genrm.schemas import JudgeOutput
-from verifiers import VerifierError, parse_call, run_verifier
-
-# Scoring-side keywords and the rubric-side keyword that holds the same kind of value.
-_AS_TARGET = {"predict": "target", "pformat": "tformat"}
-_TARGET_KEYWORDS = frozenset({"target", "candidates", "tformat"})
+from verifiers import VerifierError, get_spec, parse_call, run_verifier
 
 
 def _empty(value: Any) -> bool:
@@ -60,12 +56,7 @@ def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -
         return 0.0
     if _empty(label.get("predict")):
         return 1.0 if _empty(predicted.get("predict")) else 0.0
-    rubric_side = {key: value for key, value in plan.target_kwargs.items() if key not in _TARGET_KEYWORDS}
-    for key, value in label.items():
-        if key in _AS_TARGET and value is not None:
-            rubric_side[_AS_TARGET[key]] = value
-    if plan.verifier == "time_verify" and "tformat" not in rubric_side:
-        rubric_side["tformat"] = plan.target_kwargs.get("tformat")
+    rubric_side = get_spec(plan.verifier).target_of_prediction(plan.target_kwargs, label)
     result = run_verifier(plan.verifier, rubric_side, predicted)
     return result.score if result.status == "ok" else 0.0
 

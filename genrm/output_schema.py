@@ -67,7 +67,7 @@ def call_pattern(verifier: str) -> str:
     pieces: list[str] = []
     for param in spec.scoring_params:
         if param.kind == "coords":
-            value = _coords_pattern(4 if verifier == "bbox_verify" else 2)
+            value = _coords_pattern(spec.arity)  # a coordinates keyword: the registry gives its arity
         else:
             value = _KIND_PATTERNS[param.kind]
         piece = f"{param.name}={value}"

@@ -28,14 +28,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any
 
+from genrm.choices import EXPOSURES, Exposure
 from genrm.rubric import CriterionPlan, RubricPolicy
 from genrm.schemas import SECTIONS, Rubric
 from verifiers import REGISTRY, render_specs
-
-Exposure = Literal["minimal", "unlimited", "vlm", "no_verifier"]
-EXPOSURES: tuple[Exposure, ...] = get_args(Exposure)
 
 RESPONSE_OPEN = "<<<CANDIDATE RESPONSE>>>"
 RESPONSE_CLOSE = "<<<END OF CANDIDATE RESPONSE>>>"
@@ -131,9 +129,9 @@ def fuzzy_reference(plan: CriterionPlan) -> str:
     if plan.verifier is None:
         return plan.criterion.reference
     kwargs = plan.target_kwargs
-    if plan.verifier in ("bbox_verify", "point_verify"):
-        shape = "[x1, y1, x2, y2] boxes" if plan.verifier == "bbox_verify" else "[x, y] points"
-        return f"{json.dumps(kwargs['target'])} ({shape} on a 0-1000 grid)"
+    spec = REGISTRY[plan.verifier]
+    if spec.arity is not None:
+        return f"{json.dumps(kwargs['target'])} ({spec.shape} on a 0-1000 grid)"
     if kwargs.get("candidates") is not None:
         options = [json.dumps(c, ensure_ascii=False) for c in kwargs["candidates"]]
         return "any of: " + " | ".join(options)

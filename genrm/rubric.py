@@ -32,20 +32,18 @@ _CALL_SHAPE = re.compile(r"^\s*(?:[A-Za-z_]\w*\(\s*(?:[A-Za-z_]\w*\s*=|\)).*|\w+
 
 ALL_VERIFIERS: frozenset[str] = frozenset(REGISTRY)
 
+#: The default task types. ``general`` allows every verifier, ``caption`` none; the others allow the verifiers whose
+#: registry entry names them (``verifiers.registry.VerifierSpec.task_types``).
+DEFAULT_TASK_TYPES = ("general", "ocr", "grounding", "math", "multiple_choice", "counting", "chart", "document", "vqa",
+                      "time", "caption")  # fmt: skip
+
 #: The default task types and the verifiers each may use. ``None`` (no task type) allows every verifier.
 DEFAULT_TASK_VERIFIERS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "general": ALL_VERIFIERS,
-        "ocr": frozenset({"text_verify", "list_verify"}),
-        "grounding": frozenset({"bbox_verify", "point_verify"}),
-        "math": frozenset({"expr_verify"}),
-        "multiple_choice": frozenset({"expr_verify"}),
-        "counting": frozenset({"expr_verify"}),
-        "chart": frozenset({"text_verify", "expr_verify", "list_verify", "time_verify"}),
-        "document": frozenset({"text_verify", "expr_verify", "list_verify", "time_verify"}),
-        "vqa": frozenset({"text_verify", "expr_verify", "list_verify", "time_verify"}),
-        "time": frozenset({"time_verify"}),
-        "caption": frozenset(),
+        task: ALL_VERIFIERS
+        if task == "general"
+        else frozenset(name for name, spec in REGISTRY.items() if task in spec.task_types)
+        for task in DEFAULT_TASK_TYPES
     }
 )
 
@@ -104,7 +102,7 @@ def looks_like_call(reference: str) -> bool:
 
 def target_values(verifier: str, kwargs: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """A target's values as text: groups of strings that together reveal it (one string, or a shape's coordinates)."""
-    if verifier in ("bbox_verify", "point_verify"):
+    if REGISTRY[verifier].arity is not None:
         target = kwargs.get("target") or []
         shapes = [target] if target and not isinstance(target[0], (list, tuple)) else target
         return [tuple(_number_text(v) for v in shape) for shape in shapes]

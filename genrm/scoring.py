@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.aggregation import CriterionSlot, aggregate_group
+from genrm.aggregation import CriterionSlot, aggregate_group, check_tau
 from genrm.execution import CriterionScore, execute
 from genrm.format_checks import FormatConfig, format_violations
 from genrm.judge import GroupRequest, Judge
@@ -45,8 +45,7 @@ class ScoringConfig:
     policy: RubricPolicy = field(default_factory=RubricPolicy)
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.tau < 1.0:
-            raise ValueError(f"tau must be in (0, 1), got {self.tau}")
+        check_tau(self.tau)
         check_exposure(self.exposure)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from genrm.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
+from genrm.aggregation import CriterionSlot, aggregate_group, check_tau, length_conditional_mask
 from genrm.schemas import Instance
 from genrm.scoring import InstanceResult
 
@@ -152,8 +152,7 @@ class RubricReward:
         name: str = "rubric",
         max_failed_batches: int = 3,
     ) -> None:
-        if not 0.0 < tau < 1.0:
-            raise ValueError(f"tau must be in (0, 1), got {tau}")
+        check_tau(tau)
         self.scorer, self.tau, self.length_rule = scorer, tau, length_rule
         self.__name__ = name
         self.max_failed_batches = max_failed_batches

@@ -11,6 +11,8 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add the ``serve`` subcommand to the ``genrm`` command's subparsers."""
+    from genrm.choices import DEVICES, EXPOSURES, JUDGE_BACKENDS
+
     serve = sub.add_parser(
         "serve",
         help="run the reward server (FastAPI) in front of a judge backend",
@@ -21,9 +23,7 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need an API key)")
     serve.add_argument("--port", type=int, help="TCP port (default 8000)")
     serve.add_argument("--api-key", help="bearer token clients must send (or GENRM_API_KEY)")
-    serve.add_argument(
-        "--backend", choices=["rule", "openai", "sglang", "transformers"], help="judge backend (default: rule)"
-    )
+    serve.add_argument("--backend", choices=JUDGE_BACKENDS, help="judge backend (default: rule)")
     serve.add_argument(
         "--judge-url",
         action="append",
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
         dest="model_path",
         help="judge checkpoint (directory or hub id) for --launch or --backend transformers",
     )
-    serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="transformers backend: where the model runs")
+    serve.add_argument("--device", choices=DEVICES, help="transformers backend: where the model runs")
     serve.add_argument("--max-batch-size", type=int, help="transformers backend: most prompts in one batch")
     serve.add_argument(
         "--image-dir", metavar="DIR", help="transformers backend, vision-language judge: the folder of image files"
@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
     serve.add_argument("--dp-size", type=int, help="data-parallel size of the launched SGLang server")
     serve.add_argument("--mem-fraction", type=float, dest="mem_fraction_static", help="SGLang GPU memory share")
     serve.add_argument("--sglang-port", type=int, help="port of the launched SGLang server (default 30000)")
-    serve.add_argument("--exposure", choices=["minimal", "unlimited", "vlm", "no_verifier"])
+    serve.add_argument("--exposure", choices=EXPOSURES)
     serve.add_argument("--tau", type=float, help="remapping threshold in (0, 1)")
     serve.add_argument("--record-log", metavar="PATH", help="append every scored group to this JSONL file")
     serve.add_argument("--max-concurrent-groups", type=int, help="groups judged at the same time")

@@ -20,9 +20,9 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from genrm.prompts import Exposure
+from genrm.choices import Device, Exposure, JudgeBackend
 
-BackendName = Literal["rule", "openai", "sglang", "transformers"]
+BackendName = JudgeBackend  # the name settings users know it by
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -95,7 +95,7 @@ class ServerSettings(BaseSettings):
         description="command before the flags when SGLang lives elsewhere, e.g. [/opt/sglang/bin/python, -m, "
         "sglang.launch_server] (default: this interpreter)",
     )
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="transformers backend: where the model runs")
+    device: Device = Field("auto", description="transformers backend: where the model runs")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="transformers backend: weight dtype (auto: bfloat16 on CUDA, float32 on CPU)"
     )

@@ -108,7 +108,7 @@ def test_no_span_gives_empty_predictions():
     for name in REGISTRY:
         value = extract_prediction(name, None)["predict"]
         assert value in ("", [])
-    with pytest.raises(ValueError, match="no rule extraction"):
+    with pytest.raises(ValueError, match="unknown verifier .color_verify"):
         extract_prediction("color_verify", None)
 
 

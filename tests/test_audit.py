@@ -340,3 +340,9 @@ def test_audit_run_of_a_vision_language_checkpoint_shows_it_the_images(tmp_path,
     # every response judged with its image: no judgement failed, and the regular ones were scored
     assert judged["failed"] == 0 and judged["fpr"]["total"] > 0
     assert vlm["regular_failed"] == 0 and vlm["regular"]["total"] > 0
+
+
+def test_an_unknown_attack_is_refused_not_built_as_another(regular):
+    base = regular[0]
+    with pytest.raises(ValueError, match="unknown attack 'flattery'"):
+        adversarial(base, BuildContext([base], ValuePool()), random.Random(0), "flattery")

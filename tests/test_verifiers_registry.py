@@ -3,7 +3,7 @@
 import pytest
 
 import verifiers
-from verifiers import REGISTRY, BadCallError, get_spec, render_specs
+from verifiers import REGISTRY, BadCallError, get_spec, render_specs, run_verifier
 
 SEED_SIGNATURES = {
     "text_verify": ("text_verify(target: str = None, candidates: List[str] = None, use_latex: bool = False, "
@@ -63,3 +63,62 @@ def test_render_one_side():
     assert "pformat: Python strptime format" in scoring  # the keywords a judge fills are explained
     rubric = render_specs(["time_verify"], side="rubric")
     assert "rubric side:  time_verify(target: str, tformat: str)" in rubric and "scoring side" not in rubric
+
+
+def test_no_verifier_name_is_compared_outside_the_verifier_library():
+    # What differs between verifiers is asked of the registry (kind of value, arity, empty prediction, mirrored
+    # keywords, task types), so that a new verifier of a known kind needs no change elsewhere.
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for package in ("genrm", "serving", "policy_rl"):
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Compare):
+                    continue
+                operands = [node.left, *node.comparators]
+                values = [o for o in operands if isinstance(o, ast.Constant)]
+                values += [e for o in operands for e in getattr(o, "elts", []) if isinstance(e, ast.Constant)]
+                names = [v.value for v in values if isinstance(v.value, str)]
+                if any(name in REGISTRY for name in names):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not found, found
+
+
+def test_the_registry_states_a_target_as_a_prediction_and_back():
+    rubrics = {
+        "text_verify": {"candidates": ["North Gate", "N. Gate"], "ignore_case": True},
+        "expr_verify": {"target": "C"},
+        "time_verify": {"target": "18:15", "tformat": "%H:%M"},
+        "list_verify": {"target": ["M-30", "M-31"], "ignore_punc": True},
+        "bbox_verify": {"target": [[10, 20, 200, 210]]},
+        "point_verify": {"target": [[5, 6], [70, 80]]},
+    }
+    assert set(rubrics) == set(REGISTRY)
+    for name, rubric in rubrics.items():
+        spec = REGISTRY[name]
+        prediction = spec.prediction_of_target(rubric)
+        assert run_verifier(name, rubric, prediction).score == 1.0, name  # exactly right
+        back = spec.target_of_prediction(rubric, prediction)
+        assert run_verifier(name, back, prediction).score == 1.0, name
+        assert all(back[k] == v for k, v in rubric.items() if k not in ("target", "candidates")), name
+    assert REGISTRY["time_verify"].prediction_of_target(rubrics["time_verify"]) == {"predict": "18:15",
+                                                                                    "pformat": "%H:%M"}  # fmt: skip
+    # a prediction without a format keeps the rubric's
+    kept = REGISTRY["time_verify"].target_of_prediction(rubrics["time_verify"], {"predict": "19:00", "pformat": None})
+    assert kept == {"target": "19:00", "tformat": "%H:%M"}
+
+
+def test_the_registry_says_how_values_are_written_and_shaped():
+    assert REGISTRY["bbox_verify"].render_value([[1, 2, 3, 4], [5, 6, 7, 8]]) == "[1, 2, 3, 4], [5, 6, 7, 8]"
+    assert REGISTRY["point_verify"].render_value([[1, 2]]) == "(1, 2)"
+    assert REGISTRY["list_verify"].render_value(["a", "b"]) == "a, b"
+    assert REGISTRY["expr_verify"].render_value("B") == "(B)" and REGISTRY["expr_verify"].render_value("12") == "12"
+    assert (REGISTRY["bbox_verify"].arity, REGISTRY["point_verify"].arity, REGISTRY["text_verify"].arity) == (
+        4,
+        2,
+        None,
+    )
+    assert [n for n, s in REGISTRY.items() if s.list_valued] == ["list_verify", "bbox_verify", "point_verify"]

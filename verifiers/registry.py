@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 Kind = Literal["str", "bool", "str_list", "str_lists", "coords"]
 Side = Literal["rubric", "scoring"]
+ValueKind = Literal["text", "expression", "time", "list", "boxes", "points"]
+"""What a verifier's prediction is, for code that reads, writes or alters one (answer extraction, prompts, schemas,
+audit attacks): it asks the registry for the kind instead of comparing verifier names."""
 CheckFn = Callable[[Mapping[str, Any], Mapping[str, Any], VerifyConfig], VerifyResult]
 
 _REQUIRED = object()
@@ -66,6 +70,12 @@ class Param:
     kind: Kind
     default: Any = _REQUIRED
     help: str = ""
+    mirrors: str | None = None
+    """On the scoring side: the rubric-side keyword that holds the same kind of value (``predict`` mirrors
+    ``target``, ``pformat`` mirrors ``tformat``)."""
+    alternative_to: str | None = None
+    """On the rubric side: the keyword this one replaces, as a list of acceptable values (``candidates`` for
+    ``target``)."""
 
     @property
     def required(self) -> bool:
@@ -88,9 +98,68 @@ class VerifierSpec:
     returns: str
     usage: str
     check: CheckFn = field(repr=False, compare=False)
+    value: ValueKind = "text"
+    """What the prediction is (see :data:`ValueKind`)."""
+    task_types: frozenset[str] = frozenset()
+    """The default task types (besides ``general``, which allows every verifier) whose rubrics may use it."""
     uses_workers: bool = False
     """Whether a check may wait for the expression worker pool (``verifiers.expr_pool``): such checks are the ones
     worth running concurrently, and the ones a server keeps apart from the cheap in-process checks."""
+
+    @property
+    def arity(self) -> int | None:
+        """Numbers per item of a coordinates prediction (4 for a box, 2 for a point); None for other kinds."""
+        return _ARITY.get(self.value)
+
+    @property
+    def list_valued(self) -> bool:
+        """Whether the prediction is a list (of items, boxes or points)."""
+        return self.value in ("list", "boxes", "points")
+
+    @property
+    def shape(self) -> str:
+        """How a value of this verifier is described to a reader, e.g. ``[x1, y1, x2, y2] boxes``."""
+        return _SHAPES[self.value]
+
+    def render_value(self, value: Any) -> str:
+        """A prediction as a response writes it: boxes ``[x1, y1, x2, y2]``, points ``(x, y)``, list items
+        comma-separated, an option letter in parentheses, anything else as is."""
+        if self.value in ("boxes", "points"):
+            left, right = ("[", "]") if self.value == "boxes" else ("(", ")")
+            return ", ".join(left + ", ".join(str(v) for v in item) + right for item in value)
+        if self.value == "list":
+            return ", ".join(str(v) for v in value)
+        if self.value == "expression" and _OPTION_LETTER.fullmatch(str(value)):
+            return f"({value})"
+        return str(value)
+
+    def prediction_of_target(self, target_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The scoring-side keywords that state the target of a rubric side (its first alternative, e.g. the first
+        of its ``candidates``, when it has no target): what a response that is exactly right would extract."""
+        prediction: dict[str, Any] = {}
+        for param in self.scoring_params:
+            if param.mirrors is None:
+                continue
+            value = target_kwargs.get(param.mirrors)
+            if value is None:
+                for alternative in self.rubric_params:
+                    if alternative.alternative_to == param.mirrors and target_kwargs.get(alternative.name):
+                        value = target_kwargs[alternative.name][0]
+                        break
+            prediction[param.name] = value
+        return prediction
+
+    def target_of_prediction(self, target_kwargs: Mapping[str, Any], prediction: Mapping[str, Any]) -> dict[str, Any]:
+        """A rubric side whose target is ``prediction`` (scoring-side keywords), with the rubric's other options
+        kept: how well another prediction matches this one is then a check of this verifier. A scoring keyword
+        left empty keeps the rubric's own value (a prediction without ``pformat`` keeps the rubric's ``tformat``)."""
+        mirrored = {p.mirrors for p in self.scoring_params if p.mirrors}
+        replaced = {p.name for p in self.rubric_params if p.alternative_to in mirrored}
+        rubric = {key: value for key, value in target_kwargs.items() if key not in replaced}
+        for param in self.scoring_params:
+            if param.mirrors is not None and prediction.get(param.name) is not None:
+                rubric[param.mirrors] = prediction[param.name]
+        return rubric
 
     def params(self, side: Side) -> tuple[Param, ...]:
         """The keywords of one side of the call."""
@@ -130,6 +199,13 @@ class VerifierSpec:
         }  # fmt: skip
 
 
+_ARITY: dict[str, int] = {"boxes": 4, "points": 2}
+_SHAPES: dict[str, str] = {
+    "text": "text", "expression": "a number, option letter or expression", "time": "a date or time",
+    "list": "a list of items", "boxes": "[x1, y1, x2, y2] boxes", "points": "[x, y] points",
+}  # fmt: skip
+_OPTION_LETTER = re.compile(r"[A-J]")
+
 _TEXT_OPTIONS = (
     Param("use_latex", "bool", False, "strip LaTeX text markup ($, \\text{}, \\left, spacing) before comparing"),
     Param("ignore_space", "bool", False, "remove all white space before comparing"),
@@ -144,25 +220,43 @@ SPECS: tuple[VerifierSpec, ...] = (
         "text_verify",
         (
             Param("target", "str", None, "the expected text"),
-            Param("candidates", "str_list", None, "several acceptable texts; the best match counts"),
+            Param(
+                "candidates",
+                "str_list",
+                None,
+                "several acceptable texts; the best match counts",
+                alternative_to="target",
+            ),
             *_TEXT_OPTIONS,
         ),
-        (Param("predict", "str", help="the text extracted from the response, '' when there is none"),),
+        (
+            Param(
+                "predict", "str", help="the text extracted from the response, '' when there is none", mirrors="target"
+            ),
+        ),
         "float in [0, 1]: normalized edit similarity; with candidates, the maximum over candidates",
         "OCR-style text or LaTeX transcription copied from the image or document. Not for semantic judgements "
         "or free-form visual question answering.",
         check_text,
-    ),
+        value="text",
+        task_types=frozenset({"ocr", "chart", "document", "vqa"}),
+    ),  # fmt: skip
     VerifierSpec(
         "expr_verify",
         (Param("target", "str", help="the expected value: number, option letter or (LaTeX) expression"),),
-        (Param("predict", "str", help="the value extracted from the response, '' when there is none"),),
+        (
+            Param(
+                "predict", "str", help="the value extracted from the response, '' when there is none", mirrors="target"
+            ),
+        ),
         "float in {0, 1}: 1 iff the target and the prediction are mathematically equivalent",
         "Option letters, numbers and mathematical expressions read directly from the response. Units and context "
         "stay in the criterion, not in the target. Never encode a semantic yes/no judgement as a target.",
         check_expr,
+        value="expression",
+        task_types=frozenset({"math", "multiple_choice", "counting", "chart", "document", "vqa"}),
         uses_workers=True,
-    ),
+    ),  # fmt: skip
     VerifierSpec(
         "time_verify",
         (
@@ -170,43 +264,77 @@ SPECS: tuple[VerifierSpec, ...] = (
             Param("tformat", "str", help="Python strptime format of target, e.g. '%H:%M'"),
         ),
         (
-            Param("predict", "str", help="the date or time extracted from the response"),
-            Param("pformat", "str", None, "Python strptime format of predict as written in the response"),
+            Param("predict", "str", help="the date or time extracted from the response", mirrors="target"),
+            Param(
+                "pformat",
+                "str",
+                None,
+                "Python strptime format of predict as written in the response",
+                mirrors="tformat",
+            ),
         ),
         "float in {0, 1}: 1 iff the parsed dates/times are equal on the fields the target format gives",
         "Dates and times with Python datetime formats; copy the prediction's format from the response. Weekday "
         "names are not used as targets.",
         check_time,
+        value="time",
+        task_types=frozenset({"time", "chart", "document", "vqa"}),
     ),  # fmt: skip
     VerifierSpec(
         "list_verify",
         (
             Param("target", "str_list", None, "the expected items, in any order"),
-            Param("candidates", "str_lists", None, "several complete acceptable lists; the best match counts"),
+            Param(
+                "candidates",
+                "str_lists",
+                None,
+                "several complete acceptable lists; the best match counts",
+                alternative_to="target",
+            ),
             *_TEXT_OPTIONS,
         ),
-        (Param("predict", "str_list", help="the items extracted from the response, [] when there are none"),),
+        (
+            Param(
+                "predict",
+                "str_list",
+                help="the items extracted from the response, [] when there are none",
+                mirrors="target",
+            ),
+        ),
         "float in [0, 1]: Hungarian matching over pairwise text similarity, divided by the longer list's length; "
         "with candidates, the maximum over candidate lists",
         "Lists of extractive text items, such as OCR key fields. Each candidate is one complete valid answer list.",
         check_list,
+        value="list",
+        task_types=frozenset({"ocr", "chart", "document", "vqa"}),
     ),  # fmt: skip
     VerifierSpec(
         "bbox_verify",
         (Param("target", "coords", help=_COORDS_HELP),),
-        (Param("predict", "coords", help=_COORDS_HELP + ", [] when there is none"),),
+        (Param("predict", "coords", help=_COORDS_HELP + ", [] when there is none", mirrors="target"),),
         "float in [0, 1]: Hungarian matching over pairwise IoU, divided by the larger number of boxes",
         "Single- or multi-object box grounding. Each box is [x1, y1, x2, y2] with coordinates normalized to 0-1000.",
         check_bbox,
+        value="boxes",
+        task_types=frozenset({"grounding"}),
     ),
     VerifierSpec(
         "point_verify",
         (Param("target", "coords", help="list of [x, y] points on the 0-1000 grid"),),
-        (Param("predict", "coords", help="list of [x, y] points on the 0-1000 grid, [] when there is none"),),
+        (
+            Param(
+                "predict",
+                "coords",
+                help="list of [x, y] points on the 0-1000 grid, [] when there is none",
+                mirrors="target",
+            ),
+        ),
         "float in [0, 1]: Hungarian matching over pairwise proximity (1 at the same spot, 0 at distance 100 or "
         "more), divided by the larger number of points",
         "Single- or multi-object point grounding. Each point is [x, y] with coordinates normalized to 0-1000.",
         check_point,
+        value="points",
+        task_types=frozenset({"grounding"}),
     ),
 )
 
@@ -372,5 +500,5 @@ def _known(name: object) -> str | None:
 
 def empty_prediction(spec: VerifierSpec) -> dict[str, Any]:
     """Scoring-side keywords meaning "no prediction" ('' or []), used to check a rubric side on its own."""
-    empty: dict[str, Any] = {"str": "", "str_list": (), "coords": []}
+    empty: dict[str, Any] = {"str": "", "str_list": [], "coords": []}
     return {p.name: (empty.get(p.kind) if p.required else p.default) for p in spec.scoring_params}
