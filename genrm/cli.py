@@ -225,11 +225,9 @@ def _register_plugins(sub: argparse._SubParsersAction) -> None:
 
     for entry in sorted(entry_points(group="genrm.commands"), key=lambda e: e.name):
         try:
-            register = entry.load()
+            entry.load()(sub)  # registering may import what the subcommand's options are made from
         except ImportError as exc:  # an optional extra is not installed: say how to get the subcommand
             sub.add_parser(entry.name, help=f"unavailable: {exc}; install the matching extra (e.g. .[serve])")
-            continue
-        register(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,67 @@
+"""Command-line options generated from a settings model: one per field, typed from the annotation, only what was
+given passed on; `genrm serve` takes every ServerSettings field and the older spellings."""
+
+import argparse
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field, SecretStr
+
+from genrm.cli_settings import add_settings_options, given_settings
+from serving.cli import _ALIASES, _NOT_OPTIONS
+from serving.settings import ServerSettings
+
+
+class Example(BaseModel):
+    port: int = Field(8000, description="TCP port")
+    ratio: float = 0.5
+    mode: Literal["a", "b"] = "a"
+    flag: bool = True
+    urls: list[str] = Field(default_factory=list)
+    path: Path | None = None
+    secret: SecretStr | None = None
+    extra: dict[str, int] = Field(default_factory=dict)
+
+
+def _parse(*argv: str) -> dict:
+    parser = argparse.ArgumentParser()
+    names = add_settings_options(parser, Example, aliases={"urls": ["--url"]})
+    return given_settings(parser.parse_args(list(argv)), names)
+
+
+def test_options_are_typed_from_the_annotations_and_only_given_ones_pass():
+    assert _parse() == {}
+    given = _parse("--port", "9", "--ratio", "0.25", "--mode", "b", "--no-flag", "--url", "u1", "--urls", "u2",
+                   "--path", "p", "--secret", "s", "--extra", '{"k": 1}')  # fmt: skip
+    assert given == {"port": 9, "ratio": 0.25, "mode": "b", "flag": False, "urls": ["u1", "u2"], "path": "p",
+                     "secret": "s", "extra": {"k": 1}}  # fmt: skip
+    assert Example(**given).port == 9
+
+
+@pytest.mark.parametrize("argv", [["--mode", "c"], ["--port", "x"], ["--extra", "[1]"]])
+def test_bad_values_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        _parse(*argv)
+    assert stopped.value.code == 2
+
+
+def test_genrm_serve_has_an_option_for_every_setting_and_the_older_spellings():
+    from genrm.cli import make_parser
+
+    parser = make_parser()
+    serve = parser._subparsers._group_actions[0].choices["serve"]  # argparse keeps subparsers there
+    dests = {action.dest for action in serve._actions}
+    assert set(ServerSettings.model_fields) - set(_NOT_OPTIONS) <= dests
+    assert "judge_api_key" not in dests  # secrets come from the environment or the YAML file
+    argv = ["serve", "--judge-url", "http://a/v1", "--judge-url", "http://b/v1", "--model", "m", "--max-tokens", "64",
+            "--group-wait", "3", "--launch", "--backend", "sglang"]  # fmt: skip
+    args = parser.parse_args(argv)
+    assert (args.judge_urls, args.model_path, args.judge_max_tokens, args.group_wait_s, args.launch) == (
+        ["http://a/v1", "http://b/v1"],
+        "m",
+        64,
+        3.0,
+        True,
+    )
+    assert all(flag.startswith("--") for flags in _ALIASES.values() for flag in flags)
