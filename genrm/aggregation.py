@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-Section = Literal["essential", "additional"]
+from genrm.schemas import SectionName as Section
+
 _DIGITS = 12
 
 

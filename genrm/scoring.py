@@ -21,7 +21,7 @@ from genrm.judge import GroupRequest, Judge
 from genrm.judge_output import ParsedJudgement
 from genrm.prompts import Exposure, check_exposure, exposed_plans
 from genrm.rubric import CriterionPlan, RubricPolicy, plan_rubric
-from genrm.schemas import Instance
+from genrm.schemas import Instance, SectionName
 from verifiers import VerifyConfig, expression_workers, uses_workers
 
 
@@ -55,6 +55,7 @@ class CriterionRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(description="where the criterion sits in the rubric, e.g. essential[0]")
+    section: SectionName = Field(description="the rubric section of the criterion")
     criterion: str
     weight: int
     verifier: str | None = Field(description="the verifier that decided it; null for a fuzzy criterion")
@@ -105,6 +106,7 @@ def _criterion_record(score: CriterionScore, remapped: float | None) -> Criterio
     plan = score.plan
     return CriterionRecord(
         path=plan.path,
+        section=plan.section,
         criterion=plan.criterion.criterion,
         weight=plan.criterion.weight,
         verifier=plan.verifier,

@@ -186,7 +186,7 @@ class RubricReward:
             return [Outcome(instance.id, error=result.error)] * len(texts)
         outcomes = []
         for text, record in zip(texts, result.records, strict=True):
-            slots = tuple(CriterionSlot(c.path.split("[")[0], c.weight) for c in record.criteria)  # type: ignore[arg-type]
+            slots = tuple(CriterionSlot(c.section, c.weight) for c in record.criteria)
             length_ok = record.length_ok and (self.length_rule is None or self.length_rule.allows(text, instance))
             raw = tuple(c.score for c in record.criteria)
             outcomes.append(Outcome(instance.id, slots, raw, tuple(record.format_violations), length_ok))
