@@ -155,13 +155,37 @@ class _Guard:
         self.metrics.latency.labels(known).observe(time.perf_counter() - start)
 
 
-def _log_refusal(scope: Scope, status: int, detail: bytes) -> None:
-    """One log line per refused request (there is no access log): who, what, and why, bounded and escaped (the
-    detail may quote what the client sent)."""
-    client = scope.get("client") or ("?", 0)
-    text = detail[:_LOGGED_DETAIL].decode("utf-8", "replace").encode("unicode_escape").decode("ascii")
-    access_logger.warning("refused %s %s from %s:%s: %d %s", scope.get("method", "?"), scope.get("path", "?"),
-                          client[0], client[1], status, text)  # fmt: skip
+class RefusalLog:
+    """At most ``rate`` refusal lines per second on average (bursts of ``rate``), so a flood of bad requests cannot
+    flood the log; the next line written says how many were left out meanwhile.
+
+    Args:
+        rate: lines per second (> 0).
+        clock: seconds, monotonic (injectable for tests).
+    """
+
+    def __init__(self, rate: float = 20.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self._clock = rate, clock
+        self._tokens, self._last, self.suppressed = rate, clock(), 0
+
+    def __call__(self, scope: Scope, status: int, detail: bytes) -> None:
+        """Log one refused request: who, what, and why, bounded and escaped (the detail may quote the client)."""
+        now = self._clock()
+        self._tokens = min(self.rate, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens < 1.0:
+            self.suppressed += 1
+            return
+        self._tokens -= 1.0
+        left_out, self.suppressed = self.suppressed, 0
+        client = scope.get("client") or ("?", 0)
+        text = detail[:_LOGGED_DETAIL].decode("utf-8", "replace").encode("unicode_escape").decode("ascii")
+        note = f" ({left_out} more refusals not logged before this one)" if left_out else ""
+        access_logger.warning("refused %s %s from %s:%s: %d %s%s", scope.get("method", "?"), scope.get("path", "?"),
+                              client[0], client[1], status, text, note)  # fmt: skip
+
+
+_log_refusal = RefusalLog()
 
 
 async def _send_error(

@@ -153,3 +153,19 @@ def test_openrlhf_own_executor_gets_genrm_scores_rewards(path, tmp_path):
         assert reward == pytest.approx([expected[n][seen[n]]]), (wanted[n], seen[n], reward)
         seen[n] += 1
     assert all(log["group_partial"] == [0.0] for log in result["extra_logs"])
+
+
+def test_a_flood_of_refusals_is_logged_at_a_bounded_rate(caplog):
+    from serving.app import RefusalLog
+
+    now = [0.0]
+    log = RefusalLog(rate=5.0, clock=lambda: now[0])
+    scope = {"method": "POST", "path": "/get_reward", "client": ("127.0.0.1", 1)}
+    with caplog.at_level(logging.WARNING, logger="genrm.serving.access"):
+        for _ in range(100):  # all at one instant: a burst of 5 lines, the rest counted
+            log(scope, 422, b"bad")
+        now[0] = 1.0  # a second later, 5 lines' worth again
+        log(scope, 422, b"bad")
+    lines = [r.getMessage() for r in caplog.records if r.name == "genrm.serving.access"]
+    assert len(lines) == 6
+    assert lines[-1].endswith("(95 more refusals not logged before this one)")
