@@ -58,7 +58,7 @@ from serving.api_models import (
 from serving.backends import AsyncJudge, BackendUnavailable, make_backend
 from serving.gathering import Gathered, GatherFull, GroupGatherer
 from serving.metrics import ServerMetrics
-from serving.openrlhf import QueryError, openrlhf_groups, special_tail
+from serving.openrlhf import QueryError, SpecialTail, openrlhf_groups
 from serving.record_log import RecordLog
 from serving.settings import ServerSettings
 from verifiers import VerifierError, VerifyConfig, parse_call, tenant, uses_workers, verify_call_result, warm_up
@@ -243,7 +243,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     config = ScoringConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
                            verify=verify_config)  # fmt: skip
     metrics = ServerMetrics()
-    special_end = special_tail(settings.special_tokens)
+    special_end = SpecialTail(settings.special_tokens)
     if hasattr(judge, "usage_callback"):
         judge.usage_callback = metrics.count_tokens
     state: dict[str, Any] = {}
@@ -412,8 +412,10 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     async def get_reward(body: RewardRequest) -> Response:
         """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size``
         set, gathered across requests)."""
-        try:
-            groups, positions, reads = openrlhf_groups(body.query, body.prompts, body.labels, special_end)
+        try:  # linear, but in Python over up to max_body_bytes of text: off the event loop
+            groups, positions, reads = await anyio.to_thread.run_sync(
+                openrlhf_groups, body.query, body.prompts, body.labels, special_end, limiter=limiter(False)
+            )
         except QueryError as exc:
             raise RequestError(422, exc.loc, str(exc), exc.kind) from None
         if len(groups) > settings.max_groups:

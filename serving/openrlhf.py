@@ -32,7 +32,8 @@ END_TOKENS = ("</s>", "<eos>", "<end_of_turn>", "<pad>", "<\uff5cend\u2581of\u25
 """End-of-sequence texts of common chat templates that do not have the ``<|name|>`` form (Llama 2 and Mistral,
 Gemma, DeepSeek)."""
 
-_PIPE_TOKEN = r"<\|[A-Za-z0-9_\-.:]{1,64}\|>"
+_PIPE_AT_END = re.compile(r"<\|[A-Za-z0-9_\-.:]{1,64}\|>\Z")
+_PIPE_MAX_CHARS = 68
 _TAIL_CHARS = 64
 
 
@@ -54,15 +55,41 @@ class Query:
     stripped: str
 
 
-def special_tail(extra: Iterable[str] = ()) -> re.Pattern[str]:
-    """The pattern of special-token text at the end of a response (see the module docstring), with ``extra``
-    literal tokens."""
-    literals = sorted({*END_TOKENS, *(t for t in extra if t)}, key=len, reverse=True)
-    token = "|".join([_PIPE_TOKEN, *(re.escape(t) for t in literals)])
-    return re.compile(rf"(?:\s*(?:{token}))+\s*\Z")
+class SpecialTail:
+    """Cuts special-token text from the end of a response (see the module docstring), in time linear in the
+    response: it walks back from the end token by token, never letting a pattern scan the whole text (a regular
+    expression anchored at the end is tried from every position, quadratic on a response of many spaces).
+
+    Args:
+        extra: further literal tokens to cut, besides :data:`END_TOKENS` and any ``<|name|>``.
+    """
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self.literals = sorted({*END_TOKENS, *(t for t in extra if t)}, key=len, reverse=True)
+
+    def _token_start(self, text: str, end: int) -> int | None:
+        """Where a special token ending at ``end`` starts, or None when none ends there."""
+        for literal in self.literals:
+            if text.endswith(literal, 0, end):
+                return end - len(literal)
+        found = _PIPE_AT_END.search(text, max(0, end - _PIPE_MAX_CHARS), end)
+        return found.start() if found else None
+
+    def cut(self, response: str) -> tuple[str, str]:
+        """``(response without its trailing special tokens, the text cut)``; white space is cut only around them."""
+        cut, end = len(response), _before_spaces(response, len(response))
+        while (start := self._token_start(response, end)) is not None:
+            cut = end = _before_spaces(response, start)
+        return response[:cut], response[cut:]
 
 
-def read_query(query: str, prompt: str, tail: re.Pattern[str]) -> Query | None:
+def _before_spaces(text: str, end: int) -> int:
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def read_query(query: str, prompt: str, tail: SpecialTail) -> Query | None:
     """The response of one OpenRLHF query, or None when the prompt cannot be placed in it."""
     if query.startswith(prompt):
         response, placed = query[len(prompt) :], "prefix"
@@ -76,9 +103,8 @@ def read_query(query: str, prompt: str, tail: re.Pattern[str]) -> Query | None:
             if end is None:
                 return None
             response, placed = query[end:].lstrip(), "spacing"
-    match = tail.search(response)
-    stripped = match.group(0) if match else ""
-    return Query(response[: len(response) - len(stripped)], placed, stripped)
+    kept, stripped = tail.cut(response)
+    return Query(kept, placed, stripped)
 
 
 def _end_ignoring_spaces(query: str, prompt: str) -> int | None:
@@ -99,7 +125,7 @@ def _end_ignoring_spaces(query: str, prompt: str) -> int | None:
 
 
 def openrlhf_groups(
-    query: list[str], prompts: list[str], labels: list[str], tail: re.Pattern[str]
+    query: list[str], prompts: list[str], labels: list[str], tail: SpecialTail
 ) -> tuple[list[Instance], list[list[int]], list[Query]]:
     """The groups of an OpenRLHF request: the responses of queries whose labels share an instance id, the query
     positions of each group, and how each query was read. Raises QueryError naming the field at fault."""

@@ -17,13 +17,13 @@ from genrm.judge import RuleJudge
 from genrm.schemas import Instance
 from genrm.scoring import score_instance
 from serving.app import create_app
-from serving.openrlhf import read_query, special_tail
+from serving.openrlhf import SpecialTail, read_query
 from serving.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = [Instance.model_validate_json(line) for line in (ROOT / "datasets/examples/reward_core.jsonl").open()]
 CHATML = "<|im_start|>user\nWhich option? (A) 2 (B) 4<|im_end|>\n<|im_start|>assistant\n"
-TAIL = special_tail()
+TAIL = SpecialTail()
 
 
 def _example(name: str) -> Instance:
@@ -41,7 +41,21 @@ def test_special_text_inside_a_response_and_unknown_endings_are_kept():
     kept = read_query(CHATML + "a <|im_end|> b", CHATML, TAIL)
     assert kept.response == "a <|im_end|> b" and kept.stripped == ""
     assert read_query(CHATML + "B[END]", CHATML, TAIL).response == "B[END]"
-    assert read_query(CHATML + "B[END]", CHATML, special_tail(["[END]"])).response == "B"
+    assert read_query(CHATML + "B[END]", CHATML, SpecialTail(["[END]"])).response == "B"
+
+
+def test_cutting_the_tail_takes_linear_time_on_hostile_responses():
+    # A regular expression anchored at the end backtracks from every position: 100,000 spaces took about a minute
+    # (20,000: 2.7 s, quadratic), on the event loop. Walking back from the end takes milliseconds.
+    import time
+
+    for response in (" " * 100_000 + "x", "<|im_end|> " * 9_000 + "x", "x" + " <|im_end|>" * 9_000):
+        start = time.monotonic()
+        kept, cut = TAIL.cut(response)
+        assert time.monotonic() - start < 2.0
+        assert kept + cut == response
+    assert TAIL.cut("x" + " <|im_end|>" * 9_000) == ("x", " <|im_end|>" * 9_000)
+    assert TAIL.cut("answer  \n") == ("answer  \n", "")  # white space alone is kept
 
 
 def test_a_prompt_the_tokenizer_did_not_give_back_exactly_is_still_found():
