@@ -57,13 +57,11 @@ class TimedScorer:
 
 
 def _judge(kind: str, model: str | None):
-    if kind == "rule":
-        from genrm.judge import RuleJudge
+    from genrm.engine import EngineOptions, SamplingSettings
+    from genrm.judge import make_judge
 
-        return RuleJudge()
-    from genrm.model_judge import ModelJudge
-
-    return ModelJudge.from_pretrained(model, device="cpu", max_tokens=256)
+    spec = "rule" if kind == "rule" else f"transformers:{model}"
+    return make_judge(spec, EngineOptions(SamplingSettings(max_tokens=256), device="cpu"))
 
 
 def grpo_share(kind: str, model: str | None, policy: str, steps: int, workdir: Path) -> tuple[float, float]:

@@ -105,7 +105,7 @@ def _time_groups(groups: list[tuple[Instance, list[str]]], rule: bool) -> tuple[
         t0 = time.perf_counter()
         plans = plan_rubric(instance.rubric, instance.task_type)
         if rule:
-            judgements = judge.judge_group(GroupRequest(instance.prompt, plans, instance.responses))
+            judgements = judge.read_group(GroupRequest(instance.prompt, plans, instance.responses))
         else:
             judgements = [parse_judge_output(text, plans) for text in outputs]
         result = score_group(instance, plans, judgements)

@@ -59,7 +59,9 @@ RULE_TARGET = 1_000.0
 class ZeroLatencyBackend:
     """Answers at once: credit 1 for fuzzy criteria, the verifier called with an empty prediction otherwise."""
 
-    name = "zero"
+    name = model = "zero"
+    engine = None
+    sees_images = True
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         criteria = []

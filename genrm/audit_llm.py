@@ -1,6 +1,6 @@
 """The LLM constructor of abnormal responses (RLR3 appendix B.4), with quality control, through any backend.
 
-A generator model (a :class:`genrm.teachers.Teacher`: an OpenAI-compatible endpoint such as SGLang, or a checkpoint
+A generator model (a :mod:`genrm.teachers` engine: an OpenAI-compatible endpoint such as SGLang, or a checkpoint
 loaded here) rewrites an input's regular response so that it shows the assigned failure, then annotates it against
 every checklist criterion as a strict grader: the value the response states (empty when none) and a credit with a
 short rationale. The answer is constrained to :data:`GENERATION_SCHEMA` where the backend supports it.
@@ -30,12 +30,11 @@ from typing import Any
 from genrm.answer_extraction import final_answer_span
 from genrm.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
 from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
-from genrm.chat_endpoint import CallFailed
+from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.judge_data import CriterionLabel
 from genrm.judge_output import extract_json_object
-from genrm.prompts import ChatPrompt
 from genrm.rubric import CriterionPlan
-from genrm.teachers import Teacher
+from genrm.teachers import complete_json
 from verifiers import get_spec
 
 _ANNOTATION = {
@@ -184,11 +183,11 @@ def annotation_labels(base: AuditExample, annotations: Any) -> list[CriterionLab
 
 
 async def llm_candidate(
-    generator: Teacher, checkers: Sequence[Teacher], base: AuditExample, category: str, attack: str | None = None
+    generator: Engine, checkers: Sequence[Engine], base: AuditExample, category: str, attack: str | None = None
 ) -> AuditExample | str:
     """One abnormal response written by ``generator`` and passed by every checker; else the reason it was dropped."""
     try:
-        text = await generator.complete_json(generation_prompt(base, category, attack), GENERATION_SCHEMA, "abnormal")
+        text = await complete_json(generator, generation_prompt(base, category, attack), GENERATION_SCHEMA, "abnormal")
     except CallFailed as exc:
         return f"generator call failed: {exc}"
     answer = extract_json_object(text)
@@ -209,23 +208,23 @@ async def llm_candidate(
         return "leak: " + leaks[0]
     for checker in checkers:
         try:
-            verdict = extract_json_object(await checker.complete_json(
+            verdict = extract_json_object(await complete_json(checker,
                 check_prompt(base, category, attack, response, labels), CHECK_SCHEMA, "audit_check"))  # fmt: skip
         except CallFailed as exc:
             return f"checker call failed: {exc}"
         if not isinstance(verdict, dict):
-            return f"checker {checker.name} answer unreadable"
+            return f"checker {checker.model} answer unreadable"
         if verdict.get("follows_failure_mode") is not True:
-            return f"checker {checker.name} rejects the failure mode"
+            return f"checker {checker.model} rejects the failure mode"
         if verdict.get("annotations_consistent") is not True:
-            return f"checker {checker.name} rejects the annotation"
-    return abnormal_from(base, category, response, labels, attack, f"llm:{generator.name}")  # type: ignore[arg-type]
+            return f"checker {checker.model} rejects the annotation"
+    return abnormal_from(base, category, response, labels, attack, f"llm:{generator.model}")  # type: ignore[arg-type]
 
 
 async def build_llm_abnormal(
     examples: Sequence[AuditExample],
-    generator: Teacher,
-    checkers: Sequence[Teacher],
+    generator: Engine,
+    checkers: Sequence[Engine],
     seed: int = 0,
     per_category: int | None = None,
     concurrency: int = 8,

@@ -95,6 +95,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
     from genrm.cli_data import make_judge
+    from genrm.engine import run_blocking
     from genrm.score_file import score_file
     from genrm.scoring import ScoringConfig
     from verifiers import VerifyConfig
@@ -115,6 +116,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
             return 2
+        stack.callback(run_blocking, judge.aclose())
         summary = score_file(source, sink, judge, config, progress=not args.quiet)
     if not args.quiet:
         print(summary.table(), file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import DEVICES
-from genrm.cli_data import judge_backend_options, make_judge, sees_images
+from genrm.cli_data import judge_backend_options, make_judge
 
 
 def _read_audit(path: str) -> Any:
@@ -68,11 +68,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
     from genrm.audit_llm import build_llm_abnormal
-    from genrm.judge import BackendUnavailable
-    from genrm.teachers import parse_teacher_spec
+    from genrm.engine import BackendUnavailable
+    from genrm.teachers import teacher_engine
 
-    generator = parse_teacher_spec(args.generator, args.api_key_env, device=args.device)
-    checkers = [parse_teacher_spec(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
+    generator = teacher_engine(args.generator, args.api_key_env, device=args.device)
+    checkers = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
 
     async def run() -> Any:
         try:
@@ -91,14 +91,14 @@ def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.audit_run import plot_audit, run_audit
-    from genrm.judge import BackendUnavailable
+    from genrm.engine import BackendUnavailable, run_blocking
 
     examples = _read_audit(args.audit)
     judge = make_judge(args, args.audit)
     settings, skipped = [], {}
     for setting in args.settings:
-        if setting == "vlm" and not sees_images(judge):
-            skipped[setting] = f"{args.model} is a text-only model: it cannot be shown the image"
+        if setting == "vlm" and not judge.sees_images:
+            skipped[setting] = f"{judge.model} is a text-only model: it cannot be shown the image"
             print(f"genrm audit run: vlm skipped: {skipped[setting]}", file=sys.stderr)
         else:
             settings.append(setting)
@@ -109,8 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1
     finally:
-        if hasattr(judge, "close"):
-            judge.close()
+        run_blocking(judge.aclose())
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     table = report.markdown(worst=args.worst)

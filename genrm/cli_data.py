@@ -5,7 +5,7 @@ genrm data sft datasets/judge_synth/train.jsonl -o runs/sft.jsonl [--exposure mi
 genrm data rlvr datasets/judge_synth/train.jsonl -o runs/rlvr.jsonl
 genrm data rubrics TASKS.jsonl -o INSTANCES.jsonl --teacher MODEL@URL [--teacher ...] [--aggregator MODEL@URL]
 genrm data labels INSTANCES.jsonl -o DIR --teacher MODEL@URL --teacher ... [--min-teachers N]
-genrm eval --data datasets/judge_synth/test.jsonl [--backend rule|transformers|openai|sglang ...] [--json OUT]
+genrm eval --data datasets/judge_synth/test.jsonl [--judge SPEC | --backend rule|transformers|openai|sglang ...]
 """
 
 from __future__ import annotations
@@ -15,9 +15,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genrm.choices import DEVICES, EXPOSURES, JUDGE_BACKENDS
+from genrm.engine.blocking import run_blocking
+from genrm.engine.spec import SPEC_FORMS
+
+if TYPE_CHECKING:
+    from genrm.engine import JudgeSpec
+    from genrm.judge import Judge
 
 
 def _read(path: str) -> Any:
@@ -52,35 +58,45 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Any:
-    """The judge the backend options of :func:`judge_backend_options` name; ValueError says what is missing.
+def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
+    """The judge the options of :func:`judge_backend_options` name: ``--judge SPEC``, or the spelled-out
+    ``--backend``/``--model``/``--url``. Raises ValueError saying what is missing or contradicts."""
+    from genrm.engine import JudgeSpec
+
+    if args.judge is not None:
+        if args.backend is not None or args.model or args.url:
+            raise ValueError("--judge names the judge already; drop --backend, --model and --url")
+        return JudgeSpec.parse(args.judge)
+    backend = args.backend or "rule"
+    if backend == "rule":
+        return JudgeSpec()
+    if not args.model:
+        raise ValueError(f"--backend {backend} needs --model (a checkpoint path, or the served model's name)")
+    if backend == "transformers":
+        return JudgeSpec("transformers", args.model)
+    if not args.url:
+        raise ValueError(f"--backend {backend} needs --url BASE_URL (ending in /v1)")
+    return JudgeSpec(backend, args.model, tuple(args.url))
+
+
+def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Judge:
+    """The judge the options of :func:`judge_backend_options` name; ValueError says what is missing.
 
     ``parse_retries``: how often a model judge is asked again for an answer it could not read (0 for evaluation, so
     the tables measure a judge's first answers). A vision-language checkpoint run in process reads image paths
     relative to ``data_file``'s folder.
     """
-    from genrm.judge import RuleJudge
+    import os
 
-    if args.backend == "rule":
-        return RuleJudge()
-    if not args.model:
-        raise ValueError(f"--backend {args.backend} needs --model (a checkpoint path, or the served model's name)")
-    if args.backend == "transformers":
-        from genrm.model_judge import ModelJudge
+    from genrm.engine import EngineOptions, SamplingSettings
+    from genrm.judge import make_judge as judge_for
 
-        image_dir = str(Path(data_file).parent) if data_file else None
-        return ModelJudge.from_pretrained(
-            args.model, args.device, args.max_tokens, constrained=not args.unconstrained,
-            parse_retries=parse_retries, image_dir=image_dir,
-        )  # fmt: skip
-    if not args.url:
-        raise ValueError(f"--backend {args.backend} needs --url BASE_URL (ending in /v1)")
-    return _remote_judge(args, parse_retries)
-
-
-def sees_images(judge: Any) -> bool:
-    """False for a judge run in process on a text-only model; remote judges are taken to see what they are sent."""
-    return getattr(judge, "sees_images", True)
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    options = EngineOptions(
+        SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
+        device=args.device, image_dir=str(Path(data_file).parent) if data_file else None,
+    )  # fmt: skip
+    return judge_for(judge_spec_from_args(args), options, parse_retries)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -90,40 +106,24 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.limit:
         examples = examples[: args.limit]
     judge = make_judge(args, args.data)
-    if args.exposure == "vlm" and not sees_images(judge):
-        print(f"genrm eval: --exposure vlm shows the judge the image, but {args.model} is a text-only model",
+    if args.exposure == "vlm" and not judge.sees_images:
+        print(f"genrm eval: --exposure vlm shows the judge the image, but {judge.model} is a text-only model",
               file=sys.stderr)  # fmt: skip
         return 2
     try:
         report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
     finally:
-        if hasattr(judge, "close"):
-            judge.close()
+        run_blocking(judge.aclose())
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(report.to_json() + "\n", encoding="utf-8")
     return 0
 
 
-def _remote_judge(args: argparse.Namespace, parse_retries: int) -> Any:
-    import os
-
-    from genrm.chat_endpoint import ChatEndpoint
-    from genrm.judge import SamplingSettings
-    from genrm.remote_judge import BlockingJudge, RemoteJudge
-
-    key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    endpoint = ChatEndpoint(args.url, args.model, key)
-    sampling = SamplingSettings(max_tokens=args.max_tokens)
-    remote = RemoteJudge(endpoint, sampling, constrained=not args.unconstrained, parse_retries=parse_retries)
-    remote.name = args.backend
-    return BlockingJudge(remote)
-
-
 def _teachers(args: argparse.Namespace) -> list[Any]:
-    from genrm.teachers import parse_teacher_spec
+    from genrm.teachers import teacher_engine
 
-    return [parse_teacher_spec(spec, args.api_key_env, device=args.device) for spec in args.teacher]
+    return [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.teacher]
 
 
 def _read_lines(path: str, model: Any) -> list[Any] | None:
@@ -146,7 +146,7 @@ def _read_lines(path: str, model: Any) -> list[Any] | None:
 
 
 def _run_or_exit(coroutine: Any) -> Any:
-    from genrm.judge import BackendUnavailable
+    from genrm.engine import BackendUnavailable
 
     try:
         return asyncio.run(coroutine)
@@ -162,20 +162,20 @@ async def _close(teachers: list[Any]) -> None:
 
 def _cmd_rubrics(args: argparse.Namespace) -> int:
     from genrm.judge_data import write_jsonl
-    from genrm.teacher_rubrics import RULE_CHECKER, RubricTask, build_rubrics
-    from genrm.teachers import parse_teacher_spec
+    from genrm.teacher_rubrics import RubricTask, build_rubrics
+    from genrm.teachers import teacher_engine, teacher_judge
 
     tasks = _read_lines(args.input, RubricTask)
     if tasks is None:
         return 2
     teachers = _teachers(args)
     aggregator = (
-        parse_teacher_spec(args.aggregator, args.api_key_env, device=args.device) if args.aggregator else teachers[0]
+        teacher_engine(args.aggregator, args.api_key_env, device=args.device) if args.aggregator else teachers[0]
     )
 
     async def run() -> Any:
         try:
-            checker = aggregator.judge() if args.dual_check == "aggregator" else RULE_CHECKER
+            checker = teacher_judge(aggregator) if args.dual_check == "aggregator" else None
             return await build_rubrics(
                 tasks, teachers, aggregator, checker, repair_rounds=args.repair_rounds,
                 concurrency=args.concurrency, progress=not args.quiet,
@@ -203,6 +203,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
     from genrm.judge_data import balance, split_by_input, write_jsonl
     from genrm.schemas import Instance
     from genrm.teacher_labels import label_instances
+    from genrm.teachers import teacher_judge
 
     instances = _read_lines(args.input, Instance)
     if instances is None:
@@ -211,7 +212,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
 
     async def run() -> Any:
         try:
-            judges = [teacher.judge() for teacher in teachers]
+            judges = [teacher_judge(teacher) for teacher in teachers]
             return await label_instances(instances, judges, args.min_teachers, args.concurrency, not args.quiet)
         finally:
             await _close(teachers)
@@ -247,8 +248,13 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
-    """The options that name a judge: ``--backend`` and what it needs (read by :func:`make_judge`)."""
-    parser.add_argument("--backend", choices=JUDGE_BACKENDS, default="rule")
+    """The options that name a judge: ``--judge SPEC``, or ``--backend`` and what it needs (read by
+    :func:`make_judge`)."""
+    parser.add_argument(
+        "--judge", metavar="SPEC",
+        help=f"the judge: {SPEC_FORMS} (default: rule); or spell it out with --backend, --model, --url",
+    )  # fmt: skip
+    parser.add_argument("--backend", choices=JUDGE_BACKENDS, help="the judge backend (default: rule)")
     parser.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
     parser.add_argument(
         "--url",

@@ -1,21 +1,31 @@
-"""The judge interface every backend implements, and the ``rule`` backend that needs no model.
+"""Rubric judging: one protocol, the ``rule`` reader that needs no model, and the reader of any engine's answers.
 
 A judge receives one group (a prompt, the rubric's plans, the G responses, the exposure setting) and returns one
-checked judgement per response (:class:`genrm.judge_output.ParsedJudgement`). Model backends build the scoring prompts
-(:mod:`genrm.prompts`), generate, and parse each output with :func:`genrm.judge_output.parse_judge_output`; execution
-and aggregation are the same whichever backend judged.
+checked judgement per response (:class:`genrm.judge_output.ParsedJudgement`). :class:`EngineJudge` builds the
+scoring prompts (:mod:`genrm.prompts`), asks a :class:`genrm.engine.Engine` (HTTP, in process or scripted: all the
+same here) and parses each answer with :func:`genrm.judge_output.parse_judge_output`; :class:`RuleJudge` reads the
+responses by fixed rules. Execution and aggregation are the same whichever judged. :func:`make_judge` is the one
+factory, from the one spelling of a judge (:class:`genrm.engine.JudgeSpec`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from genrm.answer_extraction import AnswerSpan, extract_prediction, final_answer_span
-from genrm.judge_output import CriterionJudgement, ParsedJudgement
-from genrm.prompts import Exposure
+from genrm.choices import Exposure
+from genrm.engine import Engine, EngineOptions, JudgeSpec, Reader, Reply, ask, make_engine
+from genrm.engine.types import ChatRequest
+from genrm.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
+from genrm.output_schema import scoring_json_schema
+from genrm.prompts import build_group_prompts
 from genrm.rubric import CriterionPlan
+
+#: The schema name of a scoring answer in an OpenAI ``response_format``.
+SCORING_SCHEMA_NAME = "judge_output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,39 +47,33 @@ class GroupRequest:
     exposure: Exposure = "minimal"
 
 
-@dataclass(frozen=True)
-class SamplingSettings:
-    """How a judge answer is sampled (greedy by default: rewards should not be noisy).
-
-    Attributes:
-        max_tokens: output token budget of one answer (> 0).
-        temperature: 0 for greedy decoding, else the sampling temperature (0-2).
-        top_p: nucleus sampling mass (0-1], used when sampling.
-        seed: seed of the sampler, or None.
-    """
-
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-
-
-class BackendUnavailable(RuntimeError):
-    """The judge model cannot be reached now; the request may be retried after ``retry_after_s`` seconds."""
-
-    def __init__(self, message: str, retry_after_s: float = 5.0) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
 @runtime_checkable
 class Judge(Protocol):
-    """A backend that judges every response of a group against the rubric."""
+    """Judges every response of a group against the rubric.
+
+    Attributes:
+        name: the backend's name in health reports and records (``rule``, ``sglang``, ...).
+        model: the model that judges (served name or checkpoint path; ``rule`` for the rule judge).
+        engine: the engine that answers, or None for a judge that runs no model.
+        sees_images: whether the judge is shown an instance's image under the ``vlm`` exposure.
+    """
 
     name: str
+    model: str
+    engine: Engine | None
+    sees_images: bool
 
-    def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
-        """One checked judgement per response of ``request``, in order. Must not raise on any response text."""
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        """One checked judgement per response of ``request``, in order; never raises on a response's text (raises
+        BackendUnavailable when the model cannot be reached)."""
+        ...
+
+    async def health(self) -> tuple[bool, str]:
+        """Whether the judge can judge now, and a short detail."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the engine."""
         ...
 
 
@@ -89,17 +93,19 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
 
 
 class RuleJudge:
-    """The non-parametric backend: reads each response's final answer by fixed rules (``genrm.answer_extraction``).
+    """The non-parametric judge: reads each response's final answer by fixed rules (``genrm.answer_extraction``).
 
     Verifiable criteria get a scoring-side call with what the rules extract (empty when the response has no final
     answer, which scores 0); fuzzy criteria come back ``unscored``, so a reward that depends on them is unknown
     rather than guessed. The rubric's targets are never read.
     """
 
-    name = "rule"
+    name = model = "rule"
+    engine: Engine | None = None
+    sees_images = True  # it reads no image, so no exposure hides one from it
 
-    def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
-        """One judgement per response: the extracted calls, and ``unscored`` for fuzzy criteria."""
+    def read_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        """One judgement per response, in this thread: the extracted calls, and ``unscored`` for fuzzy criteria."""
         judgements = []
         for response in request.responses:
             span = final_answer_span(response) if isinstance(response, str) else None
@@ -107,3 +113,84 @@ class RuleJudge:
             thought = f"final answer ({span.source}): {span.text!r:.200}" if span else "no final answer found"
             judgements.append(ParsedJudgement(None, "rule extraction", thought, criteria))
         return judgements
+
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        """:meth:`read_group` in a worker thread (responses may be long), so the event loop stays free."""
+        return await asyncio.to_thread(self.read_group, request)
+
+    async def health(self) -> tuple[bool, str]:
+        """Always reachable: it runs in process."""
+        return True, "in process"
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class EngineJudge:
+    """Judges groups with an engine's answers (see the module docstring).
+
+    An answer that cannot be read (``not_json``, ``schema``) is asked for again, sampling, ``parse_retries`` times;
+    a request the engine could not answer is that response's ``backend_error`` judgement with the engine's reason.
+    Nothing is ever turned into a credit.
+    """
+
+    def __init__(
+        self, engine: Engine, constrained: bool = True, parse_retries: int = 1, name: str | None = None
+    ) -> None:
+        """Configure the judge.
+
+        Args:
+            engine: who answers.
+            constrained: attach the rubric's JSON schema to each request (the engine constrains to it if it can).
+            parse_retries: new samples for an answer that could not be read (>= 0).
+            name: the judge's name in reports (default: the engine's kind, e.g. ``sglang``).
+        """
+        if parse_retries < 0:
+            raise ValueError("parse_retries must be >= 0")
+        self.engine, self.constrained, self.parse_retries = engine, constrained, parse_retries
+        self.name, self.model = name or engine.name, engine.model
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether the engine's model is shown images."""
+        return self.engine.sees_images
+
+    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+        """One judgement per response of ``request``, in order; the group's requests go to the engine together."""
+        schema = scoring_json_schema(request.plans) if self.constrained else None
+        prompts = build_group_prompts(
+            request.prompt, request.plans, request.responses, request.exposure, request.image
+        )
+
+        def read(reply: Reply) -> tuple[ParsedJudgement, bool]:
+            parsed = parse_judge_output(reply.text, request.plans)
+            if parsed.failure not in UNREADABLE:
+                return parsed, True
+            if not reply.finished:
+                parsed = ParsedJudgement(parsed.failure, f"{parsed.reason} (the answer hit the token budget)")
+            return parsed, False
+
+        reader = Reader(read, lambda reason: ParsedJudgement("backend_error", reason))
+        requests = [ChatRequest(prompt, schema, SCORING_SCHEMA_NAME) for prompt in prompts]
+        return await ask(self.engine, requests, reader, self.parse_retries)
+
+    async def health(self) -> tuple[bool, str]:
+        """The engine's health."""
+        return await self.engine.health()
+
+    async def aclose(self) -> None:
+        """Close the engine."""
+        await self.engine.aclose()
+
+
+def make_judge(spec: JudgeSpec | str, options: EngineOptions | None = None, parse_retries: int = 1) -> Judge:
+    """The judge ``spec`` names: :class:`RuleJudge` for ``rule``, else an :class:`EngineJudge` on its engine.
+
+    ``parse_retries``: new samples for an answer that could not be read (0 for evaluation, so that its tables
+    measure first answers). Raises ValueError for a malformed spec or a checkpoint that cannot be loaded.
+    """
+    spec = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
+    if not spec.needs_engine:
+        return RuleJudge()
+    options = options or EngineOptions()
+    return EngineJudge(make_engine(spec, options), options.constrained, parse_retries)

@@ -38,6 +38,8 @@ FailureClass = Literal[
     "not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "unscored", "backend_error"
 ]
 
+#: Whole-answer failures a new sample may cure: the answer is not JSON, or not of the scoring schema.
+UNREADABLE: frozenset[FailureClass] = frozenset({"not_json", "schema"})
 FUZZY_CREDITS: frozenset[float] = frozenset({0.0, 0.5, 1.0})
 MAX_OUTPUT_CHARS = 200_000
 _MAX_JSON_STARTS = 64

@@ -123,11 +123,3 @@ def scoring_json_schema(
         "required": ["thought", *SECTIONS],
         "additionalProperties": False,
     }
-
-
-def response_format(plans: Sequence[CriterionPlan], **limits: int) -> dict[str, Any]:
-    """The OpenAI-style ``response_format`` for a chat request constrained to :func:`scoring_json_schema`."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "judge_output", "schema": scoring_json_schema(plans, **limits)},
-    }

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from genrm.engine import run_blocking
 from genrm.judge import GroupRequest, Judge
 from genrm.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.judge_output import ParsedJudgement
@@ -165,7 +166,7 @@ def judge_examples(
         image = first.image if exposure == "vlm" else None
         request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
                                exposure)  # fmt: skip
-        for index, parsed in zip(indices, judge.judge_group(request), strict=True):
+        for index, parsed in zip(indices, run_blocking(judge.judge_group(request)), strict=True):
             answers[index] = parsed
         bar.update(len(indices))
     bar.close()

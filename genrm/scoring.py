@@ -7,6 +7,7 @@ criterion and mask by mask, how the reward came about.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.aggregation import CriterionSlot, aggregate_group, check_tau
+from genrm.engine import run_blocking
 from genrm.execution import CriterionScore, execute
 from genrm.format_checks import FormatConfig, format_violations
 from genrm.judge import GroupRequest, Judge
@@ -176,15 +178,39 @@ def _execute_all(
         return [future.result() for future in futures]
 
 
-def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
-    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards.
+def plan_instance(instance: Instance, config: ScoringConfig) -> list[CriterionPlan]:
+    """The plans an instance's judgements are read against: its rubric planned for its task type, as exposed.
+
+    Raises ``genrm.rubric.RubricError`` when the rubric fails its checks.
+    """
+    return exposed_plans(plan_rubric(instance.rubric, instance.task_type, config.policy), config.exposure)
+
+
+def group_request(instance: Instance, plans: Sequence[CriterionPlan], config: ScoringConfig) -> GroupRequest:
+    """What the judge is asked about ``instance``'s responses."""
+    return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
+
+
+async def ascore_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
+    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards (in a worker thread,
+    so that the verifiers never hold the event loop).
 
     Raises ``genrm.rubric.RubricError`` when the rubric fails its checks (the caller reports it; nothing is scored).
     """
     config = config or ScoringConfig()
-    plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type, config.policy), config.exposure)
+    plans = plan_instance(instance, config)
     if not instance.responses:
         return InstanceResult(id=instance.id, rewards=[], records=[])
-    request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
-    judgements = judge.judge_group(request)
+    judgements = await judge.judge_group(group_request(instance, plans, config))
+    return await asyncio.to_thread(score_group, instance, plans, judgements, config)
+
+
+def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
+    """:func:`ascore_instance` for blocking callers: the judge runs on the engine loop
+    (:func:`genrm.engine.run_blocking`), the verifiers in this thread."""
+    config = config or ScoringConfig()
+    plans = plan_instance(instance, config)
+    if not instance.responses:
+        return InstanceResult(id=instance.id, rewards=[], records=[])
+    judgements = run_blocking(judge.judge_group(group_request(instance, plans, config)))
     return score_group(instance, plans, judgements, config)

@@ -26,15 +26,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from genrm.chat_endpoint import CallFailed
+from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.execution import execute
-from genrm.judge import GroupRequest, RuleJudge
+from genrm.judge import GroupRequest, Judge, RuleJudge
 from genrm.judge_output import extract_json_object
-from genrm.prompts import ChatPrompt, build_rubric_aggregation_prompt, build_rubric_prompt
-from genrm.remote_judge import AsyncGroupJudge
+from genrm.prompts import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.rubric import RubricError, RubricPolicy, plan_rubric
 from genrm.schemas import Instance, Rubric
-from genrm.teachers import Teacher
+from genrm.teachers import complete_json
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model
@@ -145,21 +144,7 @@ class RubricReport:
         return "\n".join(lines)
 
 
-class _RuleChecker:
-    name = "rule"
-
-    async def judge_group(self, request: GroupRequest) -> list:
-        return _RULE_JUDGE.judge_group(request)
-
-    async def aclose(self) -> None:
-        return None
-
-
-_RULE_JUDGE = RuleJudge()
-RULE_CHECKER: AsyncGroupJudge = _RuleChecker()
-
-
-async def dual_check(rubric: Rubric, task: RubricTask, checker: AsyncGroupJudge, threshold: float = 0.9) -> list[str]:
+async def dual_check(rubric: Rubric, task: RubricTask, checker: Judge, threshold: float = 0.9) -> list[str]:
     """The essential verifiable criteria the reference answer fails, each as a sentence (empty: it passes).
 
     Args:
@@ -199,9 +184,9 @@ def _repair_prompt(task: RubricTask, rubric: Rubric, problems: Sequence[str], po
     return ChatPrompt(base.system, user, base.image)
 
 
-async def _ask(teacher: Teacher, prompt: ChatPrompt, task: RubricTask, policy: RubricPolicy) -> Rubric | str:
+async def _ask(teacher: Engine, prompt: ChatPrompt, task: RubricTask, policy: RubricPolicy) -> Rubric | str:
     try:
-        text = await teacher.complete_json(prompt, RUBRIC_SCHEMA, "rubric")
+        text = await complete_json(teacher, prompt, RUBRIC_SCHEMA, "rubric")
     except CallFailed as exc:
         return f"call failed: {exc}"
     try:
@@ -214,20 +199,22 @@ async def _ask(teacher: Teacher, prompt: ChatPrompt, task: RubricTask, policy: R
 
 async def build_rubric(
     task: RubricTask,
-    teachers: Sequence[Teacher],
-    aggregator: Teacher,
-    checker: AsyncGroupJudge = RULE_CHECKER,
+    teachers: Sequence[Engine],
+    aggregator: Engine,
+    checker: Judge | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
 ) -> RubricOutcome:
-    """Propose, merge and dual-check the rubric of one task (see the module docstring)."""
+    """Propose, merge and dual-check the rubric of one task (see the module docstring); the reference answer is read
+    by ``checker`` (default: :class:`genrm.judge.RuleJudge`)."""
     policy = policy or RubricPolicy()
+    checker = checker or RuleJudge()
     outcome = RubricOutcome(task.id, None)
     prompt = build_rubric_prompt(task.prompt, task.reference_answer, task.task_type, task.image, policy)
     answers = await asyncio.gather(*(_ask(t, prompt, task, policy) for t in teachers))
     valid = []
     for teacher, answer in zip(teachers, answers, strict=True):
-        outcome.proposals[teacher.name] = "ok" if isinstance(answer, Rubric) else answer
+        outcome.proposals[teacher.model] = "ok" if isinstance(answer, Rubric) else answer
         if isinstance(answer, Rubric):
             valid.append(answer)
     if not valid:
@@ -270,9 +257,9 @@ async def build_rubric(
 
 async def build_rubrics(
     tasks: Sequence[RubricTask],
-    teachers: Sequence[Teacher],
-    aggregator: Teacher,
-    checker: AsyncGroupJudge = RULE_CHECKER,
+    teachers: Sequence[Engine],
+    aggregator: Engine,
+    checker: Judge | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
     concurrency: int = 16,

@@ -85,7 +85,7 @@ class TinyVisionConfig:
 
 def _answer_json(request: GroupRequest) -> Iterator[str]:
     # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls.
-    for judgement in RuleJudge().judge_group(request):
+    for judgement in RuleJudge().read_group(request):
         sections: dict[str, list[dict[str, object]]] = {"essential": [], "additional": []}
         for item in judgement.criteria:
             credit: object = item.call if item.call is not None else 0.5

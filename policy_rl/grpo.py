@@ -32,9 +32,15 @@ class PolicyRLArguments:
 
     train_file: str = field(default="datasets/policy_rl/yes_no.jsonl", metadata={"help": "instance JSONL"})
     judge: str = field(
-        default="rule", metadata={"help": "rule, transformers:PATH, or a reward server URL (http://HOST:PORT)"}
+        default="rule",
+        metadata={
+            "help": "a reward server URL (http://HOST:PORT), or a judge run from here: rule, transformers:PATH, "
+            "sglang:MODEL@URL or openai:MODEL@URL"
+        },
     )
-    judge_api_key_env: str | None = field(default=None, metadata={"help": "env variable holding the server's key"})
+    judge_api_key_env: str | None = field(
+        default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
+    )
     exposure: str = field(default="minimal", metadata={"help": "what an in-process judge sees (minimal by default)"})
     tau: float = field(default=0.5, metadata={"help": "remapping threshold in (0, 1)"})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})

@@ -4,26 +4,28 @@ Both are :class:`policy_rl.rubric_reward.InstanceScorer` s: a list of instances 
 group as its responses) in, one ``genrm.scoring.InstanceResult`` per instance out. :func:`make_scorer` reads the
 ``judge`` setting of ``genrm rl``:
 
-- ``rule``: the non-parametric backend (verifiable criteria only; a fuzzy criterion leaves the reward unknown);
-- ``transformers:PATH``: a judge checkpoint run here (``genrm.model_judge.ModelJudge``, XGrammar-constrained);
-- ``http://HOST:PORT``: a running ``genrm serve`` (any backend behind it: SGLang in production).
+- a reward server URL, ``http://HOST:PORT``: a running ``genrm serve`` (any judge behind it: SGLang in production);
+- else a judge in the one spelling of :class:`genrm.engine.JudgeSpec`, judged in this process: ``rule`` (verifiable
+  criteria only; a fuzzy criterion leaves the reward unknown), ``transformers:PATH`` (a checkpoint run here,
+  XGrammar-constrained), ``sglang:MODEL@URL`` or ``openai:MODEL@URL`` (a judge endpoint called from here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from genrm.choices import Device
+from genrm.judge import Judge
 from genrm.schemas import Instance
 from genrm.scoring import InstanceResult, ScoringConfig, score_instance
 
 
 @dataclass(frozen=True)
 class JudgeScorer:
-    """Scores in this process with a judge (``genrm.judge.RuleJudge``, ``genrm.model_judge.ModelJudge`` ...)."""
+    """Scores in this process with a judge (:func:`genrm.judge.make_judge`)."""
 
-    judge: Any
+    judge: Judge
     config: ScoringConfig = field(default_factory=ScoringConfig)
 
     def __call__(self, instances: Sequence[Instance]) -> list[InstanceResult]:
@@ -59,22 +61,22 @@ class ServerScorer:
 
 
 def make_scorer(
-    spec: str, config: ScoringConfig | None = None, api_key: str | None = None, device: str = "auto"
-) -> Any:
-    """The scorer a ``judge`` setting names: ``rule``, ``transformers:PATH`` or a reward server URL.
+    spec: str, config: ScoringConfig | None = None, api_key: str | None = None, device: Device = "auto"
+) -> JudgeScorer | ServerScorer:
+    """The scorer a ``judge`` setting names: a reward server URL, or a judge spec (module docstring).
 
-    Raises:
-        ValueError: a setting of none of these forms.
+    ``api_key``: the reward server's or the judge endpoint's bearer token. Raises ValueError for a setting of neither
+    form, or a checkpoint that cannot be loaded.
     """
+    from genrm.engine import EngineOptions, JudgeSpec
+    from genrm.engine.spec import SPEC_FORMS
+    from genrm.judge import make_judge
+
     config = config or ScoringConfig()
-    if spec == "rule":
-        from genrm.judge import RuleJudge
-
-        return JudgeScorer(RuleJudge(), config)
-    if spec.startswith("transformers:"):
-        from genrm.model_judge import ModelJudge
-
-        return JudgeScorer(ModelJudge.from_pretrained(spec.split(":", 1)[1], device=device), config)
     if spec.startswith(("http://", "https://")):
         return ServerScorer(spec, api_key=api_key)
-    raise ValueError(f"judge {spec!r}: expected 'rule', 'transformers:PATH' or a reward server URL (http://...)")
+    try:
+        parsed = JudgeSpec.parse(spec)
+    except ValueError:
+        raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
+    return JudgeScorer(make_judge(parsed, EngineOptions(api_key=api_key, device=device)), config)

@@ -8,8 +8,9 @@
 (``prompts``, ``completions``, the dataset's columns, ``log_metric``, ``log_extra``); it cannot pass settings. So
 :func:`rubric_reward` reads them from the environment at its first call:
 
-- ``GENRM_JUDGE``: ``rule`` (the default: verifiable criteria only), ``transformers:PATH`` (a judge checkpoint run in
-  the trainer's process) or a reward server URL (``http://127.0.0.1:8000``: ``genrm serve``, SGLang behind it);
+- ``GENRM_JUDGE``: a reward server URL (``http://127.0.0.1:8000``: ``genrm serve``, SGLang behind it), or a judge
+  run from the trainer's process: ``rule`` (the default: verifiable criteria only), ``transformers:PATH`` (a
+  checkpoint), ``sglang:MODEL@URL`` or ``openai:MODEL@URL`` (a judge endpoint);
 - ``GENRM_JUDGE_API_KEY``: the server's bearer token; ``GENRM_JUDGE_DEVICE``: ``auto``, ``cpu`` or ``cuda``;
 - ``GENRM_TAU``: the remapping threshold (0.5).
 

@@ -20,8 +20,8 @@ components (``raw_essential``, ``judge_failed``), which verl logs as reward extr
 
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
 in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` says so. Settings (reward kwargs):
-``judge`` (``rule``, ``transformers:PATH`` or a server URL; default ``rule``), ``api_key_env``, ``tau``,
-``unknown_reward``.
+``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
+``rule``), ``api_key_env``, ``tau``, ``unknown_reward``.
 """
 
 from __future__ import annotations

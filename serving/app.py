@@ -39,11 +39,11 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from genrm import __version__
-from genrm.judge import GroupRequest
-from genrm.prompts import exposed_plans
-from genrm.rubric import CriterionPlan, RubricError, plan_rubric
+from genrm.engine import BackendUnavailable
+from genrm.judge import Judge, make_judge
+from genrm.rubric import CriterionPlan, RubricError
 from genrm.schemas import Instance
-from genrm.scoring import InstanceResult, ScoringConfig, score_group
+from genrm.scoring import InstanceResult, ScoringConfig, group_request, plan_instance, score_group
 from serving.api_models import (
     ErrorResponse,
     HealthResponse,
@@ -55,7 +55,6 @@ from serving.api_models import (
     VerifyResponse,
     json_text,
 )
-from serving.backends import AsyncJudge, BackendUnavailable, make_backend
 from serving.gathering import Gathered, GatherFull, GroupGatherer
 from serving.metrics import ServerMetrics
 from serving.openrlhf import QueryError, SpecialTail, openrlhf_groups
@@ -230,12 +229,24 @@ def _as_tenant(name: str, budget_s: float, fn: Callable[..., Any], *args: Any) -
         return fn(*args)
 
 
-def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | None = None) -> FastAPI:
+def make_backend(settings: ServerSettings) -> Judge:
+    """The judge ``settings`` name (:func:`genrm.judge.make_judge`); raises ValueError when it cannot serve the
+    configured exposure (a text-only checkpoint under ``vlm``)."""
+    judge = make_judge(settings.judge_spec(), settings.engine_options(), parse_retries=1)
+    if settings.exposure == "vlm" and not judge.sees_images:
+        raise ValueError(
+            f"{judge.model} is a text-only judge (no image processor), but the vlm exposure shows it images: "
+            "serve a vision-language checkpoint, or another exposure"
+        )
+    return judge
+
+
+def create_app(settings: ServerSettings | None = None, backend: Judge | None = None) -> FastAPI:
     """The reward-server application.
 
     Args:
         settings: server settings (default: ``ServerSettings()``, the rule backend on loopback).
-        backend: a judge backend to use instead of the one ``settings.backend`` names (tests, embedding).
+        backend: a judge to use instead of the one the settings name (tests, embedding).
     """
     settings = settings or ServerSettings()
     judge = backend or make_backend(settings)
@@ -244,8 +255,8 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
                            verify=verify_config)  # fmt: skip
     metrics = ServerMetrics()
     special_end = SpecialTail(settings.special_tokens)
-    if hasattr(judge, "usage_callback"):
-        judge.usage_callback = metrics.count_tokens
+    if judge.engine is not None:
+        judge.engine.usage_callback = metrics.count_tokens
     state: dict[str, Any] = {}
 
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
@@ -321,7 +332,7 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
         plans = []
         for i, group in enumerate(groups):
             try:
-                plans.append(exposed_plans(plan_rubric(group.rubric, group.task_type, config.policy), config.exposure))
+                plans.append(plan_instance(group, config))
             except RubricError as exc:
                 path, message = exc.issues[0]
                 loc = [*where, i, *(["rubric"] if path != "task_type" else []), *_split_path(path)]
@@ -331,9 +342,8 @@ def create_app(settings: ServerSettings | None = None, backend: AsyncJudge | Non
     async def _score_one(instance: Instance, plans: list[CriterionPlan], request_id: str) -> InstanceResult:
         if not instance.responses:
             return InstanceResult(id=instance.id, rewards=[], records=[])
-        request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
         async with state["slots"]:
-            judgements = await judge.judge_group(request)
+            judgements = await judge.judge_group(group_request(instance, plans, config))
         uses_pool = any(uses_workers(plan.verifier) for plan in plans)
         return await in_thread(uses_pool, request_id, score_group, instance, plans, judgements, config)
 

@@ -1,7 +1,7 @@
 """Start an SGLang server for the judge, wait until it is healthy, and stop it (and its workers) on exit.
 
     with SGLangLauncher(SGLangLaunch(model_path="/models/judge", tp_size=2)) as launched:
-        launched.base_url        # http://127.0.0.1:30000/v1, for SGLangBackend
+        launched.base_url        # http://127.0.0.1:30000/v1, for the sglang judge
 
 The command is ``python -m sglang.launch_server`` with the flags below (checked against SGLang's own argument
 parser by the contract test). The server runs in its own process group, so stopping it also stops its scheduler and

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from genrm.choices import Device, Exposure, JudgeBackend
+from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 
 BackendName = JudgeBackend  # the name settings users know it by
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
@@ -34,6 +35,11 @@ class ServerSettings(BaseSettings):
     host: str = Field("127.0.0.1", description="address to bind; anything but loopback requires api_key")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one)")
     api_key: SecretStr | None = Field(None, description="bearer token required on every endpoint but /health")
+    judge: str | None = Field(
+        None,
+        description="the judge in one spelling: rule, transformers:PATH, openai:MODEL@URL[,URL...] or "
+        "sglang:MODEL@URL[,URL...]; instead of backend, model_path, judge_model and judge_urls",
+    )
     backend: BackendName = Field("rule", description="the judge backend")
     exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
     tau: float = Field(0.5, gt=0.0, lt=1.0, description="remapping threshold")
@@ -114,6 +120,21 @@ class ServerSettings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @model_validator(mode="after")
+    def _judge_in_one_spelling(self) -> ServerSettings:
+        if self.judge is None:
+            return self
+        spelled_out = {"backend", "model_path", "judge_model", "judge_urls"} & self.model_fields_set
+        if spelled_out:
+            raise ValueError(f"judge names the judge already; drop {', '.join(sorted(spelled_out))}")
+        spec = JudgeSpec.parse(self.judge)
+        self.backend = spec.backend
+        if spec.backend == "transformers":
+            self.model_path = spec.model
+        elif spec.needs_engine:
+            self.judge_model, self.judge_urls = spec.model, list(spec.urls)
+        return self
+
+    @model_validator(mode="after")
     def _model_backends_need_an_endpoint(self) -> ServerSettings:
         if self.launch:
             if self.backend != "sglang" or not self.model_path:
@@ -141,6 +162,28 @@ class ServerSettings(BaseSettings):
         if not _is_loopback(self.host) and self.api_key is None:
             raise ValueError(f"binding to {self.host!r} needs an api_key (GENRM_API_KEY): only loopback may go open")
         return self
+
+    def judge_spec(self) -> JudgeSpec:
+        """The judge these settings name."""
+        if self.backend == "transformers":
+            return JudgeSpec("transformers", self.model_path)
+        if self.backend == "rule":
+            return JudgeSpec()
+        return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
+
+    def engine_options(self) -> EngineOptions:
+        """How the judge's engine behaves, from these settings."""
+        return EngineOptions(
+            sampling=SamplingSettings(self.judge_max_tokens, self.judge_temperature, self.judge_top_p),
+            constrained=self.constrained_decoding,
+            api_key=self.judge_api_key.get_secret_value() if self.judge_api_key else None,
+            timeout_s=self.judge_timeout_s, budget_s=self.judge_budget_s, retries=self.judge_retries,
+            max_in_flight=self.judge_max_in_flight, device=self.device, dtype=self.dtype,
+            trust_remote_code=self.trust_remote_code, chat_template_kwargs=self.chat_template_kwargs,
+            prefix_cache=self.prefix_cache, image_dir=str(self.image_dir) if self.image_dir else None,
+            max_batch_size=self.max_batch_size, batch_wait_s=self.batch_wait_ms / 1000,
+            name=self.judge_model if self.backend == "transformers" else None,
+        )  # fmt: skip
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, **overrides: Any) -> ServerSettings:

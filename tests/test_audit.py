@@ -183,12 +183,12 @@ def test_shipped_audit_set_is_what_the_build_command_writes(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["built"]["irrelevant"] >= 5
 
 
-class _Generous:
+class _Generous(RuleJudge):
     """A judge double that gives every criterion full credit (and reads every verifiable value as the target)."""
 
     name = "generous"
 
-    def judge_group(self, request):
+    def read_group(self, request):
         answers = []
         for _ in request.responses:
             criteria = []
@@ -204,10 +204,10 @@ class _Generous:
         return answers
 
 
-class _Failing:
+class _Failing(RuleJudge):
     name = "failing"
 
-    def judge_group(self, request):
+    def read_group(self, request):
         return [ParsedJudgement("not_json", "unreadable") for _ in request.responses]
 
 

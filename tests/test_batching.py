@@ -6,9 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from genrm.batching import BatchingGenerator
-from genrm.hf_generation import Generation, GenerationItem
-from genrm.prompts import ChatPrompt
+from genrm.engine import ChatPrompt, ChatRequest, Reply
+from genrm.engine.batching import BatchingGenerator
 
 
 class Recorder:
@@ -22,11 +21,11 @@ class Recorder:
         if self.fail_on is not None and any(item.prompt.user == self.fail_on for item in items):
             raise RuntimeError("device lost")
         time.sleep(self.delay_s)
-        return [Generation(text=f"answer to {item.prompt.user}", finished=True) for item in items]
+        return [Reply(text=f"answer to {item.prompt.user}", finished=True) for item in items]
 
 
 def _item(text, temperature=0.0):
-    return GenerationItem(ChatPrompt("system", text), None, temperature)
+    return ChatRequest(ChatPrompt("system", text), None, temperature=temperature)
 
 
 def test_concurrent_callers_share_batches_and_get_their_own_answers():
@@ -87,3 +86,36 @@ def test_close_answers_what_is_queued_then_refuses():
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError):
         BatchingGenerator(Recorder(), max_batch_size=0)
+
+
+def test_an_event_loop_waits_on_its_answers_without_a_thread():
+    import asyncio
+
+    recorder = Recorder(delay_s=0.01)
+    batcher = BatchingGenerator(recorder, max_batch_size=16, max_wait_s=0.02)
+
+    async def groups():
+        async def one(g):
+            futures = batcher.submit([_item(f"g{g}r{r}") for r in range(4)])
+            return await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+
+        return await asyncio.gather(*(one(g) for g in range(6)))
+
+    try:
+        answers = asyncio.run(groups())
+    finally:
+        batcher.close()
+    assert [[a.text for a in got] for got in answers] == [[f"answer to g{g}r{r}" for r in range(4)] for g in range(6)]
+    assert len(recorder.batches) < 6
+
+
+def test_requests_share_a_batch_when_their_resolved_temperatures_agree():
+    recorder = Recorder(delay_s=0.0)
+    resolved = BatchingGenerator(recorder, max_batch_size=8, max_wait_s=0.05,
+                                 temperature=lambda r: 0.0 if r.temperature is None else r.temperature)  # fmt: skip
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(resolved, [[_item("default", None)], [_item("greedy", 0.0)]]))
+    finally:
+        resolved.close()
+    assert len(recorder.batches) == 1

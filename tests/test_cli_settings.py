@@ -65,3 +65,23 @@ def test_genrm_serve_has_an_option_for_every_setting_and_the_older_spellings():
         True,
     )
     assert all(flag.startswith("--") for flags in _ALIASES.values() for flag in flags)
+
+
+def test_the_judge_setting_takes_the_one_spelling_and_refuses_a_second_one():
+    from genrm.engine import JudgeSpec
+
+    settings = ServerSettings(judge="sglang:judge@http://10.0.0.5:30000/v1,http://10.0.0.6:30000/v1")
+    assert (settings.backend, settings.judge_model) == ("sglang", "judge")
+    assert settings.judge_urls == ["http://10.0.0.5:30000/v1", "http://10.0.0.6:30000/v1"]
+    assert settings.judge_spec() == JudgeSpec.parse(settings.judge)
+    local = ServerSettings(judge="transformers:runs/judge", max_batch_size=4, batch_wait_ms=20)
+    assert (local.backend, local.model_path, local.judge_spec().model) == ("transformers", "runs/judge", "runs/judge")
+    options = local.engine_options()
+    assert (options.max_batch_size, options.batch_wait_s, options.name) == (4, 0.02, "runs/judge")
+    assert ServerSettings().judge_spec() == JudgeSpec()
+    spelled_out = ServerSettings(backend="openai", judge_model="m", judge_urls=["http://h/v1"])
+    assert str(spelled_out.judge_spec()) == "openai:m@http://h/v1"
+    with pytest.raises(ValueError, match="drop backend"):
+        ServerSettings(judge="rule", backend="rule")
+    with pytest.raises(ValueError, match="a judge is"):
+        ServerSettings(judge="judge")

@@ -126,9 +126,9 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
             return out
 
     class RecordingJudge(RuleJudge):
-        def judge_group(self, request):
+        def read_group(self, request):
             seen["requests"].append(request)
-            return super().judge_group(request)
+            return super().read_group(request)
 
     policy = tiny_vlm_judge_dir
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,

@@ -3,7 +3,8 @@
 import json
 
 from genrm.cli import main
-from genrm.judge import GroupRequest, RuleJudge
+from genrm.engine.scripted import ScriptedEngine
+from genrm.judge import EngineJudge, RuleJudge
 from genrm.judge_data import labelled_answer
 from genrm.judge_output import parse_judge_output
 from genrm.reliability import check_answer, evaluate, reliability_report
@@ -12,16 +13,15 @@ from genrm.synthetic import generate_examples
 EXAMPLES = generate_examples(14, seed=2)
 
 
-class Replaying:
-    """A judge that answers with given texts (keyed by prompt and response), read like a model's output."""
+def Replaying(texts):
+    """A judge whose engine answers with given texts (keyed by prompt and response), read like a model's output."""
 
-    name = "replay"
+    def answer(request):
+        user = request.prompt.user
+        (text,) = [text for (prompt, response), text in texts.items() if prompt in user and f"{response}\n" in user]
+        return text
 
-    def __init__(self, texts):
-        self.texts = texts
-
-    def judge_group(self, request: GroupRequest):
-        return [parse_judge_output(self.texts[request.prompt, r], request.plans) for r in request.responses]
+    return EngineJudge(ScriptedEngine(answer), parse_retries=0)
 
 
 def test_labelled_answers_are_right_on_every_measure():

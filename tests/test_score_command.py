@@ -93,3 +93,20 @@ def test_scoring_with_a_judge_served_over_http(tmp_path):
     assert out[1]["error"] is None and None not in out[1]["rewards"]  # the rule backend would leave these unknown
     unserved = _score(str(source), "-q", "--backend", "openai", "--model", "judge")
     assert unserved.returncode == 2 and "needs --url" in unserved.stderr
+
+
+def test_the_judge_in_one_spelling_names_the_same_judge(tmp_path):
+    from fake_judge import FakeJudgeServer
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(GOOD) + "\n")
+    with FakeJudgeServer() as server:
+        spelled = _score(str(source), "-q", "--judge", f"openai:judge@{server.root}/v1")
+        short = _score(str(source), "-q", "--judge", f"judge@{server.root}/v1")
+    assert spelled.returncode == short.returncode == 0, spelled.stderr + short.stderr
+    assert json.loads(spelled.stdout)["rewards"] == json.loads(short.stdout)["rewards"] == [1.0, 0.0]
+    assert json.loads(_score(str(source), "-q", "--judge", "rule").stdout)["rewards"] == [1.0, 0.0]
+    both = _score(str(source), "-q", "--judge", "rule", "--backend", "rule")
+    assert both.returncode == 2 and "names the judge already" in both.stderr
+    malformed = _score(str(source), "-q", "--judge", "judge@ftp://host/v1")
+    assert malformed.returncode == 2 and "http://" in malformed.stderr

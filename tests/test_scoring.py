@@ -117,12 +117,12 @@ def test_no_verifier_exposure_leaves_everything_to_the_judge():
 def test_judges_receive_the_group():
     seen = []
 
-    class Recorder:
+    class Recorder(RuleJudge):
         name = "recorder"
 
-        def judge_group(self, request: GroupRequest):
+        async def judge_group(self, request: GroupRequest):
             seen.append(request)
-            return RuleJudge().judge_group(request)
+            return self.read_group(request)
 
     instance = _instance([PRODUCT], responses=["\\boxed{42}", "\\boxed{1}"], image="img.png")
     score_instance(instance, Recorder(), ScoringConfig(exposure="vlm"))

@@ -6,10 +6,10 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
+from genrm.engine import BackendUnavailable
 from genrm.judge import GroupRequest, RuleJudge
 from genrm.judge_output import ParsedJudgement
 from serving.app import create_app
-from serving.backends import BackendUnavailable
 from serving.client import AsyncRewardClient, RewardServerError
 from serving.record_log import read_records
 from serving.settings import ServerSettings
@@ -121,7 +121,9 @@ async def test_bearer_token():
 
 
 class _DownBackend:
-    name = "down"
+    name = model = "down"
+    engine = None
+    sees_images = True
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         raise BackendUnavailable("connection refused", retry_after_s=7)
@@ -235,7 +237,7 @@ class _SlowBackend(_DownBackend):
         import asyncio
 
         await asyncio.sleep(0.6)
-        return RuleJudge().judge_group(request)
+        return RuleJudge().read_group(request)
 
     async def health(self):
         return True, "slow"

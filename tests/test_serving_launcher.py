@@ -7,8 +7,8 @@ import httpx
 import pytest
 from fake_judge import free_port
 
+from genrm.engine import JudgeSpec, make_engine
 from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher
-from serving.openai_backend import SGLangBackend
 
 STAND_IN = (sys.executable, str(Path(__file__).with_name("fake_sglang_server.py")))
 
@@ -31,7 +31,7 @@ async def test_launch_judge_and_stop():
     launch = SGLangLaunch("judge-model", port=free_port(), program=STAND_IN, startup_timeout_s=60)
     with SGLangLauncher(launch) as launched:
         process = launched.process
-        backend = SGLangBackend([launched.base_url], launch.model_name)
+        backend = make_engine(JudgeSpec("sglang", launch.model_name, (launched.base_url,)))
         assert (await backend.health())[0]
         await backend.aclose()
     assert process.poll() is not None  # stopped with the block

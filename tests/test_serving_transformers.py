@@ -5,13 +5,14 @@ import pytest
 from fake_judge import AppServer, ServeProcess
 from pydantic import ValidationError
 
-from genrm.hf_generation import LocalGenerator
-from genrm.judge import SamplingSettings
+from genrm.engine import SamplingSettings
+from genrm.engine.generation import LocalGenerator
+from genrm.engine.local import LocalEngine
+from genrm.judge import EngineJudge
 from genrm.rubric import plan_rubric
-from serving.app import create_app
+from serving.app import create_app, make_backend
 from serving.client import AsyncRewardClient, RewardClient
 from serving.settings import ServerSettings
-from serving.transformers_backend import TransformersBackend
 
 
 def test_genrm_serve_with_a_local_checkpoint(tiny_judge_dir, example_instances):
@@ -38,7 +39,7 @@ def test_genrm_serve_with_a_local_checkpoint(tiny_judge_dir, example_instances):
 
 def test_concurrent_requests_share_batches(tiny_judge_dir, example_instances):
     generator = LocalGenerator.from_pretrained(str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(768))
-    backend = TransformersBackend(generator, max_batch_size=32, max_wait_s=0.05)
+    engine = LocalEngine(generator, max_batch_size=32, max_wait_s=0.05)
     picked = example_instances[:8]
 
     async def score_all(url):
@@ -53,11 +54,11 @@ def test_concurrent_requests_share_batches(tiny_judge_dir, example_instances):
                     group.start_soon(one, i)
             return results
 
-    with AppServer(create_app(ServerSettings(), backend=backend)) as server:
+    with AppServer(create_app(ServerSettings(), backend=EngineJudge(engine))) as server:
         results = anyio.run(score_all, server.root)
     assert all(reward is not None for r in results for reward in r.rewards)
     # 8 groups arriving together are answered in fewer batches than groups
-    assert 0 < backend._batcher.batches < len(picked)
+    assert 0 < engine.batches < len(picked)
 
 
 def test_settings_of_the_transformers_backend(tmp_path):
@@ -108,4 +109,4 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
 def test_a_text_only_judge_is_refused_for_the_vlm_exposure_at_start(tiny_judge_dir):
     settings = ServerSettings(backend="transformers", model_path=str(tiny_judge_dir), device="cpu", exposure="vlm")
     with pytest.raises(ValueError, match="text-only judge"):
-        TransformersBackend.from_settings(settings)
+        make_backend(settings)

@@ -15,9 +15,11 @@ import subprocess
 import pytest
 from fake_judge import judge_answer
 
-from genrm.chat_endpoint import ChatEndpoint
-from genrm.judge import SamplingSettings
-from genrm.output_schema import response_format
+from genrm.engine import ChatRequest, SamplingSettings
+from genrm.engine.endpoint import ChatEndpoint
+from genrm.engine.http import response_format
+from genrm.judge import SCORING_SCHEMA_NAME
+from genrm.output_schema import scoring_json_schema
 from genrm.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
 from genrm.rubric import plan_rubric
 from genrm.teacher_rubrics import RUBRIC_SCHEMA
@@ -64,11 +66,12 @@ def _cases(instances) -> list[dict]:
             prompt = build_scoring_prompt(instance.prompt, plans, instance.responses[0], exposure,
                                           image="data:image/png;base64,iVBORw0KGgo=")  # fmt: skip
             answer = judge_answer(prompt.user)
-            payload = endpoint.payload(prompt.messages(), sampling, response_format(plans))
+            request = ChatRequest(prompt, scoring_json_schema(plans), SCORING_SCHEMA_NAME)
+            payload = endpoint.payload(prompt.messages(), sampling, response_format(request))
             cases.append({"payload": payload, "answer": answer, "wrong": _wrong(answer)})
         # a teacher writing a rubric: its answer is constrained to the rubric schema
         rubric_prompt = build_rubric_prompt(instance.prompt, instance.reference_answer, instance.task_type)
-        rubric_format = {"type": "json_schema", "json_schema": {"name": "rubric", "schema": RUBRIC_SCHEMA}}
+        rubric_format = response_format(ChatRequest(rubric_prompt, RUBRIC_SCHEMA, "rubric"))
         wrong = instance.rubric.model_dump()
         wrong["essential"][0]["weight"] = 5
         cases.append({"payload": endpoint.payload(rubric_prompt.messages(), sampling, rubric_format),

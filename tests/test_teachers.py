@@ -11,15 +11,17 @@ import jsonschema
 import pytest
 from fake_judge import FakeJudgeServer, judge_answer
 
-from genrm.chat_endpoint import ChatEndpoint
 from genrm.cli import main
+from genrm.engine import Engine
+from genrm.engine.endpoint import ChatEndpoint
+from genrm.engine.http import HttpEngine
 from genrm.execution import CriterionScore
 from genrm.judge_data import read_examples, sft_record
 from genrm.rubric import RubricError, plan_rubric
 from genrm.schemas import Criterion, Instance, Rubric
 from genrm.teacher_labels import label_instances, median_label
 from genrm.teacher_rubrics import RUBRIC_SCHEMA, RubricTask, build_rubrics, parse_rubric
-from genrm.teachers import EndpointTeacher, parse_teacher_spec
+from genrm.teachers import TEACHER_SAMPLING, teacher_engine, teacher_judge
 
 
 def _rubric(target: str, extra: str | None = "Shows the multiplication.") -> dict:
@@ -85,8 +87,8 @@ def teachers_server():
         yield server
 
 
-def _teacher(server: FakeJudgeServer, model: str) -> EndpointTeacher:
-    return EndpointTeacher(ChatEndpoint([server.url], model, retries=0))
+def _teacher(server: FakeJudgeServer, model: str) -> Engine:
+    return HttpEngine(ChatEndpoint([server.url], model, retries=0), TEACHER_SAMPLING)
 
 
 def _tasks() -> list[RubricTask]:
@@ -180,9 +182,9 @@ def _synthetic_instances() -> list[Instance]:
 
 def test_labels_follow_the_honest_majority_over_http(teachers_server):
     instances = _synthetic_instances()
-    judges = [_teacher(teachers_server, name).judge() for name in ("t1", "t2", "t3")]
+    judges = [teacher_judge(_teacher(teachers_server, name)) for name in ("t1", "t2", "t3")]
     examples, report = asyncio.run(label_instances(instances, judges))
-    honest, _ = asyncio.run(label_instances(instances, [_teacher(teachers_server, "t1").judge()]))
+    honest, _ = asyncio.run(label_instances(instances, [teacher_judge(_teacher(teachers_server, "t1"))]))
     assert report.labelled == report.responses == sum(len(i.responses) for i in instances) == len(examples)
     assert [e.labels for e in examples] == [e.labels for e in honest]  # the lenient third teacher is outvoted
     assert all(e.source == "teachers" for e in examples)
@@ -194,7 +196,7 @@ def test_labels_drop_responses_without_enough_usable_teachers(teachers_server):
     instances = _synthetic_instances()[:2]
 
     def judges() -> list:  # one connection pool per event loop
-        return [_teacher(teachers_server, name).judge() for name in ("t1", "broken")]
+        return [teacher_judge(_teacher(teachers_server, name)) for name in ("t1", "broken")]
 
     examples, report = asyncio.run(label_instances(instances, judges(), min_teachers=1))
     assert report.labelled == report.responses and report.teacher_failures["broken"]["not_json"] == report.responses
@@ -204,13 +206,15 @@ def test_labels_drop_responses_without_enough_usable_teachers(teachers_server):
 
 
 def test_teacher_specs():
-    teacher = parse_teacher_spec("Qwen/Qwen3-8B@http://127.0.0.1:1/v1,http://127.0.0.1:2/v1")
-    assert teacher.name == "Qwen/Qwen3-8B" and teacher.endpoint.base_urls[1] == "http://127.0.0.1:2/v1"
-    for bad in ("Qwen3-8B", "@http://x/v1", "model@ftp://x", "transformers:"):
+    teacher = teacher_engine("Qwen/Qwen3-8B@http://127.0.0.1:1/v1,http://127.0.0.1:2/v1")
+    assert isinstance(teacher, HttpEngine) and teacher.model == "Qwen/Qwen3-8B"
+    assert teacher.base_urls[1] == "http://127.0.0.1:2/v1" and teacher.sampling.max_tokens == 4096
+    assert teacher_judge(teacher).name == "Qwen/Qwen3-8B"  # reports tell teachers apart by model
+    for bad in ("Qwen3-8B", "@http://x/v1", "model@ftp://x", "transformers:", "rule"):
         with pytest.raises(ValueError):
-            parse_teacher_spec(bad)
+            teacher_engine(bad)
     with pytest.raises(ValueError, match="NO_SUCH_KEY"):
-        parse_teacher_spec("m@http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY")
+        teacher_engine("m@http://127.0.0.1:1/v1", api_key_env="NO_SUCH_KEY")
 
 
 def test_data_rubrics_then_labels_then_eval_commands(teachers_server, tmp_path, capsys):

@@ -1,9 +1,9 @@
 """One model behind OpenAI-compatible chat-completions endpoints (SGLang, vLLM, a hosted API): the transport.
 
-Used by the judge that scores through such endpoints (:mod:`genrm.remote_judge`, the server's ``openai`` and
-``sglang`` backends) and by the teachers that write rubrics and labels (:mod:`genrm.teachers`). Replicas are tried
+The transport of :class:`genrm.engine.http.HttpEngine` (the ``openai`` and ``sglang`` judges, and teachers behind
+such endpoints). Replicas are tried
 round robin; transport errors, time-outs, 408/429 and 5xx are retried with full-jitter backoff. When no replica can be
-reached at all, :class:`genrm.judge.BackendUnavailable` is raised (a server answers 503); when the endpoint is
+reached at all, :class:`genrm.engine.types.BackendUnavailable` is raised (a server answers 503); when the endpoint is
 reachable but one call still fails, :class:`CallFailed` names why. Calls in flight are bounded by a semaphore.
 
 Two limits bound a call in time: ``timeout_s`` each HTTP attempt, and ``budget_s`` the whole call, waiting for a slot,
@@ -22,29 +22,17 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from genrm.judge import BackendUnavailable, SamplingSettings
+from genrm.engine.types import BackendUnavailable, CallFailed, Reply, SamplingSettings
+
+__all__ = ["UNHEALTHY_AFTER", "CallFailed", "ChatEndpoint"]
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: Consecutive failed calls after which the endpoint reports itself unhealthy (until a call succeeds).
 UNHEALTHY_AFTER = 5
-
-
-class CallFailed(Exception):
-    """One call failed after its retries, while the endpoint as a whole is reachable."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChatReply:
-    """The text of ``choices[0].message.content`` and the call's token usage (0 when not reported)."""
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 class ChatEndpoint:
@@ -165,19 +153,23 @@ class ChatEndpoint:
         messages: list[dict[str, Any]],
         sampling: SamplingSettings,
         response_format: dict[str, Any] | None = None,
-    ) -> ChatReply:
-        """One chat completion. Raises CallFailed, or BackendUnavailable when no replica can be reached."""
+    ) -> Reply:
+        """One chat completion: ``choices[0].message.content``, the token usage (0 when not reported), and whether
+        the answer is finished (not cut by the token budget: ``finish_reason`` other than ``length``). Raises
+        CallFailed, or BackendUnavailable when no replica can be reached."""
         data = await self._post(self.payload(messages, sampling, response_format))
         try:
-            text = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise CallFailed("the answer has no choices[0].message.content") from None
         usage = data.get("usage") if isinstance(data, dict) else None
         usage = usage if isinstance(usage, dict) else {}
-        reply = ChatReply(
+        reply = Reply(
             text if isinstance(text, str) else "",
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+            finished=not (isinstance(choice, dict) and choice.get("finish_reason") == "length"),
         )
         if self.usage_callback is not None:
             self.usage_callback(reply.prompt_tokens, reply.completion_tokens)
@@ -202,3 +194,8 @@ class ChatEndpoint:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._http.aclose()
+
+
+def _count(value: Any) -> int:
+    """A token count from an answer's usage: a non-negative integer, else 0 (an endpoint's odd value is not ours)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

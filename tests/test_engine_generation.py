@@ -7,11 +7,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from genrm.hf_generation import GenerationItem, LocalGenerator, _common_prefix_length
-from genrm.judge import SamplingSettings
+from genrm.engine import ChatPrompt, ChatRequest, SamplingSettings
+from genrm.engine.generation import LocalGenerator, _common_prefix_length
 from genrm.judge_data import read_examples
 from genrm.output_schema import scoring_json_schema
-from genrm.prompts import ChatPrompt, build_group_prompts, exposed_plans
+from genrm.prompts import build_group_prompts, exposed_plans
 from genrm.rubric import plan_rubric
 
 
@@ -26,7 +26,7 @@ def _items(instances, exposure="minimal"):
         plans = exposed_plans(plan_rubric(instance.rubric), exposure)
         schema = scoring_json_schema(plans)
         for prompt in build_group_prompts(instance.prompt, plans, list(instance.responses), exposure, None):
-            items.append(GenerationItem(prompt, schema))
+            items.append(ChatRequest(prompt, schema))
             schemas.append(schema)
     return items, schemas
 
@@ -68,9 +68,9 @@ def test_unconstrained_generation_is_free_text(tiny_judge_dir, example_instances
 
 def test_problems_are_per_prompt_errors(generator, example_instances):
     items, _ = _items(example_instances[:1])
-    too_long = GenerationItem(ChatPrompt("system", "word " * 10_000))
-    with_image = GenerationItem(ChatPrompt("system", "look", image="data:image/png;base64,AAAA"))
-    bad_schema = GenerationItem(items[0].prompt, {"type": "string", "pattern": "(?<=lookbehind)x"})
+    too_long = ChatRequest(ChatPrompt("system", "word " * 10_000))
+    with_image = ChatRequest(ChatPrompt("system", "look", image="data:image/png;base64,AAAA"))
+    bad_schema = ChatRequest(items[0].prompt, {"type": "string", "pattern": "(?<=lookbehind)x"})
     answers = generator.generate([items[0], too_long, with_image, bad_schema])
     assert answers[0].error is None
     assert "exceeds the model's" in answers[1].error
@@ -81,7 +81,7 @@ def test_problems_are_per_prompt_errors(generator, example_instances):
 def test_one_batch_takes_one_temperature(generator, example_instances):
     items, _ = _items(example_instances[:1])
     with pytest.raises(ValueError, match="one temperature"):
-        generator.generate([items[0], GenerationItem(items[1].prompt, items[1].schema, temperature=0.7)])
+        generator.generate([items[0], ChatRequest(items[1].prompt, items[1].schema, temperature=0.7)])
 
 
 def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
@@ -89,7 +89,7 @@ def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
         str(tiny_judge_dir), device="cpu", sampling=SamplingSettings(max_tokens=2048, temperature=1.0, seed=3)
     )  # a budget above the schema's longest answer: a sampled untrained model fills every string to its maxLength
     items, schemas = _items(example_instances[:1])
-    hot = [GenerationItem(item.prompt, item.schema, 1.0) for item in items]
+    hot = [ChatRequest(item.prompt, item.schema, temperature=1.0) for item in items]
     first, second = sampled.generate(hot), sampled.generate(hot)
     assert [a.text for a in first] == [a.text for a in second]
     for answer, schema in zip(first, schemas, strict=True):
@@ -135,7 +135,7 @@ def _image_items(count):
     for example in picked:
         plans = example.plans("vlm")
         (prompt,) = build_group_prompts(example.prompt, plans, [example.response], "vlm", example.image)
-        items.append(GenerationItem(prompt, scoring_json_schema(plans)))
+        items.append(ChatRequest(prompt, scoring_json_schema(plans)))
     return items
 
 
@@ -150,7 +150,7 @@ def test_a_vision_language_judge_is_shown_each_rows_image(vlm_generator, example
     # greedy rows answer the same alone and in a batch that mixes images and text
     assert [a.text for a in alone] == [mixed[0].text, mixed[2].text] and mixed[1].error is None
     # the image's tokens are in the prompt: many more than the same text without the image
-    blind = vlm_generator.generate([GenerationItem(ChatPrompt(images[0].prompt.system, images[0].prompt.user))])[0]
+    blind = vlm_generator.generate([ChatRequest(ChatPrompt(images[0].prompt.system, images[0].prompt.user))])[0]
     assert alone[0].prompt_tokens >= blind.prompt_tokens + 16
 
 
@@ -178,7 +178,7 @@ def test_image_references_a_judge_reads_and_refuses(vlm_generator, tmp_path):
                               processor=vlm_generator.processor, image_dir=tmp_path / "images")  # fmt: skip
 
     def ask(generator, image):
-        return generator.generate([GenerationItem(ChatPrompt("system", "read the sign", image=image))])[0]
+        return generator.generate([ChatRequest(ChatPrompt("system", "read the sign", image=image))])[0]
 
     assert ask(confined, "sign.png").error is None
     assert ask(confined, "data:image/png;base64," + base64.b64encode(png).decode()).error is None
@@ -201,7 +201,7 @@ def test_hostile_image_references_fail_their_own_row_only(vlm_generator, tmp_pat
     confined = LocalGenerator(vlm_generator.model, vlm_generator.tokenizer, SamplingSettings(max_tokens=8),
                               processor=vlm_generator.processor, image_dir=tmp_path / "images")  # fmt: skip
     hostile = ["sign\x00.png", "n" * 300 + ".png", "loop-a", "loop-b/x.png"]
-    rows = [GenerationItem(ChatPrompt("system", "read the sign", image=image)) for image in ["sign.png", *hostile]]
+    rows = [ChatRequest(ChatPrompt("system", "read the sign", image=image)) for image in ["sign.png", *hostile]]
     answers = confined.generate(rows)
     assert answers[0].error is None  # the good row of the batch is answered
     for reference, answer in zip(hostile, answers[1:], strict=True):
@@ -224,7 +224,8 @@ def test_an_unexpected_failure_preparing_one_row_fails_that_row_only(generator, 
 
 
 def test_the_image_of_a_group_is_decoded_once(vlm_generator, monkeypatch):
-    from genrm import hf_generation, images
+    from genrm import images
+    from genrm.engine import generation as hf_generation
 
     hf_generation._decoded_image.cache_clear()
     calls = []

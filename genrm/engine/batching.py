@@ -17,33 +17,42 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from genrm.hf_generation import Generation, GenerationItem
+from genrm.engine.types import ChatRequest, Reply
 
 logger = logging.getLogger(__name__)
 
-GenerateFn = Callable[[Sequence[GenerationItem]], list[Generation]]
+GenerateFn = Callable[[Sequence[ChatRequest]], list[Reply]]
 
 
 @dataclass
 class _Pending:
-    item: GenerationItem
-    future: Future[Generation] = field(default_factory=Future)
+    item: ChatRequest
+    future: Future[Reply] = field(default_factory=Future)
 
 
 class BatchingGenerator:
-    """Gathers :class:`GenerationItem` s from any thread into batches for ``generate`` (called by one worker)."""
+    """Gathers :class:`ChatRequest` s from any thread into batches for ``generate`` (called by one worker)."""
 
-    def __init__(self, generate: GenerateFn, max_batch_size: int = 16, max_wait_s: float = 0.005) -> None:
+    def __init__(
+        self,
+        generate: GenerateFn,
+        max_batch_size: int = 16,
+        max_wait_s: float = 0.005,
+        temperature: Callable[[ChatRequest], float | None] = lambda request: request.temperature,
+    ) -> None:
         """Start the worker thread.
 
         Args:
             generate: answers one batch (all items of one temperature), e.g. ``LocalGenerator.generate``.
             max_batch_size: most prompts in one batch (>= 1).
             max_wait_s: longest wait for more prompts once one is waiting, seconds (>= 0).
+            temperature: the temperature a request is sampled at (``LocalGenerator.temperature`` resolves the
+                generator's default), which decides who may share a batch.
         """
         if max_batch_size < 1 or max_wait_s < 0:
             raise ValueError("max_batch_size must be >= 1 and max_wait_s >= 0")
         self._generate, self.max_batch_size, self.max_wait_s = generate, max_batch_size, max_wait_s
+        self._temperature = temperature
         self._queue: queue.Queue[_Pending | None] = queue.Queue()
         self._held: list[_Pending] = []
         self._closed = False
@@ -52,15 +61,20 @@ class BatchingGenerator:
         self._worker = threading.Thread(target=self._run, name="genrm-batching", daemon=True)
         self._worker.start()
 
-    def __call__(self, items: Sequence[GenerationItem]) -> list[Generation]:
-        """Answers for ``items``, in order; blocks until they are generated. Raises RuntimeError once closed."""
+    def submit(self, items: Sequence[ChatRequest]) -> list[Future[Reply]]:
+        """Queue ``items``; one future per item, in order, resolved when its batch is generated (an event loop waits
+        on them with ``asyncio.wrap_future``, without a thread). Raises RuntimeError once closed."""
         pending = [_Pending(item) for item in items]
         with self._lock:
             if self._closed:
                 raise RuntimeError("the generator is closed")
             for entry in pending:
                 self._queue.put(entry)
-        return [entry.future.result() for entry in pending]
+        return [entry.future for entry in pending]
+
+    def __call__(self, items: Sequence[ChatRequest]) -> list[Reply]:
+        """Answers for ``items``, in order; blocks until they are generated. Raises RuntimeError once closed."""
+        return [future.result() for future in self.submit(items)]
 
     @property
     def alive(self) -> bool:
@@ -94,8 +108,8 @@ class BatchingGenerator:
                 self._queue.put(None)  # seen again after this batch, which still runs
                 break
             waiting.append(entry)
-        temperature = waiting[0].item.temperature
-        batch = [entry for entry in waiting if entry.item.temperature == temperature][: self.max_batch_size]
+        temperature = self._temperature(waiting[0].item)
+        batch = [entry for entry in waiting if self._temperature(entry.item) == temperature][: self.max_batch_size]
         taken = {id(entry) for entry in batch}
         self._held = [entry for entry in waiting if id(entry) not in taken]
         return batch
@@ -109,12 +123,12 @@ class BatchingGenerator:
                 answers = self._generate([entry.item for entry in batch])
             except Exception as exc:  # the batch fails, the worker goes on
                 logger.exception("a generation batch failed")
-                answers = [Generation(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(batch)
+                answers = [Reply(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(batch)
             self.batches += 1
             for entry, answer in zip(batch, answers, strict=True):
                 entry.future.set_result(answer)
         for entry in self._held + self._drain():
-            entry.future.set_result(Generation(error="the judge is shutting down"))
+            entry.future.set_result(Reply(error="the judge is shutting down"))
 
     def _drain(self) -> list[_Pending]:
         left = []

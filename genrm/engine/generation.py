@@ -16,7 +16,8 @@ before the user's text in the chat template, pixels from the processor. Images a
 
 Failures are per prompt and never raise out of :meth:`LocalGenerator.generate`: a prompt too long for the model, an
 image for a text-only model or one that cannot be read, a schema XGrammar cannot compile or a failed ``generate`` call
-come back as a :class:`Generation` with ``error`` set.
+come back as a :class:`genrm.engine.types.Reply` with ``error`` set. :class:`genrm.engine.local.LocalEngine` puts
+dynamic batching in front of it and makes it an engine.
 
 Needs torch and transformers; imported only where a local model runs.
 """
@@ -35,8 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from genrm.choices import Device
-from genrm.judge import SamplingSettings
-from genrm.prompts import ChatPrompt
+from genrm.engine.types import ChatPrompt, ChatRequest, Reply, SamplingSettings
 
 if TYPE_CHECKING:
     import torch
@@ -46,26 +46,6 @@ logger = logging.getLogger(__name__)
 
 DeviceName = Device  # the name this module's callers know it by
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
-
-
-@dataclass(frozen=True)
-class GenerationItem:
-    """One prompt to answer: the conversation, the JSON schema to constrain it to (or None), and its sampling."""
-
-    prompt: ChatPrompt
-    schema: dict[str, Any] | None = None
-    temperature: float = 0.0
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One generated answer, or why there is none (``error``); token counts are of this prompt alone."""
-
-    text: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finished: bool = False
-    error: str | None = None
 
 
 _MIN_SHARED_TOKENS = 32
@@ -157,7 +137,7 @@ class LocalGenerator:
         Args:
             model: a causal LM in eval mode, on its device.
             tokenizer: its tokenizer, with a chat template and an end-of-sequence token.
-            sampling: token budget, temperature and top-p (a :class:`GenerationItem` may override the temperature).
+            sampling: token budget, temperature and top-p (a :class:`ChatRequest` may set its own temperature).
             constrained: constrain answers to their schema when XGrammar is installed (a warning says when it is not).
             chat_template_kwargs: extra variables for the chat template, e.g. ``{"enable_thinking": False}``.
             name: the model's name in logs and health reports.
@@ -263,7 +243,7 @@ class LocalGenerator:
         vision = {key: value for key, value in encoded.items() if key not in _TEXT_KEYS}
         return encoded["input_ids"][0].tolist(), vision
 
-    def _prepare(self, item: GenerationItem) -> _Prepared | str:
+    def _prepare(self, item: ChatRequest) -> _Prepared | str:
         encoded = self._encode(item.prompt)
         if isinstance(encoded, str):
             return encoded
@@ -281,13 +261,17 @@ class LocalGenerator:
                 return f"xgrammar could not compile the answer schema: {exc}"
         return _Prepared(ids, grammar, vision)
 
-    def generate(self, items: Sequence[GenerationItem]) -> list[Generation]:
+    def temperature(self, request: ChatRequest) -> float:
+        """The temperature ``request`` is sampled at: its own, else the generator's."""
+        return self.sampling.temperature if request.temperature is None else request.temperature
+
+    def generate(self, items: Sequence[ChatRequest]) -> list[Reply]:
         """Answers for ``items``, in order. Items of one call are one batch and must share a temperature."""
         if not items:
             return []
-        if len({item.temperature for item in items}) > 1:
+        if len({self.temperature(item) for item in items}) > 1:
             raise ValueError("one batch takes one temperature; group items by temperature first")
-        results: list[Generation | None] = [None] * len(items)
+        results: list[Reply | None] = [None] * len(items)
         ready: list[tuple[int, _Prepared]] = []
         for index, item in enumerate(items):
             try:
@@ -296,7 +280,7 @@ class LocalGenerator:
                 logger.exception("could not prepare a judge prompt")
                 prepared = f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
             if isinstance(prepared, str):
-                results[index] = Generation(error=prepared)
+                results[index] = Reply(error=prepared)
             else:
                 ready.append((index, prepared))
         if ready:
@@ -304,12 +288,12 @@ class LocalGenerator:
                 generated = self._generate_batch([prepared for _, prepared in ready], items[0])
             except Exception as exc:  # an out-of-memory or a library error fails this batch, not the process
                 logger.exception("judge generation failed for a batch of %d", len(ready))
-                generated = [Generation(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(ready)
+                generated = [Reply(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(ready)
             for (index, _), generation in zip(ready, generated, strict=True):
                 results[index] = generation
-        return [r if r is not None else Generation(error="not generated") for r in results]
+        return [r if r is not None else Reply(error="not generated") for r in results]
 
-    def _generate_batch(self, rows: list[_Prepared], item: GenerationItem) -> list[Generation]:
+    def _generate_batch(self, rows: list[_Prepared], item: ChatRequest) -> list[Reply]:
         import torch
         from transformers import LogitsProcessorList
 
@@ -325,10 +309,10 @@ class LocalGenerator:
             from xgrammar.contrib.hf import LogitsProcessor
 
             processors.append(LogitsProcessor(list(grammars)))
-        sample = item.temperature > 0
-        options: dict[str, Any] = {"do_sample": sample}
-        if sample:
-            options.update(temperature=item.temperature, top_p=self.sampling.top_p, top_k=0)
+        temperature = self.temperature(item)
+        options: dict[str, Any] = {"do_sample": temperature > 0}
+        if temperature > 0:
+            options.update(temperature=temperature, top_p=self.sampling.top_p, top_k=0)
             if self.sampling.seed is not None:
                 torch.manual_seed(self.sampling.seed)
         else:
@@ -408,12 +392,12 @@ class LocalGenerator:
         self._prefixes.move_to_end(prefix)
         return copy.deepcopy(self._prefixes[prefix])
 
-    def _decoded(self, prompt: list[int], row: list[int]) -> Generation:
+    def _decoded(self, prompt: list[int], row: list[int]) -> Reply:
         eos = self.tokenizer.eos_token_id
         finished = eos in row
         tokens = row[: row.index(eos)] if finished else row
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        return Generation(text, len(prompt), len(tokens) + int(finished), finished)
+        return Reply(text, len(prompt), len(tokens) + int(finished), finished)
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,0 +1,45 @@
+"""The judge engine: chat requests (messages, an optional image, an optional JSON schema, sampling) in, replies (text,
+usage, failure) out, asynchronously, batched, bounded and retried. It knows nothing of any reward method.
+
+- :mod:`genrm.engine.types`: the request, the reply, the :class:`Engine` protocol;
+- :mod:`genrm.engine.spec`: which judge, in one spelling (:class:`JudgeSpec`), its options and the one factory;
+- :mod:`genrm.engine.http`: OpenAI-compatible endpoints (SGLang, vLLM, hosted teachers), over
+  :mod:`genrm.engine.endpoint` (replicas, retries, time budgets);
+- :mod:`genrm.engine.local`: a checkpoint in process, over :mod:`genrm.engine.generation` (XGrammar, prefix cache,
+  images) and :mod:`genrm.engine.batching` (dynamic batching);
+- :mod:`genrm.engine.scripted`: answers from a function, for tests;
+- :mod:`genrm.engine.asking`: ask, read, re-sample what could not be read;
+- :mod:`genrm.engine.blocking`: run it all from blocking code.
+
+Importing this package imports neither an HTTP client nor a model library.
+"""
+
+from genrm.engine.asking import Reader, ask, complete_text
+from genrm.engine.blocking import run_blocking
+from genrm.engine.spec import EngineOptions, JudgeSpec, make_engine
+from genrm.engine.types import (
+    BackendUnavailable,
+    CallFailed,
+    ChatPrompt,
+    ChatRequest,
+    Engine,
+    Reply,
+    SamplingSettings,
+)
+
+__all__ = [
+    "BackendUnavailable",
+    "CallFailed",
+    "ChatPrompt",
+    "ChatRequest",
+    "Engine",
+    "EngineOptions",
+    "JudgeSpec",
+    "Reader",
+    "Reply",
+    "SamplingSettings",
+    "ask",
+    "complete_text",
+    "make_engine",
+    "run_blocking",
+]

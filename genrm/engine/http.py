@@ -1,0 +1,102 @@
+"""The engine behind OpenAI-compatible chat-completions endpoints: SGLang, vLLM, a hosted teacher.
+
+Each request becomes one chat completion with explicit sampling and, where the engine is constrained and the request
+has a schema, ``response_format`` of type ``json_schema``, which SGLang, vLLM and others enforce by constrained
+decoding. Requests of one call go out concurrently; requests that share their first messages (the G responses of a
+group) let a server with a prefix cache (SGLang's radix cache) compute the shared part once.
+
+Why chat completions rather than SGLang's native ``/generate``: the server applies the model's own chat template
+(image parts included), accepts the schema as ``response_format``, returns token usage, and the same request serves
+SGLang, vLLM and hosted teachers.
+
+The transport (:class:`genrm.engine.endpoint.ChatEndpoint`) retries across replicas; a request that still fails is
+a reply with ``error`` set; when no replica can be reached at all, :class:`genrm.engine.types.BackendUnavailable` is
+raised. Health: ``/models`` of an OpenAI-compatible endpoint, SGLang's own ``/health`` for SGLang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from genrm.engine.endpoint import CallFailed, ChatEndpoint
+from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
+
+Flavor = Literal["openai", "sglang"]
+
+
+def response_format(request: ChatRequest) -> dict[str, Any] | None:
+    """The OpenAI ``response_format`` that constrains ``request``'s answer to its schema (None without one)."""
+    if request.schema is None:
+        return None
+    return {"type": "json_schema", "json_schema": {"name": request.schema_name, "schema": request.schema}}
+
+
+class HttpEngine:
+    """Answers chat requests through a :class:`~genrm.engine.endpoint.ChatEndpoint` (see the module docstring)."""
+
+    sees_images = True  # the server decides what its model is shown; a text-only model answers with an error
+
+    def __init__(
+        self,
+        endpoint: ChatEndpoint,
+        sampling: SamplingSettings | None = None,
+        constrained: bool = True,
+        flavor: Flavor = "openai",
+    ) -> None:
+        """Configure the engine.
+
+        Args:
+            endpoint: where the model answers.
+            sampling: how answers are sampled (greedy by default); a request may set its own temperature.
+            constrained: send a request's schema as ``response_format``.
+            flavor: ``sglang`` probes SGLang's ``/health``; ``openai`` probes ``/models``.
+        """
+        self.endpoint, self.sampling, self.constrained = endpoint, sampling or SamplingSettings(), constrained
+        self.name: str = flavor
+        self.model = endpoint.model
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The replicas' base URLs."""
+        return self.endpoint.base_urls
+
+    @property
+    def usage_callback(self) -> UsageCallback | None:
+        """Called with (prompt tokens, completion tokens) of every answered call."""
+        return self.endpoint.usage_callback
+
+    @usage_callback.setter
+    def usage_callback(self, callback: UsageCallback | None) -> None:
+        self.endpoint.usage_callback = callback
+
+    async def _one(self, request: ChatRequest) -> Reply:
+        sampling = (
+            self.sampling if request.temperature is None else replace(self.sampling, temperature=request.temperature)
+        )
+        shape = response_format(request) if self.constrained else None
+        try:
+            return await self.endpoint.complete(request.prompt.messages(), sampling, shape)
+        except CallFailed as exc:
+            return Reply(error=str(exc))
+
+    async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
+        """One reply per request; the calls go out concurrently (bounded by the endpoint's ``max_in_flight``)."""
+        return list(await asyncio.gather(*(self._one(request) for request in requests)))
+
+    def _health_url(self, base_url: str) -> str:
+        if self.name == "sglang":
+            root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+            return f"{root}/health"
+        return f"{base_url}/models"
+
+    async def health(self) -> tuple[bool, str]:
+        """Reachable when at least one replica answers its health probe and the recent calls did not all fail
+        (:meth:`genrm.engine.endpoint.ChatEndpoint.probe`)."""
+        return await self.endpoint.probe([self._health_url(url) for url in self.base_urls])
+
+    async def aclose(self) -> None:
+        """Close the endpoint's connections."""
+        await self.endpoint.aclose()

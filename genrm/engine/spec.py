@@ -1,0 +1,166 @@
+"""Which judge, in one spelling, and the one factory that builds its engine.
+
+Every command, the server, the teachers and the policy's reward functions name a judge the same way
+(:meth:`JudgeSpec.parse`):
+
+- ``rule``: no model; the reward method reads responses by fixed rules (the rubric method's verifiable criteria);
+- ``transformers:PATH``: a checkpoint (directory or hub id) run in this process;
+- ``openai:MODEL@URL[,URL...]``: a model behind OpenAI-compatible endpoints (vLLM, a hosted API, SGLang), one URL
+  per replica, each ending in ``/v1``; ``MODEL@URL[,URL...]`` is the same;
+- ``sglang:MODEL@URL[,URL...]``: the same protocol, with SGLang's own health probe.
+
+How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`; :func:`make_engine`
+builds it. Light on purpose: the HTTP client and the model libraries are imported only when an engine is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from genrm.choices import JUDGE_BACKENDS, Device, JudgeBackend
+from genrm.engine.types import Engine, SamplingSettings
+
+if TYPE_CHECKING:
+    import httpx
+
+DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
+_URL_SCHEMES = ("http://", "https://")
+SPEC_FORMS = "rule, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A judge: its backend, its model (checkpoint path or served name) and, behind HTTP, its replicas' URLs.
+
+    Construct with :meth:`parse` or directly; either way the fields are checked (ValueError says what is wrong).
+    """
+
+    backend: JudgeBackend = "rule"
+    model: str | None = None
+    urls: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.backend not in JUDGE_BACKENDS:
+            raise ValueError(f"unknown judge backend {self.backend!r:.40}; valid: {', '.join(JUDGE_BACKENDS)}")
+        if self.backend == "rule":
+            if self.model or self.urls:
+                raise ValueError("the rule judge takes no model and no URL")
+            return
+        if not self.model or not self.model.strip():
+            what = "a checkpoint path" if self.backend == "transformers" else "the served model's name"
+            raise ValueError(f"the {self.backend} judge needs {what}")
+        if self.backend == "transformers":
+            if self.urls:
+                raise ValueError("the transformers judge runs in process and takes no URL")
+            return
+        if not self.urls:
+            raise ValueError(f"the {self.backend} judge needs at least one base URL (ending in /v1)")
+        bad = [url for url in self.urls if not url.startswith(_URL_SCHEMES)]
+        if bad:
+            raise ValueError(f"judge URLs must start with http:// or https://, got {bad[0]!r:.80}")
+
+    @classmethod
+    def parse(cls, text: str) -> JudgeSpec:
+        """The judge ``text`` names (module docstring); raises ValueError naming the valid forms."""
+        text = text.strip()
+        if text == "rule":
+            return cls()
+        backend, colon, rest = text.partition(":")
+        if colon and backend == "transformers":
+            return cls("transformers", rest.strip())
+        if colon and backend in ("openai", "sglang") and not rest.startswith("//"):
+            body: str = rest
+        else:
+            backend, body = "openai", text
+        model, at, urls = body.rpartition("@")
+        if not at or not model.strip() or not urls.strip():
+            raise ValueError(f"a judge is {SPEC_FORMS}; got {text!r:.80}")
+        return cls(backend, model.strip(), tuple(url.strip() for url in urls.split(",") if url.strip()))  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        if self.backend == "rule":
+            return "rule"
+        if self.backend == "transformers":
+            return f"transformers:{self.model}"
+        return f"{self.backend}:{self.model}@{','.join(self.urls)}"
+
+    @property
+    def needs_engine(self) -> bool:
+        """Whether a model answers (every backend but ``rule``)."""
+        return self.backend != "rule"
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How an engine behaves; each field applies to the backends its description names.
+
+    Attributes:
+        sampling: token budget, temperature, top-p and seed of answers (all).
+        constrained: constrain answers to the request's JSON schema (all: ``response_format`` behind HTTP,
+            XGrammar in process).
+        api_key: bearer token of the endpoints (openai, sglang).
+        timeout_s: time limit of one HTTP attempt, s (openai, sglang).
+        budget_s: time limit of one call over all its attempts, s; None: ``timeout_s`` each (openai, sglang).
+        retries: further attempts after a time-out, 429 or 5xx (openai, sglang).
+        max_in_flight: calls in flight at once over all replicas (openai, sglang).
+        device: where the model runs (transformers).
+        dtype: weight dtype; ``auto`` is bfloat16 on CUDA, float32 on CPU (transformers).
+        trust_remote_code: run the checkpoint's own code (transformers).
+        chat_template_kwargs: chat-template variables, e.g. ``{"enable_thinking": False}`` (transformers).
+        prefix_cache: compute a batch's common prefix once (transformers).
+        image_dir: the folder image paths are read from; None reads data URIs only (transformers).
+        max_batch_size: most prompts in one batch (transformers).
+        batch_wait_s: longest wait to fill a batch, s (transformers).
+        name: the model's name in logs and records, instead of its path (transformers).
+        transport: an httpx transport, to route calls to an in-process app (tests; openai, sglang).
+    """
+
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    constrained: bool = True
+    api_key: str | None = None
+    timeout_s: float = 120.0
+    budget_s: float | None = None
+    retries: int = 2
+    max_in_flight: int = 64
+    device: Device = "auto"
+    dtype: DtypeName = "auto"
+    trust_remote_code: bool = False
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    prefix_cache: bool = True
+    image_dir: str | None = None
+    max_batch_size: int = 16
+    batch_wait_s: float = 0.005
+    name: str | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+
+
+def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine:
+    """The engine of ``spec``, configured by ``options``.
+
+    Raises:
+        ValueError: ``spec`` is the rule judge (no model to run), or a checkpoint that cannot be loaded.
+        OSError: a checkpoint that cannot be read.
+    """
+    options = options or EngineOptions()
+    if spec.backend == "transformers":
+        from genrm.engine.generation import LocalGenerator
+        from genrm.engine.local import LocalEngine
+
+        generator = LocalGenerator.from_pretrained(
+            str(spec.model), device=options.device, dtype=options.dtype, trust_remote_code=options.trust_remote_code,
+            sampling=options.sampling, constrained=options.constrained, name=options.name or str(spec.model),
+            chat_template_kwargs=options.chat_template_kwargs, prefix_cache=options.prefix_cache,
+            image_dir=options.image_dir,
+        )  # fmt: skip
+        return LocalEngine(generator, options.max_batch_size, options.batch_wait_s)
+    if spec.backend in ("openai", "sglang"):
+        from genrm.engine.endpoint import ChatEndpoint
+        from genrm.engine.http import HttpEngine
+
+        endpoint = ChatEndpoint(
+            list(spec.urls), str(spec.model), options.api_key, timeout_s=options.timeout_s, retries=options.retries,
+            max_in_flight=options.max_in_flight, transport=options.transport, budget_s=options.budget_s,
+        )  # fmt: skip
+        return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend)  # type: ignore[arg-type]
+    raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")

@@ -1,0 +1,126 @@
+"""What goes into the judge engine and what comes out: chat requests, replies, sampling, and the engine protocol.
+
+An engine knows nothing of rubrics or any other reward method: it answers conversations (a system and a user
+message, an optional image), optionally constrained to a JSON schema, with text, token usage and a failure reason.
+Reward methods build the requests and read the replies (:mod:`genrm.engine.asking` re-samples what they could not
+read). Light on purpose: nothing here imports a model library or an HTTP client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+UsageCallback = Callable[[int, int], None]
+"""Called with (prompt tokens, completion tokens) of every answered request."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPrompt:
+    """A system and a user message, with an optional image for the user turn (path, URL or data URI)."""
+
+    system: str
+    user: str
+    image: str | None = None
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation in OpenAI chat format; an image goes before the text of the user turn."""
+        if self.image is None:
+            user: Any = self.user
+        else:
+            user = [{"type": "image_url", "image_url": {"url": self.image}}, {"type": "text", "text": self.user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How an engine samples answers (greedy by default: rewards should not be noisy).
+
+    Attributes:
+        max_tokens: output token budget of one answer (> 0).
+        temperature: 0 for greedy decoding, else the sampling temperature (0-2).
+        top_p: nucleus sampling mass (0-1], used when sampling.
+        seed: seed of the sampler, or None.
+    """
+
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One conversation to answer.
+
+    Attributes:
+        prompt: the conversation.
+        schema: a JSON schema the answer must follow (constrained decoding where the engine can), or None.
+        schema_name: the schema's name in an OpenAI ``response_format`` (letters, digits, ``_`` and ``-``).
+        temperature: this request's sampling temperature; None takes the engine's (re-samples of an unreadable
+            answer set one, since a greedy decoder would only repeat itself).
+    """
+
+    prompt: ChatPrompt
+    schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One answer, or why there is none (``error``); token counts are of this request alone (0 when unknown).
+
+    ``finished``: the model ended the answer itself (False when it hit the token budget, or nobody said).
+    """
+
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finished: bool = False
+    error: str | None = None
+
+
+class BackendUnavailable(RuntimeError):
+    """The judge model cannot be reached now; the request may be retried after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class CallFailed(Exception):
+    """One call failed (after its retries), while the model as a whole is reachable."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Answers chat requests: an OpenAI-compatible endpoint, a checkpoint in process, or a scripted fake.
+
+    Attributes:
+        name: the kind of engine (``openai``, ``sglang``, ``transformers``, ``scripted``), as health reports say it.
+        model: the model's name (served name or checkpoint path).
+        sees_images: whether the model is shown a prompt's image (False for a text-only model run in process).
+        constrained: whether a request's schema constrains decoding (else the answer is only asked for).
+        usage_callback: called with the token usage of every answered request, or None.
+    """
+
+    name: str
+    model: str
+    sees_images: bool
+    constrained: bool
+    usage_callback: UsageCallback | None
+
+    async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
+        """One reply per request, in order. A request that fails is a reply with ``error`` set; raises
+        :class:`BackendUnavailable` when the model cannot be reached at all."""
+        ...
+
+    async def health(self) -> tuple[bool, str]:
+        """Whether the engine can answer now, and a short detail."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, threads and memory."""
+        ...

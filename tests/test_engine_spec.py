@@ -1,0 +1,60 @@
+"""The one spelling of a judge: every form parses, prints back the same, and a malformed one says what is wrong."""
+
+import pytest
+
+from genrm.engine import JudgeSpec, make_engine
+from genrm.engine.http import HttpEngine
+
+
+@pytest.mark.parametrize(
+    ("text", "backend", "model", "urls"),
+    [
+        ("rule", "rule", None, ()),
+        ("transformers:runs/judge", "transformers", "runs/judge", ()),
+        ("transformers:Qwen/Qwen3-8B", "transformers", "Qwen/Qwen3-8B", ()),
+        ("sglang:judge@http://10.0.0.5:30000/v1", "sglang", "judge", ("http://10.0.0.5:30000/v1",)),
+        ("openai:gpt@https://a/v1,https://b/v1", "openai", "gpt", ("https://a/v1", "https://b/v1")),
+        ("Qwen/Qwen3-235B@http://h:1/v1", "openai", "Qwen/Qwen3-235B", ("http://h:1/v1",)),
+        ("  rule  ", "rule", None, ()),
+    ],
+)
+def test_every_form_parses_and_prints_back(text, backend, model, urls):
+    spec = JudgeSpec.parse(text)
+    assert (spec.backend, spec.model, spec.urls) == (backend, model, urls)
+    assert JudgeSpec.parse(str(spec)) == spec
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "a judge is"),
+        ("judge", "a judge is"),
+        ("http://127.0.0.1:8000", "a judge is"),
+        ("sglang:judge@", "a judge is"),
+        ("sglang:@http://h/v1", "a judge is"),
+        ("judge@ftp://h/v1", "must start with http"),
+        ("transformers:", "needs a checkpoint path"),
+    ],
+)
+def test_malformed_specs_say_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=message):
+        JudgeSpec.parse(text)
+
+
+def test_fields_are_checked_when_built_directly():
+    with pytest.raises(ValueError, match="no model"):
+        JudgeSpec("rule", "m")
+    with pytest.raises(ValueError, match="at least one base URL"):
+        JudgeSpec("sglang", "m")
+    with pytest.raises(ValueError, match="unknown judge backend"):
+        JudgeSpec("vllm", "m", ("http://h/v1",))  # type: ignore[arg-type]
+
+
+def test_the_factory_builds_http_engines_and_refuses_rule():
+    engine = make_engine(JudgeSpec.parse("sglang:m@http://127.0.0.1:9/v1"))
+    assert isinstance(engine, HttpEngine) and engine.name == "sglang" and engine.model == "m"
+    assert engine._health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/health"
+    plain = make_engine(JudgeSpec.parse("m@http://127.0.0.1:9/v1"))
+    assert plain.name == "openai" and plain._health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1/models"
+    with pytest.raises(ValueError, match="no engine"):
+        make_engine(JudgeSpec())
