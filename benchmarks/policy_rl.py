@@ -160,7 +160,7 @@ def main() -> None:
             policy = str(save_tiny_policy(workdir / "policy", [i.prompt for i in prompts] + ["yes", "no"]))
         model = args.judge_model
         if model is None:
-            from genrm.tiny_model import save_tiny_judge
+            from genrm.training.tiny_model import save_tiny_judge
 
             model = str(save_tiny_judge(workdir / "judge"))
         rows = []

@@ -253,7 +253,7 @@ def main() -> int:
         if not args.no_model:
             kinds.append("transformers")
             if model is None:
-                from genrm.tiny_model import save_tiny_judge
+                from genrm.training.tiny_model import save_tiny_judge
 
                 model = str(save_tiny_judge(Path(scratch) / "tiny-judge"))
         for kind in kinds:

@@ -12,7 +12,7 @@ parse_judge_output` reads without a schema failure:
   without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
   XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
-  free-text fields, and why the rubric schema of the teachers (``genrm.teacher_rubrics``) bounds no string.
+  free-text fields, and why the rubric schema of the teachers (``genrm.data.teacher_rubrics``) bounds no string.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     from transformers import AutoProcessor, AutoTokenizer
     from trl import get_peft_config
 
-    from genrm.train_common import train_and_save
+    from genrm.training.common import train_and_save
     from policy_rl.data import policy_dataset, read_instances
     from policy_rl.trainer import RubricGRPOTrainer
 

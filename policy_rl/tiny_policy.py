@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from genrm.tiny_model import (
+from genrm.training.tiny_model import (
     IM_END,
     IM_START,
     PAD,

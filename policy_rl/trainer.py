@@ -15,7 +15,7 @@ in one place and wait for each other (a barrier over HTTP); and normalizing adva
 TRL's options (``scale_rewards``, ``multi_objective_aggregation``). The hook changes only the reward values.
 
 A vision-language policy may train on prompts with and without images in one batch
-(:class:`genrm.grpo_images.MixedImageGRPOTrainer`).
+(:class:`genrm.training.grpo_images.MixedImageGRPOTrainer`).
 
 Needs torch, TRL and accelerate.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genrm.grpo_images import MixedImageGRPOTrainer
+from genrm.training.grpo_images import MixedImageGRPOTrainer
 from policy_rl.rubric_reward import RubricReward
 
 

@@ -1,1 +1,1 @@
-"""serving: the FastAPI reward server, its judge backends and its client (built on ``genrm``)."""
+"""serving: the FastAPI reward server in front of a judge (``genrm.engine``, ``genrm.judge``), and its client."""

@@ -19,7 +19,7 @@ _NOT_OPTIONS = ("judge_api_key",)
 
 def register(sub: Any) -> None:
     """Add the ``serve`` subcommand to the ``genrm`` command's subparsers."""
-    from genrm.cli_settings import add_settings_options
+    from genrm.cli.settings import add_settings_options
     from serving.settings import ServerSettings
 
     serve = sub.add_parser(
@@ -40,7 +40,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
-    from genrm.cli_settings import given_settings
+    from genrm.cli.settings import given_settings
     from serving.app import create_app
     from serving.settings import ServerSettings
 

@@ -43,8 +43,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def tiny_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An untrained tiny judge checkpoint (``genrm.tiny_model``) saved once per test session."""
-    from genrm.tiny_model import save_tiny_judge
+    """An untrained tiny judge checkpoint (``genrm.training.tiny_model``) saved once per test session."""
+    from genrm.training.tiny_model import save_tiny_judge
 
     return save_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
 
@@ -52,6 +52,6 @@ def tiny_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_vlm_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained tiny vision-language judge (LLaVA layout: CLIP encoder + the tiny Qwen3) saved once per session."""
-    from genrm.tiny_model import save_tiny_vlm_judge
+    from genrm.training.tiny_model import save_tiny_vlm_judge
 
     return save_tiny_vlm_judge(tmp_path_factory.mktemp("tiny-vlm-judge"))

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from openrlhf.utils.agent import SingleTurnAgentExecutor
 
 from genrm.schemas import Instance
-from genrm.tiny_model import build_tokenizer
+from genrm.training.tiny_model import build_tokenizer
 
 
 class ScriptedEngine:

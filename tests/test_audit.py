@@ -11,7 +11,9 @@ import pytest
 from fake_judge import FakeJudgeServer
 
 from genrm.answer_extraction import final_answer_span
-from genrm.audit_constructors import (
+from genrm.cli import main
+from genrm.data.judge_data import CriterionLabel, read_examples
+from genrm.evaluation.audit_constructors import (
     BuildContext,
     ValuePool,
     adversarial,
@@ -19,11 +21,9 @@ from genrm.audit_constructors import (
     no_final_answer,
     substitute,
 )
-from genrm.audit_run import audit_setting
-from genrm.audit_set import ABNORMAL, AuditExample, leaked_targets, plans_of, read_audit, regular_examples
-from genrm.cli import main
+from genrm.evaluation.audit_run import audit_setting
+from genrm.evaluation.audit_set import ABNORMAL, AuditExample, leaked_targets, plans_of, read_audit, regular_examples
 from genrm.judge import RuleJudge
-from genrm.judge_data import CriterionLabel, read_examples
 from genrm.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.rubric import plan_rubric
 from genrm.schemas import Rubric

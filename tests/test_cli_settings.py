@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, SecretStr
 
-from genrm.cli_settings import add_settings_options, given_settings
+from genrm.cli.settings import add_settings_options, given_settings
 from serving.cli import _ALIASES, _NOT_OPTIONS
 from serving.settings import ServerSettings
 

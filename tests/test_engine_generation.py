@@ -7,9 +7,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from genrm.data.judge_data import read_examples
 from genrm.engine import ChatPrompt, ChatRequest, SamplingSettings
 from genrm.engine.generation import LocalGenerator, _common_prefix_length
-from genrm.judge_data import read_examples
 from genrm.output_schema import scoring_json_schema
 from genrm.prompts import build_group_prompts, exposed_plans
 from genrm.rubric import plan_rubric

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 import datasets
 from genrm.cli import main
-from genrm.judge_data import (
+from genrm.data.judge_data import (
     JudgeExample,
     balance,
     labelled_answer,
@@ -19,10 +19,10 @@ from genrm.judge_data import (
     sft_record,
     split_by_input,
 )
+from genrm.data.synthetic import FAMILIES, generate_examples
 from genrm.judge_output import parse_judge_output
-from genrm.judge_rewards import read_label
 from genrm.output_schema import scoring_json_schema
-from genrm.synthetic import FAMILIES, generate_examples
+from genrm.training.rewards import read_label
 
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth"
 
@@ -109,7 +109,7 @@ def test_record_commands(tmp_path):
 def test_records_too_long_are_dropped_not_truncated(examples, tiny_judge_dir):
     from transformers import AutoTokenizer
 
-    from genrm.train_common import records_dataset
+    from genrm.training.common import records_dataset
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_judge_dir)
     records = [sft_record(e) for e in examples[:4]]
@@ -124,7 +124,7 @@ def test_a_record_that_fits_only_without_its_image_is_dropped(examples, tiny_vlm
     from transformers import AutoProcessor
 
     from genrm.images import load_image
-    from genrm.train_common import records_dataset, token_count
+    from genrm.training.common import records_dataset, token_count
 
     processor = AutoProcessor.from_pretrained(tiny_vlm_judge_dir)
     pictured = next(e for e in examples if e.image)

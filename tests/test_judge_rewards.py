@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from genrm.judge_data import labelled_answer, rlvr_record
-from genrm.judge_rewards import (
+from genrm.data.judge_data import labelled_answer, rlvr_record
+from genrm.data.synthetic import generate_examples
+from genrm.training.rewards import (
     arguments_score,
     content_reward,
     content_reward_func,
     format_reward,
     format_reward_func,
 )
-from genrm.synthetic import generate_examples
 
 EXAMPLES = generate_examples(70, seed=3)
 

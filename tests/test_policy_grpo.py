@@ -101,10 +101,10 @@ def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_polic
 def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_path, tiny_vlm_judge_dir):
     from trl import GRPOConfig
 
+    from genrm.data.synthetic import generate_examples
     from genrm.judge import RuleJudge
     from genrm.prompts import build_group_prompts
     from genrm.schemas import Instance
-    from genrm.synthetic import generate_examples
     from policy_rl.data import policy_dataset
     from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
     from policy_rl.scorers import JudgeScorer

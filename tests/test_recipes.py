@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genrm.cli_train import train_parser
+from genrm.cli.train import train_parser
 from policy_rl.cli import rl_parser
 
 RECIPES = sorted((Path(__file__).resolve().parents[1] / "recipes").glob("*.yaml"))

@@ -79,7 +79,7 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
     import base64
     from pathlib import Path
 
-    from genrm.judge_data import read_examples
+    from genrm.data.judge_data import read_examples
     from genrm.schemas import Instance
 
     synth = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"

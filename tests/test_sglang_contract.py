@@ -15,6 +15,7 @@ import subprocess
 import pytest
 from fake_judge import judge_answer
 
+from genrm.data.teacher_rubrics import RUBRIC_SCHEMA
 from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import response_format
@@ -22,7 +23,6 @@ from genrm.judge import SCORING_SCHEMA_NAME
 from genrm.output_schema import scoring_json_schema
 from genrm.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
 from genrm.rubric import plan_rubric
-from genrm.teacher_rubrics import RUBRIC_SCHEMA
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 

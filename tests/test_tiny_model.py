@@ -4,7 +4,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from genrm.prompts import scoring_system_prompt
-from genrm.tiny_model import IM_END, build_tokenizer, judge_corpus
+from genrm.training.tiny_model import IM_END, build_tokenizer, judge_corpus
 
 
 def test_tokenizer_round_trips_any_text(tiny_judge_dir):

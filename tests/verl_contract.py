@@ -22,7 +22,7 @@ from verl.workers.reward_manager.batch import BatchRewardManager
 from genrm.judge import RuleJudge
 from genrm.schemas import Instance
 from genrm.scoring import score_instance
-from genrm.tiny_model import build_tokenizer
+from genrm.training.tiny_model import build_tokenizer
 from policy_rl.verl_reward import compute_score_batch, verl_row
 
 

@@ -19,7 +19,7 @@ def train_parser(job: str) -> Any:
     ``JudgeDataArguments``, ``SFTConfig`` or ``GRPOConfig``, and ``ModelConfig``."""
     from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
 
-    from genrm.train_common import JudgeDataArguments
+    from genrm.training.common import JudgeDataArguments
 
     config_type = {"sft": SFTConfig, "rlvr": GRPOConfig}[job]
     return TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {job}")
@@ -28,9 +28,9 @@ def train_parser(job: str) -> Any:
 def _cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.job == "sft":
-        from genrm.train_sft import run_sft as run
+        from genrm.training.sft import run_sft as run
     else:
-        from genrm.train_rlvr import run_rlvr as run
+        from genrm.training.rlvr import run_rlvr as run
     data, training, model = train_parser(args.job).parse_args_and_config(args=args.rest)
     try:
         run(data, training, model)

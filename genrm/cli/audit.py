@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import DEVICES
-from genrm.cli_data import judge_backend_options, make_judge
+from genrm.cli.data import judge_backend_options, make_judge
 
 
 def _read_audit(path: str) -> Any:
-    from genrm.audit_set import read_audit
+    from genrm.evaluation.audit_set import read_audit
 
     with open(path, encoding="utf-8") as source:
         return read_audit(source)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from genrm.audit_set import category_counts, regular_examples
-    from genrm.judge_data import write_jsonl
+    from genrm.data.judge_data import write_jsonl
+    from genrm.evaluation.audit_set import category_counts, regular_examples
 
     examples = []
     for path in args.input:
@@ -41,7 +41,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             return 1
         audit, report = built
     else:
-        from genrm.audit_constructors import build_audit_set
+        from genrm.evaluation.audit_constructors import build_audit_set
 
         audit, report = build_audit_set(examples, args.seed, args.per_category)
     if not any(e.category != "regular" for e in audit):
@@ -67,9 +67,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
-    from genrm.audit_llm import build_llm_abnormal
+    from genrm.data.teachers import teacher_engine
     from genrm.engine import BackendUnavailable
-    from genrm.teachers import teacher_engine
+    from genrm.evaluation.audit_llm import build_llm_abnormal
 
     generator = teacher_engine(args.generator, args.api_key_env, device=args.device)
     checkers = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
@@ -90,8 +90,8 @@ def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from genrm.audit_run import plot_audit, run_audit
     from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.evaluation.audit_run import plot_audit, run_audit
 
     examples = _read_audit(args.audit)
     judge = make_judge(args, args.audit)
@@ -126,17 +126,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
-    from genrm.audit_run import SETTINGS
+    from genrm.evaluation.audit_run import SETTINGS
 
     audit = sub.add_parser("audit", help="false positives of a judge on abnormal responses (build a set, run it)")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="AUDIT_COMMAND")
 
     build = audit_sub.add_parser(
         "build", help="an audit set: regular responses and annotated abnormal ones, balanced by category",
-        description="From labelled test examples (genrm.judge_data.JudgeExample JSONL), build abnormal responses of "
-        "four categories (no final answer, irrelevant, wrong but plausible, adversarial), at most one per input and "
-        "as many per category, each with per-criterion annotations. Deterministic constructors by default; with "
-        "--generator a model rewrites responses and --checker models review them.",
+        description="From labelled test examples (genrm.data.judge_data.JudgeExample JSONL), build abnormal "
+        "responses of four categories (no final answer, irrelevant, wrong but plausible, adversarial), at most one "
+        "per input and as many per category, each with per-criterion annotations. Deterministic constructors by "
+        "default; with --generator a model rewrites responses and --checker models review them.",
     )  # fmt: skip
     build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl")
     build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl")

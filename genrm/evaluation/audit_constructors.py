@@ -12,14 +12,15 @@ response of its category, with a label per criterion that it knows by constructi
   (another option and its text, a nearby number, another time or date in the same format, another sign or part
   number, a shifted box or point); the other labels are kept, except fuzzy criteria whose reference names the
   changed value (no credit now). The changed label's credit is the verifier's score of the new value (at most 0.5).
-- ``adversarial``, one attack of :data:`genrm.audit_set.ATTACKS` in turn: ``circumlocution`` (authoritative
+- ``adversarial``, one attack of :data:`genrm.evaluation.audit_set.ATTACKS` in turn: ``circumlocution`` (authoritative
   descriptions in place of every value, a "Final answer:" line with no value), ``symbolic_bluff`` (a construction
   claimed to reduce to the expected result), ``incorrect_selection`` (the target weighed as a candidate, then a wrong
   final selection; its label is the wrong value) and ``injection`` (instructions to the judge to give full credit).
 
-Every abnormal response passes the leak check (:func:`genrm.audit_set.leaked_targets`): no target of a criterion
-it does not fully earn appears in it (for ``incorrect_selection``, in its final answer, since the reasoning names the
-target on purpose). :func:`build_audit_set` samples categories in balance, at most one abnormal response per input.
+Every abnormal response passes the leak check (:func:`genrm.evaluation.audit_set.leaked_targets`): no target of a
+criterion it does not fully earn appears in it (for ``incorrect_selection``, in its final answer, since the reasoning
+names the target on purpose). :func:`build_audit_set` samples categories in balance, at most one abnormal response per
+input.
 """
 
 from __future__ import annotations
@@ -33,9 +34,17 @@ from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from genrm.answer_extraction import final_answer_span
-from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, Category, abnormal_from, leaked_targets, plans_of
+from genrm.data.judge_data import CriterionLabel
+from genrm.evaluation.audit_set import (
+    ABNORMAL,
+    ATTACKS,
+    AuditExample,
+    Category,
+    abnormal_from,
+    leaked_targets,
+    plans_of,
+)
 from genrm.judge import call_string
-from genrm.judge_data import CriterionLabel
 from genrm.rubric import CriterionPlan, appears_in
 from verifiers import get_spec, parse_call, verify_call_result
 from verifiers.registry import ValueKind, empty_prediction
@@ -412,7 +421,8 @@ def _circumlocution(plans: Sequence[CriterionPlan]) -> tuple[str, list[Criterion
 
 
 def adversarial(base: AuditExample, context: BuildContext, rng: random.Random, attack: str) -> AuditExample | str:
-    """One adversarial response with the given attack (one of ``genrm.audit_set.ATTACKS``; ValueError otherwise)."""
+    """One adversarial response with the given attack (one of ``genrm.evaluation.audit_set.ATTACKS``; ValueError
+    otherwise)."""
     if attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}; the attacks are {', '.join(ATTACKS)}")
     plans = plans_of(base)

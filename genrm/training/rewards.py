@@ -13,7 +13,7 @@
 
 Free-text fields (``thought``, ``rationale``) are never rewarded. :func:`format_reward_func` and
 :func:`content_reward_func` have the signature of TRL reward functions: they read conversational completions and the
-``judge_label`` column of :func:`genrm.judge_data.rlvr_record`.
+``judge_label`` column of :func:`genrm.data.judge_data.rlvr_record`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
+from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
 from genrm.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.prompts import Exposure, check_exposure
 from genrm.rubric import CriterionPlan

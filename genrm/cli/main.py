@@ -94,7 +94,7 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
-    from genrm.cli_data import make_judge
+    from genrm.cli.data import make_judge
     from genrm.engine import run_blocking
     from genrm.score_file import score_file
     from genrm.scoring import ScoringConfig
@@ -124,7 +124,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from genrm.tiny_model import TinyModelConfig, save_tiny_judge
+    from genrm.training.tiny_model import TinyModelConfig, save_tiny_judge
 
     config = TinyModelConfig(
         vocab_size=args.vocab_size, hidden_size=args.hidden_size, intermediate_size=2 * args.hidden_size,
@@ -169,7 +169,7 @@ def make_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_cmd_verifiers)
 
     from genrm.choices import EXPOSURES
-    from genrm.cli_data import judge_backend_options
+    from genrm.cli.data import judge_backend_options
 
     score = sub.add_parser(
         "score",
@@ -200,7 +200,7 @@ def make_parser() -> argparse.ArgumentParser:
         "and trying the transformers backend.",
     )
     tiny.add_argument("output", metavar="DIR", help="directory to save the checkpoint to")
-    from genrm.tiny_model import TinyModelConfig
+    from genrm.training.tiny_model import TinyModelConfig
 
     defaults = TinyModelConfig()
     tiny.add_argument("--vocab-size", type=int, default=defaults.vocab_size, help="tokenizer vocabulary (%(default)s)")
@@ -209,9 +209,9 @@ def make_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
     tiny.set_defaults(handler=_cmd_tiny_model)
 
-    from genrm.cli_audit import register as register_audit
-    from genrm.cli_data import register as register_data
-    from genrm.cli_train import register as register_train
+    from genrm.cli.audit import register as register_audit
+    from genrm.cli.data import register as register_data
+    from genrm.cli.train import register as register_train
 
     register_data(sub)
     register_train(sub)

@@ -108,8 +108,8 @@ def judge_corpus(instances: Sequence[Instance], synthetic_inputs: int = 240) -> 
         request = GroupRequest(instance.prompt, plans, responses)
         yield from _answer_json(request)
     if synthetic_inputs:
-        from genrm.judge_data import labelled_answer
-        from genrm.synthetic import synthetic_splits
+        from genrm.data.judge_data import labelled_answer
+        from genrm.data.synthetic import synthetic_splits
 
         train, _ = synthetic_splits(synthetic_inputs)
         for example in train:
@@ -119,7 +119,7 @@ def judge_corpus(instances: Sequence[Instance], synthetic_inputs: int = 240) -> 
 
 def example_instances() -> list[Instance]:
     """The shipped example set (``datasets/examples/reward_core.jsonl``), the default tokenizer corpus."""
-    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "reward_core.jsonl"
+    path = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "reward_core.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"the example set is not at {path}; pass a corpus of instances instead")
     return [Instance.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from genrm.data.judge_data import CriterionLabel, JudgeExample
 from genrm.execution import CriterionScore, execute
 from genrm.judge import GroupRequest, Judge
-from genrm.judge_data import CriterionLabel, JudgeExample
 from genrm.judge_output import ParsedJudgement
 from genrm.rubric import plan_rubric
 from genrm.schemas import Instance

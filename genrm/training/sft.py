@@ -2,13 +2,13 @@
 
     genrm train sft --config recipes/sft_tiny_cpu.yaml [--max_steps 20 ...]
 
-The recipe is read the way TRL's own scripts read theirs (``trl.TrlParser``): YAML keys and ``--flags`` are the
-fields of :class:`genrm.train_common.JudgeDataArguments`, ``trl.SFTConfig`` and ``trl.ModelConfig`` (``use_peft``,
-``lora_r`` ...). The examples become conversational prompt-completion records (:func:`genrm.judge_data.sft_record`),
-so the prompt is rendered by the model's own chat template and the loss is on the completion only. Examples longer
-than ``max_length`` are dropped, not truncated (a cut answer would teach the judge to stop mid-JSON), and the log
-says how many. Several GPUs or nodes: launch the same command with ``accelerate launch --config_file ...``
-(DeepSpeed ZeRO or FSDP configs are in ``recipes/accelerate/``).
+The recipe is read the way TRL's own scripts read theirs (``trl.TrlParser``): YAML keys and ``--flags`` are the fields
+of :class:`genrm.training.common.JudgeDataArguments`, ``trl.SFTConfig`` and ``trl.ModelConfig`` (``use_peft``,
+``lora_r`` ...). The examples become conversational prompt-completion records
+(:func:`genrm.data.judge_data.sft_record`), so the prompt is rendered by the model's own chat template and the loss is
+on the completion only. Examples longer than ``max_length`` are dropped, not truncated (a cut answer would teach the
+judge to stop mid-JSON), and the log says how many. Several GPUs or nodes: launch the same command with ``accelerate
+launch --config_file ...`` (DeepSpeed ZeRO or FSDP configs are in ``recipes/accelerate/``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genrm.judge_data import sft_record
-from genrm.train_common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
+from genrm.data.judge_data import sft_record
+from genrm.training.common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
 
 logger = logging.getLogger(__name__)
 

@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 
 
 def _read(path: str) -> Any:
-    from genrm.judge_data import read_examples
+    from genrm.data.judge_data import read_examples
 
     with open(path, encoding="utf-8") as source:
         return read_examples(source)
 
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
-    from genrm.judge_data import write_jsonl
-    from genrm.synthetic import synthetic_splits
+    from genrm.data.judge_data import write_jsonl
+    from genrm.data.synthetic import synthetic_splits
 
     train, test = synthetic_splits(args.inputs, args.seed, args.test_fraction)
     out = Path(args.output)
@@ -49,7 +49,7 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
 
 
 def _cmd_records(args: argparse.Namespace) -> int:
-    from genrm.judge_data import rlvr_record, sft_record, write_jsonl
+    from genrm.data.judge_data import rlvr_record, sft_record, write_jsonl
 
     build = sft_record if args.data_command == "sft" else rlvr_record
     examples = _read(args.input)
@@ -100,7 +100,7 @@ def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_ret
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from genrm.reliability import evaluate
+    from genrm.evaluation.reliability import evaluate
 
     examples = _read(args.data)
     if args.limit:
@@ -121,7 +121,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _teachers(args: argparse.Namespace) -> list[Any]:
-    from genrm.teachers import teacher_engine
+    from genrm.data.teachers import teacher_engine
 
     return [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.teacher]
 
@@ -161,9 +161,9 @@ async def _close(teachers: list[Any]) -> None:
 
 
 def _cmd_rubrics(args: argparse.Namespace) -> int:
-    from genrm.judge_data import write_jsonl
-    from genrm.teacher_rubrics import RubricTask, build_rubrics
-    from genrm.teachers import teacher_engine, teacher_judge
+    from genrm.data.judge_data import write_jsonl
+    from genrm.data.teacher_rubrics import RubricTask, build_rubrics
+    from genrm.data.teachers import teacher_engine, teacher_judge
 
     tasks = _read_lines(args.input, RubricTask)
     if tasks is None:
@@ -200,10 +200,10 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
-    from genrm.judge_data import balance, split_by_input, write_jsonl
+    from genrm.data.judge_data import balance, split_by_input, write_jsonl
+    from genrm.data.teacher_labels import label_instances
+    from genrm.data.teachers import teacher_judge
     from genrm.schemas import Instance
-    from genrm.teacher_labels import label_instances
-    from genrm.teachers import teacher_judge
 
     instances = _read_lines(args.input, Instance)
     if instances is None:

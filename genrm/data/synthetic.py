@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from genrm.data.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
 from genrm.judge import call_string
-from genrm.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
 from genrm.rubric import plan_rubric
 from genrm.schemas import Rubric
 from verifiers import verify_call_result
@@ -326,5 +326,6 @@ def generate_examples(inputs: int, seed: int = 0) -> list[JudgeExample]:
 def synthetic_splits(
     inputs: int = 240, seed: int = 0, test_fraction: float = 0.15
 ) -> tuple[list[JudgeExample], list[JudgeExample]]:
-    """The balanced synthetic set, split into train and test by input (see :func:`genrm.judge_data.split_by_input`)."""
+    """The balanced synthetic set, split into train and test by input
+    (:func:`genrm.data.judge_data.split_by_input`)."""
     return split_by_input(balance(generate_examples(inputs, seed), seed), test_fraction, seed)

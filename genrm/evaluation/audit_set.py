@@ -1,6 +1,6 @@
 """The false-positive audit set (RLR3 section 5.5, appendix B.4): regular responses and abnormal ones, annotated.
 
-An audit example is a judge example (:class:`genrm.judge_data.JudgeExample`: an input, one response, one label per
+An audit example is a judge example (:class:`genrm.data.judge_data.JudgeExample`: an input, one response, one label per
 criterion) with the category it belongs to:
 
 - ``regular``: a response of the test set as it was, with its labels;
@@ -14,11 +14,11 @@ criterion) with the category it belongs to:
 The labels of an abnormal response say what a correct extractor reads from it (an empty value where the response
 states none) and the credit that deserves: for a verifiable criterion the real verifier's score of that value against
 the rubric's target, for a fuzzy one the constructor's credit. A judge gives a false positive on a criterion when it
-awards clearly more than that (:mod:`genrm.audit_run`).
+awards clearly more than that (:mod:`genrm.evaluation.audit_run`).
 
 This module holds the record, the leak check that keeps an abnormal response from stating a target it must not
-earn, and reading and writing audit files. The constructors are in :mod:`genrm.audit_constructors` (deterministic)
-and :mod:`genrm.audit_llm` (a model through any backend, then quality control).
+earn, and reading and writing audit files. The constructors are in :mod:`genrm.evaluation.audit_constructors`
+(deterministic) and :mod:`genrm.evaluation.audit_llm` (a model through any backend, then quality control).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from genrm.judge_data import CriterionLabel, JudgeExample, read_examples
+from genrm.data.judge_data import CriterionLabel, JudgeExample, read_examples
 from genrm.rubric import CriterionPlan, appears_in, plan_rubric, target_values
 
 Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial"]

@@ -3,14 +3,14 @@
     genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml
 
 Start from the SFT judge. The prompts are the scoring prompts of the examples
-(:func:`genrm.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which TRL hands to
-the reward functions: :func:`genrm.judge_rewards.format_reward_func` (1 only for one JSON object filling every
-rubric slot with the right type) and :func:`genrm.judge_rewards.content_reward_func` (extracted values checked by
+(:func:`genrm.data.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which TRL hands
+to the reward functions: :func:`genrm.training.rewards.format_reward_func` (1 only for one JSON object filling every
+rubric slot with the right type) and :func:`genrm.training.rewards.content_reward_func` (extracted values checked by
 each criterion's verifier against the label, fuzzy credits against the label's). Free-text fields are not rewarded.
 Sampling is free (no grammar): the judge has to learn the format, which constrained serving then only guarantees.
 Under the ``vlm`` exposure the judge sees each input's image, and a batch may mix inputs with and without one
-(:mod:`genrm.grpo_images`).
-Recipe fields are those of :class:`genrm.train_common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``,
+(:mod:`genrm.training.grpo_images`).
+Recipe fields are those of :class:`genrm.training.common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``,
 ``max_completion_length``, ``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
 """
 
@@ -20,9 +20,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genrm.judge_data import LABEL_COLUMN, rlvr_record
-from genrm.judge_rewards import content_reward_func, format_reward_func
-from genrm.train_common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
+from genrm.data.judge_data import LABEL_COLUMN, rlvr_record
+from genrm.training.common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
+from genrm.training.rewards import content_reward_func, format_reward_func
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     from transformers import AutoConfig
     from trl import get_peft_config
 
-    from genrm.grpo_images import MixedImageGRPOTrainer
+    from genrm.training.grpo_images import MixedImageGRPOTrainer
 
     path, processing = prepare_judge_model(data, training, model_args)
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)

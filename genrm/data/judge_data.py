@@ -3,18 +3,18 @@
 A :class:`JudgeExample` is one response to one input (prompt + rubric) with a label per criterion: for a verifiable
 criterion the scoring-side call holding the value to extract (``expr_verify(predict='12')``), for a fuzzy one the
 credit (0, 0.5 or 1); each label also keeps the credit the criterion earns. Labels come from teachers or
-from the synthetic generator (:mod:`genrm.synthetic`), which knows them by construction. The same file feeds:
+from the synthetic generator (:mod:`genrm.data.synthetic`), which knows them by construction. The same file feeds:
 
 - SFT (:func:`sft_record`): ``{"prompt": [system, user], "completion": [assistant]}``, the conversational
   prompt-completion format of TRL's ``SFTTrainer`` (loss on the completion only), the prompt built by the same
   builders the server uses, the completion the labelled answer as JSON;
 - RLVR (:func:`rlvr_record`): ``{"prompt": [system, user], "judge_label": "<JSON>"}`` for TRL's ``GRPOTrainer``,
-  whose reward functions receive the ``judge_label`` column (:mod:`genrm.judge_rewards`);
-- evaluation (:mod:`genrm.reliability`).
+  whose reward functions receive the ``judge_label`` column (:mod:`genrm.training.rewards`);
+- evaluation (:mod:`genrm.evaluation.reliability`).
 
 Message contents are plain strings. Under the ``vlm`` exposure a record also has an ``images`` column (a list with the
 example's image reference, empty when it has none): TRL's vision format, where the trainer puts the image before the
-user's text; :func:`genrm.train_common.judge_datasets` reads the pixels (:mod:`genrm.images`).
+user's text; :func:`genrm.training.common.judge_datasets` reads the pixels (:mod:`genrm.images`).
 
 Both record formats load with ``datasets.load_dataset("json", data_files=...)``; the label is a JSON string so that
 Arrow never has to unify rubrics of different shapes.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
+from genrm.data.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
 from genrm.prompts import Exposure, check_exposure
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def ensure_base_model(path: str | None, data: JudgeDataArguments) -> str:
     if not path:
         raise ValueError("model_name_or_path is required (a checkpoint directory or a hub id)")
     if data.build_tiny_model and not Path(path).exists():
-        from genrm.tiny_model import save_tiny_judge, save_tiny_vlm_judge
+        from genrm.training.tiny_model import save_tiny_judge, save_tiny_vlm_judge
 
         vision = data.checked_exposure() == "vlm"
         logger.info("saving the untrained tiny %sjudge to %s", "vision-language " if vision else "", path)

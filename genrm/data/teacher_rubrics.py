@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.execution import execute
 from genrm.judge import GroupRequest, Judge, RuleJudge
@@ -33,7 +34,6 @@ from genrm.judge_output import extract_json_object
 from genrm.prompts import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.rubric import RubricError, RubricPolicy, plan_rubric
 from genrm.schemas import Instance, Rubric
-from genrm.teachers import complete_json
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model

@@ -1,6 +1,6 @@
 """The LLM constructor of abnormal responses (RLR3 appendix B.4), with quality control, through any backend.
 
-A generator model (a :mod:`genrm.teachers` engine: an OpenAI-compatible endpoint such as SGLang, or a checkpoint
+A generator model (a :mod:`genrm.data.teachers` engine: an OpenAI-compatible endpoint such as SGLang, or a checkpoint
 loaded here) rewrites an input's regular response so that it shows the assigned failure, then annotates it against
 every checklist criterion as a strict grader: the value the response states (empty when none) and a credit with a
 short rationale. The answer is constrained to :data:`GENERATION_SCHEMA` where the backend supports it.
@@ -10,8 +10,8 @@ verifier's score against the target (the generator's own credit is not trusted t
 generator's credit. Then quality control drops a candidate when:
 
 - a deterministic check fails: a target of a criterion it does not fully earn appears in it
-  (:func:`genrm.audit_set.leaked_targets`; for an incorrect final selection, in its final answer), or an annotation
-  cannot be read (a value that is not one of the verifier's, a criterion missing);
+  (:func:`genrm.evaluation.audit_set.leaked_targets`; for an incorrect final selection, in its final answer), or an
+  annotation cannot be read (a value that is not one of the verifier's, a criterion missing);
 - any checker model (independent judges, :data:`CHECK_SCHEMA`) says the response does not show the failure mode or
   the annotation is not consistent with it.
 
@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from genrm.answer_extraction import final_answer_span
-from genrm.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
-from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
+from genrm.data.judge_data import CriterionLabel
+from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
-from genrm.judge_data import CriterionLabel
+from genrm.evaluation.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
+from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
 from genrm.judge_output import extract_json_object
 from genrm.rubric import CriterionPlan
-from genrm.teachers import complete_json
 from verifiers import get_spec
 
 _ANNOTATION = {

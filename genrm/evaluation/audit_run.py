@@ -10,7 +10,8 @@ A **setting** is what the judge sees and how its answer is executed:
 Per setting the audit reports:
 
 - **accuracy on regular responses**: criterion-level, split into arguments (verifiable criteria: the extracted value
-  matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`genrm.reliability` measures it;
+  matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`genrm.evaluation.reliability`
+  measures it;
 - **false positive rate** per abnormal category, split by whether the criterion is verifiable or fuzzy in the
   rubric: among criteria the annotation leaves room for (deserved credit + ``margin`` < 1), the share where the
   judge's execution awards more than the deserved credit plus ``margin``. The awarded credit is what the reward
@@ -31,12 +32,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from genrm.audit_set import ABNORMAL, ATTACKS, AuditExample, plans_of
+from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, plans_of
+from genrm.evaluation.reliability import check_answer, judge_examples
 from genrm.execution import execute
 from genrm.judge import Judge
 from genrm.judge_output import ParsedJudgement
 from genrm.prompts import Exposure
-from genrm.reliability import check_answer, judge_examples
 
 Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
 #: Each setting's exposure (see the module docstring).
