@@ -17,6 +17,10 @@ JudgeBackend = Literal["rule", "transformers", "openai", "sglang"]
 """Where judgements come from: fixed rules, a checkpoint in process, or an OpenAI-compatible or SGLang endpoint."""
 JUDGE_BACKENDS: tuple[JudgeBackend, ...] = get_args(JudgeBackend)
 
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+"""Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
+DTYPES: tuple[Dtype, ...] = get_args(Dtype)
+
 Device = Literal["auto", "cpu", "cuda"]
 """Where a model run in process goes (``auto``: CUDA when there is one)."""
 DEVICES: tuple[Device, ...] = get_args(Device)

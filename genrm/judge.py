@@ -134,20 +134,18 @@ class EngineJudge:
     Nothing is ever turned into a credit.
     """
 
-    def __init__(
-        self, engine: Engine, constrained: bool = True, parse_retries: int = 1, name: str | None = None
-    ) -> None:
-        """Configure the judge.
+    def __init__(self, engine: Engine, parse_retries: int = 1, name: str | None = None) -> None:
+        """Configure the judge. Every request carries the rubric's JSON schema; the engine constrains decoding to it
+        when it is configured to (``EngineOptions.constrained``).
 
         Args:
             engine: who answers.
-            constrained: attach the rubric's JSON schema to each request (the engine constrains to it if it can).
             parse_retries: new samples for an answer that could not be read (>= 0).
             name: the judge's name in reports (default: the engine's kind, e.g. ``sglang``).
         """
         if parse_retries < 0:
             raise ValueError("parse_retries must be >= 0")
-        self.engine, self.constrained, self.parse_retries = engine, constrained, parse_retries
+        self.engine, self.parse_retries = engine, parse_retries
         self.name, self.model = name or engine.name, engine.model
 
     @property
@@ -157,7 +155,7 @@ class EngineJudge:
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One judgement per response of ``request``, in order; the group's requests go to the engine together."""
-        schema = scoring_json_schema(request.plans) if self.constrained else None
+        schema = scoring_json_schema(request.plans)
         prompts = build_group_prompts(
             request.prompt, request.plans, request.responses, request.exposure, request.image
         )
@@ -192,5 +190,4 @@ def make_judge(spec: JudgeSpec | str, options: EngineOptions | None = None, pars
     spec = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
     if not spec.needs_engine:
         return RuleJudge()
-    options = options or EngineOptions()
-    return EngineJudge(make_engine(spec, options), options.constrained, parse_retries)
+    return EngineJudge(make_engine(spec, options or EngineOptions()), parse_retries)

@@ -7,7 +7,6 @@ criterion and mask by mask, how the reward came about.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -191,23 +190,12 @@ def group_request(instance: Instance, plans: Sequence[CriterionPlan], config: Sc
     return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
 
 
-async def ascore_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
-    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards (in a worker thread,
-    so that the verifiers never hold the event loop).
+def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
+    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards. The judge runs on the
+    engine loop (:func:`genrm.engine.run_blocking`), the verifiers in this thread.
 
     Raises ``genrm.rubric.RubricError`` when the rubric fails its checks (the caller reports it; nothing is scored).
     """
-    config = config or ScoringConfig()
-    plans = plan_instance(instance, config)
-    if not instance.responses:
-        return InstanceResult(id=instance.id, rewards=[], records=[])
-    judgements = await judge.judge_group(group_request(instance, plans, config))
-    return await asyncio.to_thread(score_group, instance, plans, judgements, config)
-
-
-def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
-    """:func:`ascore_instance` for blocking callers: the judge runs on the engine loop
-    (:func:`genrm.engine.run_blocking`), the verifiers in this thread."""
     config = config or ScoringConfig()
     plans = plan_instance(instance, config)
     if not instance.responses:

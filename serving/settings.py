@@ -20,7 +20,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from genrm.choices import Device, Exposure, JudgeBackend
+from genrm.choices import Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 
 BackendName = JudgeBackend  # the name settings users know it by
@@ -102,7 +102,7 @@ class ServerSettings(BaseSettings):
         "sglang.launch_server] (default: this interpreter)",
     )
     device: Device = Field("auto", description="transformers backend: where the model runs")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+    dtype: Dtype = Field(
         "auto", description="transformers backend: weight dtype (auto: bfloat16 on CUDA, float32 on CPU)"
     )
     trust_remote_code: bool = Field(False, description="transformers backend: run the checkpoint's own code")

@@ -58,3 +58,38 @@ def test_the_factory_builds_http_engines_and_refuses_rule():
     assert plain.name == "openai" and plain._health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1/models"
     with pytest.raises(ValueError, match="no engine"):
         make_engine(JudgeSpec())
+
+
+def test_the_engine_decides_whether_a_schema_constrains_decoding():
+    import asyncio
+    import json
+
+    import httpx
+
+    from genrm.engine import ChatPrompt, ChatRequest
+    from genrm.engine.endpoint import ChatEndpoint
+
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"message": {"content": "{}"}, "finish_reason": "length"}]})
+
+    request = ChatRequest(ChatPrompt("s", "u"), {"type": "object"}, "answer_schema")
+
+    async def ask(constrained):
+        endpoint = ChatEndpoint(["http://judge/v1"], "m", transport=httpx.MockTransport(handler))
+        engine = HttpEngine(endpoint, constrained=constrained)
+        try:
+            return await engine.complete([request])
+        finally:
+            await engine.aclose()
+
+    (constrained,) = asyncio.run(ask(True))
+    (free,) = asyncio.run(ask(False))
+    assert bodies[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer_schema", "schema": {"type": "object"}},
+    }
+    assert "response_format" not in bodies[1]
+    assert constrained.finished is False and free.text == "{}"  # cut by the token budget, as the endpoint said

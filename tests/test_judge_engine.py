@@ -43,9 +43,6 @@ def test_one_call_per_group_with_the_schema_attached():
     assert all(r.schema is not None and r.schema_name == "judge_output" for r in engine.requests)
     assert all(r.temperature is None for r in engine.requests)  # the engine's own sampling
     assert "response 2" in engine.requests[2].prompt.user
-    unconstrained = _scripted(GOOD)
-    assert _judge(EngineJudge(unconstrained, constrained=False), 1)[0].ok
-    assert unconstrained.requests[0].schema is None
 
 
 def test_unreadable_answers_are_sampled_again_and_only_those():

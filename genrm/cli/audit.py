@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import DEVICES
-from genrm.cli.data import judge_backend_options, make_judge
+from genrm.cli.data import judge_backend_options, judge_from_args
 
 
 def _read_audit(path: str) -> Any:
@@ -94,7 +94,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.evaluation.audit_run import plot_audit, run_audit
 
     examples = _read_audit(args.audit)
-    judge = make_judge(args, args.audit)
+    judge = judge_from_args(args, args.audit)
     settings, skipped = [], {}
     for setting in args.settings:
         if setting == "vlm" and not judge.sees_images:

@@ -79,7 +79,7 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     return JudgeSpec(backend, args.model, tuple(args.url))
 
 
-def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Judge:
+def judge_from_args(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Judge:
     """The judge the options of :func:`judge_backend_options` name; ValueError says what is missing.
 
     ``parse_retries``: how often a model judge is asked again for an answer it could not read (0 for evaluation, so
@@ -89,14 +89,14 @@ def make_judge(args: argparse.Namespace, data_file: str | None = None, parse_ret
     import os
 
     from genrm.engine import EngineOptions, SamplingSettings
-    from genrm.judge import make_judge as judge_for
+    from genrm.judge import make_judge
 
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     options = EngineOptions(
         SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
         device=args.device, image_dir=str(Path(data_file).parent) if data_file else None,
     )  # fmt: skip
-    return judge_for(judge_spec_from_args(args), options, parse_retries)
+    return make_judge(judge_spec_from_args(args), options, parse_retries)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -105,7 +105,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
-    judge = make_judge(args, args.data)
+    judge = judge_from_args(args, args.data)
     if args.exposure == "vlm" and not judge.sees_images:
         print(f"genrm eval: --exposure vlm shows the judge the image, but {judge.model} is a text-only model",
               file=sys.stderr)  # fmt: skip
@@ -249,7 +249,7 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
 
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     """The options that name a judge: ``--judge SPEC``, or ``--backend`` and what it needs (read by
-    :func:`make_judge`)."""
+    :func:`judge_from_args`)."""
     parser.add_argument(
         "--judge", metavar="SPEC",
         help=f"the judge: {SPEC_FORMS} (default: rule); or spell it out with --backend, --model, --url",

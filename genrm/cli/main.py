@@ -94,7 +94,7 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
-    from genrm.cli.data import make_judge
+    from genrm.cli.data import judge_from_args
     from genrm.engine import run_blocking
     from genrm.score_file import score_file
     from genrm.scoring import ScoringConfig
@@ -105,7 +105,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         verify=VerifyConfig(deadline_s=args.deadline),
     )  # fmt: skip
     try:
-        judge = make_judge(args, None if args.input == "-" else args.input, parse_retries=1)
+        judge = judge_from_args(args, None if args.input == "-" else args.input, parse_retries=1)
     except (OSError, ValueError) as exc:  # a missing option, no checkpoint at that path, no chat template
         print(f"genrm score: cannot make the judge: {exc}", file=sys.stderr)
         return 2

@@ -64,4 +64,4 @@ async def complete_json(teacher: Engine, prompt: ChatPrompt, schema: dict[str, A
 
 def teacher_judge(teacher: Engine) -> Judge:
     """The teacher as a judge of groups (schema-constrained, one re-sample), named by its model."""
-    return EngineJudge(teacher, constrained=True, parse_retries=1, name=teacher.model)
+    return EngineJudge(teacher, parse_retries=1, name=teacher.model)

@@ -8,7 +8,7 @@ that failed (``error``) becomes the method's failed result with the engine's rea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from genrm.engine.types import CallFailed, ChatRequest, Engine, Reply
@@ -16,12 +16,13 @@ from genrm.engine.types import CallFailed, ChatRequest, Engine, Reply
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
 class Reader(Generic[T]):
     """How a method reads replies: ``read`` turns a reply into (result, readable); ``failed`` turns an engine's
     failure reason into the method's failed result."""
 
-    def __init__(self, read: Callable[[Reply], tuple[T, bool]], failed: Callable[[str], T]) -> None:
-        self.read, self.failed = read, failed
+    read: Callable[[Reply], tuple[T, bool]]
+    failed: Callable[[str], T]
 
 
 async def ask(

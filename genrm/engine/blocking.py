@@ -30,12 +30,6 @@ class EventLoopThread:
             raise RuntimeError("run_blocking was called from the engine's own event loop; await the coroutine")
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
-    def close(self) -> None:
-        """Stop the loop and its thread."""
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
-
 
 _shared: EventLoopThread | None = None
 _shared_lock = threading.Lock()

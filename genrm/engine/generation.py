@@ -33,9 +33,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from genrm.choices import Device
+from genrm.choices import Device, Dtype
 from genrm.engine.types import ChatPrompt, ChatRequest, Reply, SamplingSettings
 
 if TYPE_CHECKING:
@@ -43,9 +43,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
-
-DeviceName = Device  # the name this module's callers know it by
-DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 
 
 _MIN_SHARED_TOKENS = 32
@@ -74,7 +71,7 @@ def _common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
     return max(limit, 0)
 
 
-def pick_device(device: DeviceName) -> str:
+def pick_device(device: Device) -> str:
     """``cuda`` when asked for or when ``auto`` finds a CUDA device, else ``cpu``."""
     import torch
 
@@ -85,7 +82,7 @@ def pick_device(device: DeviceName) -> str:
     return device
 
 
-def pick_dtype(dtype: DtypeName, device: str) -> torch.dtype:
+def pick_dtype(dtype: Dtype, device: str) -> torch.dtype:
     """The torch dtype for ``dtype``; ``auto`` is bfloat16 on CUDA and float32 on CPU."""
     import torch
 
@@ -171,8 +168,8 @@ class LocalGenerator:
     def from_pretrained(
         cls,
         path: str,
-        device: DeviceName = "auto",
-        dtype: DtypeName = "auto",
+        device: Device = "auto",
+        dtype: Dtype = "auto",
         trust_remote_code: bool = False,
         **kwargs: Any,
     ) -> LocalGenerator:

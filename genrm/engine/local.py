@@ -54,10 +54,6 @@ class LocalEngine:
                     self.usage_callback(reply.prompt_tokens, reply.completion_tokens)
         return replies
 
-    def complete_blocking(self, requests: Sequence[ChatRequest]) -> list[Reply]:
-        """:meth:`complete` for a caller outside any event loop: blocks until answered."""
-        return self._count(self._batcher(requests))
-
     async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
         """One reply per request; they join the next batch (awaited without holding a thread)."""
         futures = [asyncio.wrap_future(future) for future in self._batcher.submit(requests)]
@@ -72,7 +68,3 @@ class LocalEngine:
     async def aclose(self) -> None:
         """Answer what is queued, then stop the batching worker."""
         await asyncio.to_thread(self._batcher.close)
-
-    def close(self) -> None:
-        """:meth:`aclose` for a caller outside any event loop."""
-        self._batcher.close()

@@ -22,10 +22,10 @@ class ScriptedEngine:
 
     name = "scripted"
 
-    def __init__(
-        self, script: Script, model: str = "scripted", sees_images: bool = True, constrained: bool = True
-    ) -> None:
-        self.script, self.model, self.sees_images, self.constrained = script, model, sees_images, constrained
+    constrained = False  # a script writes what it writes
+
+    def __init__(self, script: Script, model: str = "scripted", sees_images: bool = True) -> None:
+        self.script, self.model, self.sees_images = script, model, sees_images
         self.requests: list[ChatRequest] = []
         self.calls = 0
         self.usage_callback: UsageCallback | None = None
@@ -34,7 +34,7 @@ class ScriptedEngine:
     def _answer(self, request: ChatRequest) -> Reply:
         self.requests.append(request)
         answer = self.script(request)
-        reply = answer if isinstance(answer, Reply) else Reply(answer, 1, max(1, len(answer) // 4), finished=True)
+        reply = answer if isinstance(answer, Reply) else Reply(answer, finished=True)  # usage unknown: 0
         if reply.error is None and self.usage_callback is not None:
             self.usage_callback(reply.prompt_tokens, reply.completion_tokens)
         return reply

@@ -16,15 +16,11 @@ builds it. Light on purpose: the HTTP client and the model libraries are importe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from genrm.choices import JUDGE_BACKENDS, Device, JudgeBackend
+from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
 from genrm.engine.types import Engine, SamplingSettings
 
-if TYPE_CHECKING:
-    import httpx
-
-DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 _URL_SCHEMES = ("http://", "https://")
 SPEC_FORMS = "rule, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
 
@@ -113,7 +109,6 @@ class EngineOptions:
         max_batch_size: most prompts in one batch (transformers).
         batch_wait_s: longest wait to fill a batch, s (transformers).
         name: the model's name in logs and records, instead of its path (transformers).
-        transport: an httpx transport, to route calls to an in-process app (tests; openai, sglang).
     """
 
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
@@ -124,7 +119,7 @@ class EngineOptions:
     retries: int = 2
     max_in_flight: int = 64
     device: Device = "auto"
-    dtype: DtypeName = "auto"
+    dtype: Dtype = "auto"
     trust_remote_code: bool = False
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     prefix_cache: bool = True
@@ -132,7 +127,6 @@ class EngineOptions:
     max_batch_size: int = 16
     batch_wait_s: float = 0.005
     name: str | None = None
-    transport: httpx.AsyncBaseTransport | None = None
 
 
 def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine:
@@ -160,7 +154,7 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
 
         endpoint = ChatEndpoint(
             list(spec.urls), str(spec.model), options.api_key, timeout_s=options.timeout_s, retries=options.retries,
-            max_in_flight=options.max_in_flight, transport=options.transport, budget_s=options.budget_s,
+            max_in_flight=options.max_in_flight, budget_s=options.budget_s,
         )  # fmt: skip
         return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend)  # type: ignore[arg-type]
     raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")
