@@ -30,8 +30,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from genrm.schemas import Instance  # noqa: E402
-from genrm.scoring import ScoringConfig  # noqa: E402
+from genrm.methods.rubric.models import Instance  # noqa: E402
 from policy_rl.rubric_reward import RubricReward  # noqa: E402
 from policy_rl.scorers import JudgeScorer, ServerScorer  # noqa: E402
 
@@ -57,8 +56,7 @@ class TimedScorer:
 
 
 def _judge(kind: str, model: str | None):
-    from genrm.engine import EngineOptions, SamplingSettings
-    from genrm.judge import make_judge
+    from genrm.engine import EngineOptions, SamplingSettings, make_judge
 
     spec = "rule" if kind == "rule" else f"transformers:{model}"
     return make_judge(spec, EngineOptions(SamplingSettings(max_tokens=256), device="cpu"))
@@ -71,7 +69,7 @@ def grpo_share(kind: str, model: str | None, policy: str, steps: int, workdir: P
     from policy_rl.data import policy_dataset
     from policy_rl.trainer import RubricGRPOTrainer
 
-    timed = TimedScorer(JudgeScorer(_judge(kind, model), ScoringConfig()))
+    timed = TimedScorer(JudgeScorer(_judge(kind, model)))
     args = GRPOConfig(output_dir=str(workdir / f"grpo-{kind}"), per_device_train_batch_size=16, num_generations=G,
                       max_completion_length=6, temperature=1.0, learning_rate=5e-3, max_steps=steps, use_cpu=True,
                       bf16=False, gradient_checkpointing=False, report_to="none", save_strategy="no",
@@ -126,7 +124,7 @@ def _serve(kind: str, model: str | None) -> tuple[subprocess.Popen, str]:
 def rewards_per_second(kind: str, model: str | None, count: int) -> tuple[float, float]:
     """Rewards per second in process and through the server, one group per call, after a warm-up pass (verifier
     worker pool, imports, compiled grammars) on other responses."""
-    local = JudgeScorer(_judge(kind, model), ScoringConfig())
+    local = JudgeScorer(_judge(kind, model))
     _rate(local, _groups(count, 0))
     in_process = _rate(local, _groups(count, 1))
     process, url = _serve(kind, model)

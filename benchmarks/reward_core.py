@@ -32,12 +32,12 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from genrm.judge import GroupRequest, RuleJudge  # noqa: E402
-from genrm.judge_output import parse_judge_output  # noqa: E402
-from genrm.prompts import build_scoring_prompt  # noqa: E402
-from genrm.rubric import plan_rubric  # noqa: E402
-from genrm.schemas import Instance, Rubric  # noqa: E402
-from genrm.scoring import score_group  # noqa: E402
+from genrm.methods.rubric.judge_output import parse_judge_output  # noqa: E402
+from genrm.methods.rubric.judges import GroupRequest, RuleJudge  # noqa: E402
+from genrm.methods.rubric.models import Instance, Rubric  # noqa: E402
+from genrm.methods.rubric.planning import plan_rubric  # noqa: E402
+from genrm.methods.rubric.prompts import build_scoring_prompt  # noqa: E402
+from genrm.methods.rubric.scoring import score_group  # noqa: E402
 
 G = 8
 TARGET = 2_000.0

@@ -44,9 +44,11 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 import httpx  # noqa: E402
 
-from genrm.judge import GroupRequest, call_string  # noqa: E402
-from genrm.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
-from genrm.schemas import Instance  # noqa: E402
+from genrm.engine import Judge  # noqa: E402
+from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
+from genrm.methods.rubric.judges import call_string  # noqa: E402
+from genrm.methods.rubric.method import PreparedInstance, RubricMethod  # noqa: E402
+from genrm.methods.rubric.models import Instance  # noqa: E402
 from verifiers import REGISTRY  # noqa: E402
 from verifiers.registry import empty_prediction  # noqa: E402
 
@@ -56,28 +58,19 @@ OVERHEAD_TARGET_MS = 2.0
 RULE_TARGET = 1_000.0
 
 
-class ZeroLatencyBackend:
-    """Answers at once: credit 1 for fuzzy criteria, the verifier called with an empty prediction otherwise."""
+class ZeroLatencyMethod(RubricMethod):
+    """The rubric method with a judge that answers at once: credit 1 for fuzzy criteria, the verifier called with an
+    empty prediction otherwise."""
 
-    name = model = "zero"
-    engine = None
-    sees_images = True
-
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+    async def judge(self, prepared: PreparedInstance, judge: Judge) -> list[ParsedJudgement]:
         criteria = []
-        for plan in request.plans:
+        for plan in prepared.plans:
             if plan.verifier is None:
                 criteria.append(CriterionJudgement(plan, credit=1.0))
             else:
                 empty = {k: v for k, v in empty_prediction(REGISTRY[plan.verifier]).items() if v is not None}
                 criteria.append(CriterionJudgement(plan, call=call_string(plan.verifier, empty)))
-        return [ParsedJudgement(None, "zero", "", list(criteria)) for _ in request.responses]
-
-    async def health(self) -> tuple[bool, str]:
-        return True, "in process"
-
-    async def aclose(self) -> None:
-        return None
+        return [ParsedJudgement(None, "zero", "", list(criteria)) for _ in prepared.instance.responses]
 
 
 def _serve_zero(port: int) -> None:
@@ -86,7 +79,7 @@ def _serve_zero(port: int) -> None:
     from serving.app import create_app
     from serving.settings import ServerSettings
 
-    app = create_app(ServerSettings(port=port, log_level="warning"), backend=ZeroLatencyBackend())
+    app = create_app(ServerSettings(port=port, log_level="warning"), method=ZeroLatencyMethod())
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

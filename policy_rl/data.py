@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from genrm.schemas import Instance
+from genrm.methods.rubric.models import Instance
 from policy_rl.rubric_reward import INSTANCE_COLUMN
 
 
@@ -67,7 +67,7 @@ def policy_dataset(
         instances = read_instances(source, str(path))[:limit]
     rows = [policy_record(instance, system_prompt, vision) for instance in instances]
     if vision:
-        from genrm.images import ImageError, load_image
+        from genrm.engine.images import ImageError, load_image
 
         if not any(instance.image for instance in instances):
             raise ValueError(f"no instance of {path} has an image, and the policy is set to see them (vision)")

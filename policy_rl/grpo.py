@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.prompts import check_exposure
-from genrm.scoring import ScoringConfig
+from genrm.choices import check_exposure
+from genrm.methods.rubric.scoring import ScoringConfig
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
 
 def _answer_words(instance: Any) -> list[str]:
     # The tiny policy's vocabulary must hold the words a right answer needs (a text target), or no sample can win.
-    from genrm.rubric import plan_rubric
+    from genrm.methods.rubric.planning import plan_rubric
 
     words = []
     for plan in plan_rubric(instance.rubric, instance.task_type):

@@ -6,7 +6,8 @@ criterion's raw scores between the group's minimum and maximum. So the work is c
 1. :meth:`RubricReward.outcomes` judges completions where they were generated and keeps, per completion, what
    aggregation needs: the raw score of each criterion (``None`` when unscored), the response-level format
    violations and the length rule. Judging is the expensive part and stays local to each process.
-2. :func:`group_rewards` remaps and aggregates (``genrm.aggregation.aggregate_group``) over whole groups.
+2. :func:`group_rewards` remaps and aggregates (``genrm.methods.rubric.aggregation.aggregate_group``) over whole
+   groups.
 
 Called as a TRL reward function, :class:`RubricReward` does both on the completions it is handed, with groups read
 from consecutive rows of the same instance: right when each process holds whole groups (one process, or a batch
@@ -28,9 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from genrm.aggregation import CriterionSlot, aggregate_group, check_tau, length_conditional_mask
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult
+from genrm.methods.config import check_tau
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.scoring import InstanceResult
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +41,8 @@ INSTANCE_COLUMN = "genrm_instance"
 
 
 class InstanceScorer(Protocol):
-    """Scores groups: one :class:`genrm.scoring.InstanceResult` per instance, in order (an in-process judge, or
-    the reward server through :class:`serving.client.RewardClient`)."""
+    """Scores groups: one :class:`genrm.methods.rubric.scoring.InstanceResult` per instance, in order (an in-process
+    judge, or the reward server through :class:`serving.client.RewardClient`)."""
 
     def __call__(self, instances: Sequence[Instance]) -> list[InstanceResult]: ...
 

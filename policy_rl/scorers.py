@@ -1,8 +1,8 @@
 """Where the policy's completions are judged: a judge in this process, or the reward server over HTTP.
 
 Both are :class:`policy_rl.rubric_reward.InstanceScorer` s: a list of instances (each with the completions of one
-group as its responses) in, one ``genrm.scoring.InstanceResult`` per instance out. :func:`make_scorer` reads the
-``judge`` setting of ``genrm rl``:
+group as its responses) in, one ``genrm.methods.rubric.scoring.InstanceResult`` per instance out. :func:`make_scorer`
+reads the ``judge`` setting of ``genrm rl``:
 
 - a reward server URL, ``http://HOST:PORT``: a running ``genrm serve`` (any judge behind it: SGLang in production);
 - else a judge in the one spelling of :class:`genrm.engine.JudgeSpec`, judged in this process: ``rule`` (verifiable
@@ -16,27 +16,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from genrm.choices import Device
-from genrm.judge import Judge
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult, ScoringConfig, score_instance
+from genrm.engine.judge import Judge
+from genrm.methods import MethodInputError, RewardMethod, score_instance
+from genrm.methods.base import failed_result
+from genrm.methods.rubric.method import RubricMethod
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig
 
 
 @dataclass(frozen=True)
 class JudgeScorer:
-    """Scores in this process with a judge (:func:`genrm.judge.make_judge`)."""
+    """Scores in this process: ``method`` (the rubric method by default) with ``judge``
+    (:func:`genrm.engine.make_judge`)."""
 
     judge: Judge
-    config: ScoringConfig = field(default_factory=ScoringConfig)
+    method: RewardMethod = field(default_factory=RubricMethod)
 
     def __call__(self, instances: Sequence[Instance]) -> list[InstanceResult]:
-        """Each instance's result; a rubric that fails its checks is a result with ``error`` set."""
+        """Each instance's result; an instance the method refuses (a rubric that fails its checks) is a result with
+        ``error`` set."""
         results = []
         for instance in instances:
             try:
-                results.append(score_instance(instance, self.judge, self.config))
-            except ValueError as exc:  # RubricError and bad rubrics: reported per instance
-                results.append(InstanceResult(id=instance.id, rewards=None, error=str(exc)))
-        return results
+                results.append(score_instance(self.method, instance, self.judge))
+            except MethodInputError as exc:
+                results.append(failed_result(self.method, instance.id, str(exc)))
+        return results  # type: ignore[return-value]
 
 
 class ServerScorer:
@@ -68,15 +73,13 @@ def make_scorer(
     ``api_key``: the reward server's or the judge endpoint's bearer token. Raises ValueError for a setting of neither
     form, or a checkpoint that cannot be loaded.
     """
-    from genrm.engine import EngineOptions, JudgeSpec
+    from genrm.engine import EngineOptions, JudgeSpec, make_judge
     from genrm.engine.spec import SPEC_FORMS
-    from genrm.judge import make_judge
 
-    config = config or ScoringConfig()
     if spec.startswith(("http://", "https://")):
         return ServerScorer(spec, api_key=api_key)
     try:
         parsed = JudgeSpec.parse(spec)
     except ValueError:
         raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
-    return JudgeScorer(make_judge(parsed, EngineOptions(api_key=api_key, device=device)), config)
+    return JudgeScorer(make_judge(parsed, EngineOptions(api_key=api_key, device=device)), RubricMethod(config))

@@ -37,7 +37,7 @@ from policy_rl.rubric_reward import RubricReward
 @functools.lru_cache(maxsize=1)
 def _reward() -> RubricReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
-    from genrm.scoring import ScoringConfig
+    from genrm.methods.rubric.scoring import ScoringConfig
     from policy_rl.scorers import make_scorer
 
     judge = os.environ.get("GENRM_JUDGE", "rule")

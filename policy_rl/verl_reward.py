@@ -33,7 +33,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.schemas import Instance
+from genrm.methods.rubric.models import Instance
 from policy_rl.rubric_reward import Outcome, RubricReward
 
 
@@ -55,7 +55,7 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 @functools.lru_cache(maxsize=8)
 def _reward(judge: str, api_key_env: str | None, tau: float) -> RubricReward:
     # verl calls the function for every batch: the scorer (a loaded judge, a connection pool) is made once.
-    from genrm.scoring import ScoringConfig
+    from genrm.methods.rubric.scoring import ScoringConfig
     from policy_rl.scorers import make_scorer
 
     api_key = os.environ.get(api_key_env) if api_key_env else None

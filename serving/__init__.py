@@ -1,1 +1,2 @@
-"""serving: the FastAPI reward server in front of a judge (``genrm.engine``, ``genrm.judge``), and its client."""
+"""serving: the FastAPI reward server in front of a judge (``genrm.engine``, ``genrm.methods.rubric.judges``), and its
+client."""

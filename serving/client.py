@@ -1,7 +1,7 @@
 """Python clients of the reward server, synchronous and asynchronous, with timeouts and retries.
 
     with RewardClient("http://127.0.0.1:8000") as client:
-        results = client.score([instance])          # list of genrm.scoring.InstanceResult
+        results = client.score([instance])          # list of genrm.methods.rubric.scoring.InstanceResult
         results[0].rewards                          # [1.0, 0.0, None, ...]
 
 ``transport`` takes any httpx transport (``httpx.ASGITransport(app)`` serves an app in process).
@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult
-from serving.api_models import HealthResponse, ScoreResponse, VerifyResponse
+from genrm.methods.base import GroupResult
+from genrm.methods.rubric.scoring import InstanceResult
+from serving.payloads import HealthResponse, VerifyResponse, score_response_model
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _TRANSPORT_ONLY: frozenset[int] = frozenset()
@@ -40,8 +40,8 @@ class RewardServerError(RuntimeError):
         self.detail = detail
 
 
-def _groups_payload(groups: Sequence[Instance | Mapping[str, Any]]) -> dict[str, Any]:
-    return {"groups": [g.model_dump(mode="json") if isinstance(g, Instance) else dict(g) for g in groups]}
+def _groups_payload(groups: Sequence[BaseModel | Mapping[str, Any]]) -> dict[str, Any]:
+    return {"groups": [g.model_dump(mode="json") if isinstance(g, BaseModel) else dict(g) for g in groups]}
 
 
 def _delay(attempt: int, response: httpx.Response | None, backoff_s: float, max_backoff_s: float) -> float:
@@ -67,9 +67,10 @@ def _decode(response: httpx.Response, model: type[Model]) -> Model:
 
 class _Base:
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, retries: int, backoff_s: float,
-                 max_backoff_s: float) -> None:  # fmt: skip
+                 max_backoff_s: float, result_model: type[GroupResult]) -> None:  # fmt: skip
         if retries < 0 or timeout_s <= 0:
             raise ValueError("retries must be >= 0 and timeout_s > 0")
+        self.score_response = score_response_model(result_model)
         self.base_url = base_url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_s, self.retries, self.backoff_s, self.max_backoff_s = timeout_s, retries, backoff_s, max_backoff_s
@@ -86,8 +87,9 @@ class RewardClient(_Base):
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str | None = None, timeout_s: float = 300.0,
                  retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-                 transport: httpx.BaseTransport | None = None) -> None:  # fmt: skip
-        super().__init__(base_url, api_key, timeout_s, retries, backoff_s, max_backoff_s)
+                 transport: httpx.BaseTransport | None = None,
+                 result_model: type[GroupResult] = InstanceResult) -> None:  # fmt: skip
+        super().__init__(base_url, api_key, timeout_s, retries, backoff_s, max_backoff_s, result_model)
         self._http = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=timeout_s, transport=transport)
 
     def _request(
@@ -106,9 +108,10 @@ class RewardClient(_Base):
             time.sleep(_delay(attempt, response, self.backoff_s, self.max_backoff_s))
             attempt += 1
 
-    def score(self, groups: Sequence[Instance | Mapping[str, Any]]) -> list[InstanceResult]:
-        """Rewards and records of each group (an instance with its responses), in order."""
-        return _decode(self._request("POST", "/v1/score", _groups_payload(groups)), ScoreResponse).groups
+    def score(self, groups: Sequence[BaseModel | Mapping[str, Any]]) -> list[Any]:
+        """Rewards and records of each group (an instance with its responses), in order: results of the client's
+        ``result_model`` (the rubric method's by default)."""
+        return _decode(self._request("POST", "/v1/score", _groups_payload(groups)), self.score_response).groups
 
     def verify(self, reference: str, prediction: str) -> VerifyResponse:
         """Run one verifier call pair on the server."""
@@ -135,8 +138,9 @@ class AsyncRewardClient(_Base):
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str | None = None, timeout_s: float = 300.0,
                  retries: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:  # fmt: skip
-        super().__init__(base_url, api_key, timeout_s, retries, backoff_s, max_backoff_s)
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 result_model: type[GroupResult] = InstanceResult) -> None:  # fmt: skip
+        super().__init__(base_url, api_key, timeout_s, retries, backoff_s, max_backoff_s, result_model)
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, timeout=timeout_s,
                                        transport=transport)  # fmt: skip
 
@@ -156,9 +160,10 @@ class AsyncRewardClient(_Base):
             await asyncio.sleep(_delay(attempt, response, self.backoff_s, self.max_backoff_s))
             attempt += 1
 
-    async def score(self, groups: Sequence[Instance | Mapping[str, Any]]) -> list[InstanceResult]:
-        """Rewards and records of each group (an instance with its responses), in order."""
-        return _decode(await self._request("POST", "/v1/score", _groups_payload(groups)), ScoreResponse).groups
+    async def score(self, groups: Sequence[BaseModel | Mapping[str, Any]]) -> list[Any]:
+        """Rewards and records of each group (an instance with its responses), in order (see
+        :meth:`RewardClient.score`)."""
+        return _decode(await self._request("POST", "/v1/score", _groups_payload(groups)), self.score_response).groups
 
     async def verify(self, reference: str, prediction: str) -> VerifyResponse:
         """Run one verifier call pair on the server."""

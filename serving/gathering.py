@@ -6,8 +6,8 @@ holds each response of an instance until ``size`` responses of it have arrived, 
 first, and then judges whatever it has as one group; every waiting request gets its own response's result, and how
 many responses its group had. A group judged short of ``size`` is said to be partial, never passed off as whole.
 
-Responses meet when their instances are the same: same id, same rubric and prompt (``Instance`` without its
-responses). A group that reaches ``size`` is judged at once, and the next response of that instance starts a new
+Responses meet when their instances are the same: the instance (of the server's reward method) without its
+responses. A group that reaches ``size`` is judged at once, and the next response of that instance starts a new
 group. What is gathered lives in this process: the responses of a group must reach the same server.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from genrm.schemas import Instance
+from genrm.methods.base import GroupInstance as Instance
 
 Judge = Callable[[Instance], Awaitable[Any]]
 """Judges one group (an instance with its responses) and returns its result, or raises."""

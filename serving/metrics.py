@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from genrm.scoring import InstanceResult
+from genrm.methods.base import GroupResult, ResultTally
 
-# Per-criterion statuses that are the judge's fault (verifier verdicts and unscored criteria are not).
-_JUDGE_FAILURES = frozenset(
-    {"schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "backend_error"}
-)
 # Verifier statuses that judged nothing: the server's or the rubric's failures, never the response's.
 _UNJUDGED = frozenset({"busy", "unparseable_target", "error"})
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -49,21 +43,16 @@ class ServerMetrics:
             ["status"], registry=self.registry,
         )  # fmt: skip
 
-    def observe_results(self, results: Iterable[InstanceResult]) -> None:
-        """Count the responses, unknown rewards, judge failures and verifier timeouts of scored groups."""
-        for result in results:
-            for record in result.records:
-                self.responses.inc()
-                if record.reward is None:
-                    self.unknown_rewards.inc()
-                if record.judge_failure:
-                    self.judge_failures.labels(record.judge_failure).inc()
-                    continue
-                for criterion in record.criteria:
-                    if criterion.status in _JUDGE_FAILURES:
-                        self.judge_failures.labels(criterion.status).inc()
-                    else:
-                        self.observe_verification(criterion.status)
+    def observe_result(self, result: GroupResult, tally: ResultTally) -> None:
+        """Count the responses and unknown rewards of a scored group, and the judge failures and verifier statuses
+        its method found in it (``RewardMethod.tally``)."""
+        rewards = result.rewards or []
+        self.responses.inc(len(rewards))
+        self.unknown_rewards.inc(sum(reward is None for reward in rewards))
+        for failure in tally.judge_failures:
+            self.judge_failures.labels(failure).inc()
+        for status in tally.verifier_statuses:
+            self.observe_verification(status)
 
     def observe_verification(self, status: str) -> None:
         """Count one verifier check's status when it is a timeout or judged nothing."""

@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from genrm.schemas import Instance
+from genrm.methods.base import GroupInstance
 
 END_TOKENS = ("</s>", "<eos>", "<end_of_turn>", "<pad>", "<\uff5cend\u2581of\u2581sentence\uff5c>", "[EOS]")
 """End-of-sequence texts of common chat templates that do not have the ``<|name|>`` form (Llama 2 and Mistral,
@@ -125,14 +125,15 @@ def _end_ignoring_spaces(query: str, prompt: str) -> int | None:
 
 
 def openrlhf_groups(
-    query: list[str], prompts: list[str], labels: list[str], tail: SpecialTail
-) -> tuple[list[Instance], list[list[int]], list[Query]]:
+    query: list[str], prompts: list[str], labels: list[str], tail: SpecialTail, instance_model: type[BaseModel]
+) -> tuple[list[GroupInstance], list[list[int]], list[Query]]:
     """The groups of an OpenRLHF request: the responses of queries whose labels share an instance id, the query
-    positions of each group, and how each query was read. Raises QueryError naming the field at fault."""
+    positions of each group, and how each query was read. Each label is an instance of the method's
+    ``instance_model`` (its responses ignored). Raises QueryError naming the field at fault."""
     if not (len(query) == len(prompts) == len(labels)):
         raise QueryError(["body"], f"query, prompts and labels differ in length ({len(query)}, {len(prompts)}, "
                          f"{len(labels)})", "length")  # fmt: skip
-    groups: dict[str, tuple[Instance, list[int], list[str]]] = {}
+    groups: dict[str, tuple[GroupInstance, list[int], list[str]]] = {}
     reads: list[Query] = []
     for i, (text, prompt, label) in enumerate(zip(query, prompts, labels, strict=True)):
         read = read_query(text, prompt, tail)
@@ -141,7 +142,7 @@ def openrlhf_groups(
             raise QueryError(["body", "query", i], message + "white space left out)", "prefix")
         reads.append(read)
         try:
-            instance = Instance.model_validate_json(label)
+            instance: GroupInstance = instance_model.model_validate_json(label)  # type: ignore[assignment]
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
             raise QueryError(["body", "labels", i, *error["loc"]], f"label is not an instance: {error['msg']}",
@@ -150,8 +151,9 @@ def openrlhf_groups(
         if known is None:
             groups[instance.id] = (instance, [i], [read.response])
             continue
-        if known[0].rubric != instance.rubric or known[0].prompt != instance.prompt:
-            raise QueryError(["body", "labels", i], f"label id {instance.id!r} is used with another rubric", "label")
+        if known[0].model_copy(update={"responses": []}) != instance.model_copy(update={"responses": []}):
+            raise QueryError(["body", "labels", i], f"label id {instance.id!r} is used with another instance (its "
+                             "prompt, rubric or another field differs)", "label")  # fmt: skip
         known[1].append(i)
         known[2].append(read.response)
     instances = [instance.model_copy(update={"responses": responses}) for instance, _, responses in groups.values()]

@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult
-from serving.api_models import json_line
+from genrm.methods.base import GroupInstance as Instance
+from genrm.methods.base import GroupResult as InstanceResult
+from serving.payloads import json_line
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from genrm.choices import Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
+from genrm.methods.registry import DEFAULT_METHOD
 
 BackendName = JudgeBackend  # the name settings users know it by
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
@@ -41,6 +42,13 @@ class ServerSettings(BaseSettings):
         "sglang:MODEL@URL[,URL...]; instead of backend, model_path, judge_model and judge_urls",
     )
     backend: BackendName = Field("rule", description="the judge backend")
+    method: str = Field(
+        DEFAULT_METHOD, min_length=1, max_length=64,
+        description="the reward method served (rubric, or a method installed as a plug-in)",
+    )  # fmt: skip
+    method_options: dict[str, Any] = Field(
+        default_factory=dict, description="settings of the reward method itself (see the method's documentation)"
+    )
     exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
     tau: float = Field(0.5, gt=0.0, lt=1.0, description="remapping threshold")
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from genrm.schemas import Instance
+from genrm.methods.rubric.models import Instance
 
 
 def _cuda_available() -> bool:

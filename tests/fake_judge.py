@@ -26,8 +26,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from genrm.answer_extraction import extract_prediction, final_answer_span
-from genrm.prompts import RESPONSE_CLOSE, RESPONSE_OPEN
+from genrm.methods.rubric.answer_extraction import extract_prediction, final_answer_span
+from genrm.methods.rubric.prompts import RESPONSE_CLOSE, RESPONSE_OPEN
 
 
 def _user_text(messages: list[dict]) -> str:

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from openrlhf.utils.agent import SingleTurnAgentExecutor
 
-from genrm.schemas import Instance
+from genrm.methods.rubric.models import Instance
 from genrm.training.tiny_model import build_tokenizer
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from genrm.aggregation import (
+from genrm.methods.rubric.aggregation import (
     CriterionSlot,
     aggregate_group,
     aggregate_response,

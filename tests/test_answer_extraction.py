@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genrm.answer_extraction import (
+from genrm.methods.rubric.answer_extraction import (
     SHORT_RESPONSE_CHARS,
     extract_coords,
     extract_expr,

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from fake_judge import FakeJudgeServer
 
-from genrm.answer_extraction import final_answer_span
 from genrm.cli import main
 from genrm.data.judge_data import CriterionLabel, read_examples
 from genrm.evaluation.audit_constructors import (
@@ -23,10 +22,11 @@ from genrm.evaluation.audit_constructors import (
 )
 from genrm.evaluation.audit_run import audit_setting
 from genrm.evaluation.audit_set import ABNORMAL, AuditExample, leaked_targets, plans_of, read_audit, regular_examples
-from genrm.judge import RuleJudge
-from genrm.judge_output import CriterionJudgement, ParsedJudgement
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
+from genrm.methods.rubric.judges import RuleJudge
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
 from verifiers import parse_call, verify_call_result
 
 ROOT = Path(__file__).resolve().parents[1]

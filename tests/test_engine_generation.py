@@ -10,9 +10,9 @@ import pytest
 from genrm.data.judge_data import read_examples
 from genrm.engine import ChatPrompt, ChatRequest, SamplingSettings
 from genrm.engine.generation import LocalGenerator, _common_prefix_length
-from genrm.output_schema import scoring_json_schema
-from genrm.prompts import build_group_prompts, exposed_plans
-from genrm.rubric import plan_rubric
+from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.prompts import build_group_prompts, exposed_plans
 
 
 @pytest.fixture(scope="module")
@@ -224,8 +224,8 @@ def test_an_unexpected_failure_preparing_one_row_fails_that_row_only(generator, 
 
 
 def test_the_image_of_a_group_is_decoded_once(vlm_generator, monkeypatch):
-    from genrm import images
     from genrm.engine import generation as hf_generation
+    from genrm.engine import images
 
     hf_generation._decoded_image.cache_clear()
     calls = []

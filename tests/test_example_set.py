@@ -6,10 +6,9 @@ from collections import Counter
 import pytest
 from conftest import EXAMPLE_SET
 
-from genrm.answer_extraction import final_answer_span
-from genrm.judge import RuleJudge
-from genrm.rubric import plan_rubric
-from genrm.scoring import score_instance
+from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.scoring import score_instance
 from verifiers import REGISTRY
 
 EXPECTED = {
@@ -26,7 +25,7 @@ def _reward_class(reward: float | None) -> str:
 
 @pytest.fixture(scope="module")
 def results(example_instances):
-    return {instance.id: score_instance(instance, RuleJudge()) for instance in example_instances}
+    return {instance.id: score_instance(instance) for instance in example_instances}
 
 
 def test_coverage(example_instances):

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from genrm.aggregation import CriterionSlot, aggregate_group
-from genrm.execution import execute
-from genrm.judge_output import parse_judge_output
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
+from genrm.methods.rubric.execution import execute
+from genrm.methods.rubric.judge_output import parse_judge_output
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
 
 RUBRIC = Rubric.model_validate(
     {

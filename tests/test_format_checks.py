@@ -2,7 +2,7 @@
 
 import pytest
 
-from genrm.format_checks import FormatConfig, find_language_mixing, find_repetition_loop, format_violations
+from genrm.methods.format_checks import FormatConfig, find_language_mixing, find_repetition_loop, format_violations
 
 
 @pytest.mark.parametrize(

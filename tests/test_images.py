@@ -5,8 +5,8 @@ import base64
 import pytest
 from PIL import Image
 
-from genrm import images
-from genrm.images import ImageError, load_image, png_data_uri
+from genrm.engine import images
+from genrm.engine.images import ImageError, load_image, png_data_uri
 
 
 def _picture(size=(8, 6), colour=(200, 10, 10)):

@@ -20,8 +20,8 @@ from genrm.data.judge_data import (
     split_by_input,
 )
 from genrm.data.synthetic import FAMILIES, generate_examples
-from genrm.judge_output import parse_judge_output
-from genrm.output_schema import scoring_json_schema
+from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.training.rewards import read_label
 
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth"
@@ -123,7 +123,7 @@ def test_records_too_long_are_dropped_not_truncated(examples, tiny_judge_dir):
 def test_a_record_that_fits_only_without_its_image_is_dropped(examples, tiny_vlm_judge_dir):
     from transformers import AutoProcessor
 
-    from genrm.images import load_image
+    from genrm.engine.images import load_image
     from genrm.training.common import records_dataset, token_count
 
     processor = AutoProcessor.from_pretrained(tiny_vlm_judge_dir)
@@ -141,7 +141,7 @@ def test_a_record_that_fits_only_without_its_image_is_dropped(examples, tiny_vlm
 def test_grounding_inputs_carry_a_picture_of_their_target(examples):
     from PIL import Image, ImageChops
 
-    from genrm.images import load_image
+    from genrm.engine.images import load_image
 
     grounding = [e for e in examples if e.task_type == "grounding"]
     assert grounding and all(e.image for e in grounding)

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from genrm.engine import BackendUnavailable, JudgeSpec, Reply, run_blocking
+from genrm.engine import BackendUnavailable, Judge, JudgeSpec, Reply, make_judge, run_blocking
 from genrm.engine.scripted import ScriptedEngine
-from genrm.judge import EngineJudge, GroupRequest, RuleJudge, make_judge
-from genrm.prompts import exposed_plans
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.judges import EngineJudge, GroupRequest, RuleJudge, rubric_judge
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.prompts import exposed_plans
 
 RUBRIC = Rubric.model_validate(
     {"essential": [{"criterion": "States the result.", "reference": "expr_verify(target='12')", "weight": 1}]}
@@ -102,10 +102,16 @@ def test_blocking_callers_share_one_loop_and_close_the_engine():
 
 
 def test_the_factory_builds_the_judge_the_spec_names():
-    assert isinstance(make_judge("rule"), RuleJudge) and isinstance(make_judge(JudgeSpec()), RuleJudge)
+    rule = make_judge("rule")
+    assert rule.engine is None and make_judge(JudgeSpec()).engine is None and rule.name == rule.model == "rule"
+    assert isinstance(rubric_judge(rule), RuleJudge) and run_blocking(rule.health()) == (True, "in process")
     remote = make_judge("sglang:judge@http://127.0.0.1:9/v1", parse_retries=0)
-    assert isinstance(remote, EngineJudge) and remote.name == "sglang" and remote.model == "judge"
+    assert remote.engine is not None and remote.name == "sglang" and remote.model == "judge"
     assert remote.parse_retries == 0
+    reader = rubric_judge(remote)
+    assert isinstance(reader, EngineJudge) and reader.engine is remote.engine and reader.parse_retries == 0
     run_blocking(remote.aclose())
+    with pytest.raises(ValueError, match="parse_retries"):
+        Judge(None, parse_retries=-1)
     with pytest.raises(ValueError, match="a judge is"):
         make_judge("nonsense")

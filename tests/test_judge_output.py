@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genrm.judge_output import extract_json_object, parse_judge_output
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.judge_output import extract_json_object, parse_judge_output
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
 
 BOX = "bbox_verify(target=[[531, 118, 892, 435]])"
 RUBRIC = Rubric.model_validate(

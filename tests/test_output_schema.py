@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genrm.judge_output import parse_judge_output
-from genrm.output_schema import call_pattern, scoring_json_schema
-from genrm.prompts import exposed_plans
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.answer_schema import call_pattern, scoring_json_schema
+from genrm.methods.rubric.judge_output import parse_judge_output
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.prompts import exposed_plans
 from verifiers import REGISTRY, parse_call
 
 RUBRIC = Rubric.model_validate(

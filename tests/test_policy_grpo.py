@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from genrm.aggregation import CriterionSlot, aggregate_group
 from genrm.cli import main
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
 from policy_rl.data import read_instances
 from policy_rl.tiny_policy import save_tiny_policy
 
@@ -102,9 +102,11 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     from trl import GRPOConfig
 
     from genrm.data.synthetic import generate_examples
-    from genrm.judge import RuleJudge
-    from genrm.prompts import build_group_prompts
-    from genrm.schemas import Instance
+    from genrm.engine import Judge
+    from genrm.methods.rubric.method import RubricMethod
+    from genrm.methods.rubric.models import Instance
+    from genrm.methods.rubric.prompts import build_group_prompts
+    from genrm.methods.rubric.scoring import group_request
     from policy_rl.data import policy_dataset
     from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
     from policy_rl.scorers import JudgeScorer
@@ -125,10 +127,10 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
             seen["batches"].append((sorted(out), sorted(out.get("num_images") or [])))
             return out
 
-    class RecordingJudge(RuleJudge):
-        def read_group(self, request):
-            seen["requests"].append(request)
-            return super().read_group(request)
+    class RecordingMethod(RubricMethod):
+        async def judge(self, prepared, judge):
+            seen["requests"].append(group_request(prepared.instance, prepared.plans, self.config))
+            return await super().judge(prepared, judge)
 
     policy = tiny_vlm_judge_dir
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
@@ -138,9 +140,8 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     assert INSTANCE_COLUMN in dataset.column_names
     assert sorted(len(images) for images in dataset["images"]) == [0, 1]
     assert next(images for images in dataset["images"] if images)[0].size == (64, 64)
-    trainer = Recording(
-        model=str(policy), reward_funcs=[RubricReward(JudgeScorer(RecordingJudge()))], args=args, train_dataset=dataset
-    )
+    reward = RubricReward(JudgeScorer(Judge(), RecordingMethod()))
+    trainer = Recording(model=str(policy), reward_funcs=[reward], args=args, train_dataset=dataset)
     trainer.train()
     # the policy saw the image of the pictured prompt in each of its 4 samples, and none for the other prompt
     assert seen["batches"] and all("pixel_values" in keys and counts == [0] * 4 + [1] * 4

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from genrm.aggregation import CriterionSlot, aggregate_group
-from genrm.judge import RuleJudge
-from genrm.schemas import Instance
+from genrm.engine import Judge
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
+from genrm.methods.rubric.models import Instance
 from policy_rl.data import policy_record
 from policy_rl.rubric_reward import INSTANCE_COLUMN, JudgeDown, LengthRule, Outcome, RubricReward, group_rewards
 from policy_rl.scorers import JudgeScorer, make_scorer
@@ -35,7 +35,7 @@ def _column(*pairs):
 
 
 def test_rewards_follow_the_method_over_each_group():
-    reward = RubricReward(JudgeScorer(RuleJudge()))
+    reward = RubricReward(JudgeScorer(Judge()))
     completions, instances = _column((INSTANCE, ["\\boxed{42}", "\\boxed{41}", "\\boxed{42}", "no idea"]),
                                      (OTHER, ["yes", "yes"]))  # fmt: skip
     metrics, extra = {}, {}
@@ -48,7 +48,7 @@ def test_rewards_follow_the_method_over_each_group():
 
 def test_a_group_split_in_two_gets_different_rewards_than_the_whole_group():
     """Why the trainer recomputes over gathered groups: the remap depends on who else is in the group."""
-    reward = RubricReward(JudgeScorer(RuleJudge()))
+    reward = RubricReward(JudgeScorer(Judge()))
     texts = ["yes", "yess", "no", "nope"]  # raw text similarities 1, 0.86, 0, 0
     first, second = _column((OTHER, texts[:2])), _column((OTHER, texts[2:]))
     halves = reward.outcomes(*first) + reward.outcomes(*second)
@@ -70,29 +70,29 @@ def test_failures_are_none_never_a_score():
     with pytest.raises(JudgeDown, match="2 batches in a row; last error: judge failed: judge down"):
         down(None, completions, **{INSTANCE_COLUMN: instances})
     bad = ["{not json"] * 2
-    assert RubricReward(JudgeScorer(RuleJudge()))(None, completions, **{INSTANCE_COLUMN: bad}) == [None, None]
+    assert RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: bad}) == [None, None]
     # a fuzzy criterion the rule judge cannot score: the reward is unknown, not 0
     fuzzy = Instance.model_validate({**OTHER.model_dump(), "rubric": {"essential": [
         {"criterion": "Polite.", "reference": "polite", "weight": 2}]}})  # fmt: skip
     completions, instances = _column((fuzzy, ["yes", "no"]))
-    rewards = RubricReward(JudgeScorer(RuleJudge()))(None, completions, **{INSTANCE_COLUMN: instances})
+    rewards = RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: instances})
     assert rewards == [None, None]
 
 
 def test_the_dataset_column_is_required():
     with pytest.raises(ValueError, match="no 'genrm_instance' column"):
-        RubricReward(JudgeScorer(RuleJudge()))(None, ["x"])
+        RubricReward(JudgeScorer(Judge()))(None, ["x"])
 
 
 def test_length_rules():
-    reward = RubricReward(JudgeScorer(RuleJudge()), length_rule=LengthRule(0.5, 2.0))
+    reward = RubricReward(JudgeScorer(Judge()), length_rule=LengthRule(0.5, 2.0))
     long = "The product of six and seven, worked out step by step, is \\boxed{42}."
     completions, instances = _column((INSTANCE, ["\\boxed{42}", long]))
     rewards = reward(None, completions, **{INSTANCE_COLUMN: instances})
     assert rewards == [1.0, 0.0]  # same answer, but 7 times the reference's length
     limited = INSTANCE.model_copy(update={"max_response_chars": 20})
     completions, instances = _column((limited, ["\\boxed{42}", long]))
-    assert RubricReward(JudgeScorer(RuleJudge()))(None, completions, **{INSTANCE_COLUMN: instances}) == [1.0, 0.0]
+    assert RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: instances}) == [1.0, 0.0]
 
 
 def test_group_rewards_checks_its_input():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from genrm.schemas import Instance
+from genrm.methods.rubric.models import Instance
 from policy_rl.verl_reward import UnknownReward, compute_score, compute_score_batch, verl_row
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from genrm.prompts import (
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import RubricError, plan_rubric
+from genrm.methods.rubric.prompts import (
     EXPOSURES,
     RESPONSE_CLOSE,
     RESPONSE_OPEN,
@@ -13,8 +15,6 @@ from genrm.prompts import (
     build_scoring_prompt,
     exposed_plans,
 )
-from genrm.rubric import RubricError, plan_rubric
-from genrm.schemas import Rubric
 
 BOX = "bbox_verify(target=[[531, 118, 892, 435]])"
 RUBRIC = Rubric.model_validate(

@@ -7,8 +7,8 @@ from genrm.data.judge_data import labelled_answer
 from genrm.data.synthetic import generate_examples
 from genrm.engine.scripted import ScriptedEngine
 from genrm.evaluation.reliability import check_answer, evaluate, reliability_report
-from genrm.judge import EngineJudge, RuleJudge
-from genrm.judge_output import parse_judge_output
+from genrm.methods.rubric.judge_output import parse_judge_output
+from genrm.methods.rubric.judges import EngineJudge, RuleJudge
 
 EXAMPLES = generate_examples(14, seed=2)
 

@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from genrm.rubric import RubricError, RubricPolicy, plan_rubric, verifiers_in
-from genrm.schemas import Criterion, Instance, Rubric
+from genrm.methods.rubric.models import Criterion, Instance, Rubric
+from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric, verifiers_in
 
 
 def _rubric(*essential, additional=()):

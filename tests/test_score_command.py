@@ -63,7 +63,7 @@ def test_example_set_scores_without_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in target.read_text().splitlines()]
     assert len(out) == len(EXAMPLE_SET.read_text().splitlines()) and all(o["error"] is None for o in out)
-    assert "reward unknown" in done.stderr and "criteria by status: ok" in done.stderr
+    assert "reward unknown" in done.stderr and "checks by status: ok" in done.stderr
 
 
 def test_scoring_with_a_local_checkpoint(tmp_path, tiny_judge_dir):

@@ -4,11 +4,13 @@ import json
 
 import pytest
 
-from genrm.judge import GroupRequest, Judge, RuleJudge
-from genrm.judge_output import parse_judge_output
-from genrm.rubric import RubricError, plan_rubric
-from genrm.schemas import Instance
-from genrm.scoring import ScoringConfig, score_group, score_instance
+from genrm.engine import Judge
+from genrm.engine.scripted import ScriptedEngine
+from genrm.methods.rubric.judge_output import parse_judge_output
+from genrm.methods.rubric.judges import RubricJudge, RuleJudge
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.planning import RubricError, plan_rubric
+from genrm.methods.rubric.scoring import ScoringConfig, score_group, score_instance
 
 
 def _instance(essential, additional=(), responses=(), **fields):
@@ -25,19 +27,19 @@ PRODUCT = ("Gives the product.", "expr_verify(target='42')", 3)
 
 def test_rule_backend_rewards_the_right_final_answer():
     instance = _instance([PRODUCT], responses=["6 x 7 = \\boxed{42}", "\\boxed{41}", "I am not sure. " * 20])
-    result = score_instance(instance, RuleJudge())
+    result = score_instance(instance)
     assert result.rewards == [1.0, 0.0, 0.0]
     first, _, third = result.records
     assert first.criteria[0].extracted == "expr_verify(predict='42')" and first.criteria[0].status == "ok"
     assert third.criteria[0].extracted == "expr_verify(predict='')" and third.criteria[0].score == 0.0
     assert first.explanation == ["content mask 1: every essential criterion is fully met"]
-    assert isinstance(RuleJudge(), Judge)
+    assert isinstance(RuleJudge(), RubricJudge)
 
 
 def test_fuzzy_criteria_are_unscored_never_guessed():
     steps = ("Shows the multiplication.", "6 times 7 is 42", 1)
     instance = _instance([PRODUCT], [steps], responses=["6 x 7 = \\boxed{42}", "\\boxed{41}"])
-    result = score_instance(instance, RuleJudge())
+    result = score_instance(instance)
     # The right answer's reward depends on the unscored criterion; the wrong one fails an essential criterion.
     assert result.rewards == [None, 0.0]
     record = result.records[0]
@@ -45,7 +47,7 @@ def test_fuzzy_criteria_are_unscored_never_guessed():
     assert record.criteria[1].remapped is None and record.base is None and record.content_mask is None
     assert "reward unknown" in record.explanation[-1]
     only_fuzzy = _instance([steps], responses=["6 x 7 = 42"])
-    assert score_instance(only_fuzzy, RuleJudge()).rewards == [None]
+    assert score_instance(only_fuzzy).rewards == [None]
 
 
 def test_partial_essential_and_additional_weights_hand_computed():
@@ -57,7 +59,7 @@ def test_partial_essential_and_additional_weights_hand_computed():
         "Answer: 10:00 at [500, 500, 600, 600]",  # box 0, time 0
         "Answer: 9:20 PM at [100, 100, 200, 300]",  # box 1, time 0 (21:20)
     ]
-    result = score_instance(_instance([box], [clock], responses, task_type="general"), RuleJudge())
+    result = score_instance(_instance([box], [clock], responses, task_type="general"))
     # Box column [1, 0.75, 0, 1] remaps to itself (min 0, max 1); time column [1, 1, 0, 0] too. Weights 3/4, 1/4.
     # One partial essential is allowed; a failed additional criterion lowers the reward but never zeroes it, and
     # cannot make up for the failed essential of the third response.
@@ -75,21 +77,21 @@ def test_length_rule_and_format_mask():
         responses=["\\boxed{42}", "The answer is 42. " * 10 + "\\boxed{42}", "\\boxed{42} " + "x" * 400],
         max_response_chars=400,
     )
-    result = score_instance(instance, RuleJudge())
+    result = score_instance(instance)
     assert result.rewards == [1.0, 0.0, 0.0]
     assert result.records[1].format_violations and result.records[1].format_mask == 0
     assert result.records[2].length_ok is False and not result.records[2].format_violations
-    unchecked = score_instance(instance, RuleJudge(), ScoringConfig(check_format=False))
+    unchecked = score_instance(instance, None, ScoringConfig(check_format=False))
     assert unchecked.rewards[1] == 1.0
 
 
 def test_rubric_errors_are_raised_not_scored():
     instance = _instance([("Gives the box.", "bbox_verify(target=[[1, 2, 3]])", 3)], responses=["[1, 2, 3, 4]"])
     with pytest.raises(RubricError, match=r"essential\[0\]\.reference"):
-        score_instance(instance, RuleJudge())
+        score_instance(instance)
     grounding = _instance([PRODUCT], responses=["42"], task_type="grounding")
     with pytest.raises(RubricError, match="not allowed for task type 'grounding'"):
-        score_instance(grounding, RuleJudge())
+        score_instance(grounding)
 
 
 def test_model_judge_failures_are_reported_as_failures():
@@ -110,25 +112,21 @@ def test_model_judge_failures_are_reported_as_failures():
 
 def test_no_verifier_exposure_leaves_everything_to_the_judge():
     instance = _instance([PRODUCT], responses=["\\boxed{42}"])
-    result = score_instance(instance, RuleJudge(), ScoringConfig(exposure="no_verifier"))
+    result = score_instance(instance, None, ScoringConfig(exposure="no_verifier"))
     assert result.rewards == [None] and result.records[0].criteria[0].verifier is None
 
 
 def test_judges_receive_the_group():
-    seen = []
-
-    class Recorder(RuleJudge):
-        name = "recorder"
-
-        async def judge_group(self, request: GroupRequest):
-            seen.append(request)
-            return self.read_group(request)
-
+    engine = ScriptedEngine(lambda request: "not an answer")
     instance = _instance([PRODUCT], responses=["\\boxed{42}", "\\boxed{1}"], image="img.png")
-    score_instance(instance, Recorder(), ScoringConfig(exposure="vlm"))
-    assert seen[0].responses == instance.responses and seen[0].image == "img.png" and seen[0].exposure == "vlm"
-    assert score_instance(_instance([PRODUCT]), Recorder()).rewards == []
-    assert len(seen) == 1  # an instance without responses is not sent to the judge
+    result = score_instance(instance, Judge(engine, parse_retries=0), ScoringConfig(exposure="vlm"))
+    assert engine.calls == 1 and len(engine.requests) == 2  # the group's requests go together
+    assert [f"{text}\n<<<END OF CANDIDATE RESPONSE>>>" in r.prompt.user for r, text in
+            zip(engine.requests, instance.responses, strict=True)] == [True, True]  # fmt: skip
+    assert all(r.prompt.image == "img.png" for r in engine.requests)  # the vlm exposure shows the image
+    assert result.rewards == [None, None] and result.records[0].judge_failure == "not_json"
+    assert score_instance(_instance([PRODUCT]), Judge(engine)).rewards == []
+    assert engine.calls == 1  # an instance without responses is not sent to the judge
 
 
 def test_config_is_checked():

@@ -6,9 +6,9 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from genrm.engine import BackendUnavailable
-from genrm.judge import GroupRequest, RuleJudge
-from genrm.judge_output import ParsedJudgement
+from genrm.engine import BackendUnavailable, Judge
+from genrm.engine.scripted import ScriptedEngine
+from genrm.methods.rubric.method import RubricMethod
 from serving.app import create_app
 from serving.client import AsyncRewardClient, RewardServerError
 from serving.record_log import read_records
@@ -120,35 +120,28 @@ async def test_bearer_token():
     assert right.status_code == 200 and health.status_code == 200 and metrics.status_code == 401
 
 
-class _DownBackend:
-    name = model = "down"
-    engine = None
-    sees_images = True
+class _DownEngine(ScriptedEngine):
+    def __init__(self, script=None):
+        super().__init__(script or self._refuse)
 
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+    @staticmethod
+    def _refuse(request):
         raise BackendUnavailable("connection refused", retry_after_s=7)
 
     async def health(self):
         return False, "connection refused"
 
-    async def aclose(self):
-        pass
+
+def _down_backend():
+    return Judge(_DownEngine())
 
 
-class _GarbageBackend(_DownBackend):
-    name = "garbage"
-
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
-        from genrm.judge_output import parse_judge_output
-
-        return [parse_judge_output("Sure! The answer looks right to me.", request.plans) for _ in request.responses]
-
-    async def health(self):
-        return True, "answers, badly"
+def _garbage_backend():
+    return Judge(ScriptedEngine(lambda request: "Sure! The answer looks right to me."), label="garbage")
 
 
 async def test_backend_down_is_503_with_retry_after():
-    async with served(backend=_DownBackend()) as http:
+    async with served(backend=_down_backend()) as http:
         response = await http.post("/v1/score", json={"groups": [GROUP]})
         health = await http.get("/health")
     assert response.status_code == 503 and response.headers["retry-after"] == "7"
@@ -158,7 +151,7 @@ async def test_backend_down_is_503_with_retry_after():
 
 async def test_judge_failures_are_null_rewards_with_reasons(tmp_path):
     settings = ServerSettings(record_log=tmp_path / "log.jsonl")
-    async with served(settings, backend=_GarbageBackend()) as http:
+    async with served(settings, backend=_garbage_backend()) as http:
         response = await http.post("/v1/score", json={"groups": [GROUP]})
         metrics = (await http.get("/metrics")).text
     group = response.json()["groups"][0]
@@ -220,33 +213,28 @@ async def test_async_client_over_asgi_transport_and_its_errors():
 
 
 async def test_rule_backend_matches_the_reward_core(example_instances):
-    from genrm.scoring import score_instance
+    from genrm.methods.rubric.scoring import score_instance
 
     groups = [i.model_dump(mode="json") for i in example_instances]
     async with served() as http:
         response = await http.post("/v1/score", json={"groups": groups})
     assert response.status_code == 200
     served_rewards = [g["rewards"] for g in response.json()["groups"]]
-    assert served_rewards == [score_instance(i, RuleJudge()).rewards for i in example_instances]
+    assert served_rewards == [score_instance(i).rewards for i in example_instances]
 
 
-class _SlowBackend(_DownBackend):
-    name = "slow"
-
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+class _SlowMethod(RubricMethod):
+    async def judge(self, prepared, judge):
         import asyncio
 
         await asyncio.sleep(0.6)
-        return RuleJudge().read_group(request)
-
-    async def health(self):
-        return True, "slow"
+        return await super().judge(prepared, judge)
 
 
 def test_client_gone_mid_request_loses_nothing(tmp_path):
     from fake_judge import AppServer
 
-    app = create_app(ServerSettings(record_log=tmp_path / "log.jsonl"), backend=_SlowBackend())
+    app = create_app(ServerSettings(record_log=tmp_path / "log.jsonl"), method=_SlowMethod())
     with AppServer(app) as server:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(server.root + "/v1/score", json={"groups": [GROUP]}, timeout=0.1)

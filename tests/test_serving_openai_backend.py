@@ -6,8 +6,7 @@ import httpx
 import pytest
 from fake_judge import FakeJudgeServer, free_port
 
-from genrm.judge import RuleJudge
-from genrm.scoring import score_instance
+from genrm.methods.rubric.scoring import score_instance
 from serving.app import create_app
 from serving.settings import ServerSettings
 
@@ -62,7 +61,7 @@ async def test_same_rewards_as_the_rule_backend_on_verifiable_rubrics(judge, exa
         health = await http.get("/health")
     assert response.status_code == 200 and health.json()["backend"] == "sglang"
     got = [g["rewards"] for g in response.json()["groups"]]
-    assert got == [score_instance(i, RuleJudge()).rewards for i in verifiable]
+    assert got == [score_instance(i).rewards for i in verifiable]
 
 
 async def test_server_errors_are_retried(judge):

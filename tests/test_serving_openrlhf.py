@@ -13,9 +13,8 @@ import httpx
 import pytest
 from fake_judge import ServeProcess
 
-from genrm.judge import RuleJudge
-from genrm.schemas import Instance
-from genrm.scoring import score_instance
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.scoring import score_instance
 from serving.app import create_app
 from serving.openrlhf import SpecialTail, read_query
 from serving.settings import ServerSettings
@@ -94,7 +93,7 @@ async def _with_app(settings: ServerSettings, run):
 @pytest.mark.anyio
 async def test_single_query_requests_are_gathered_into_their_group():
     box = _example("box-001")
-    expected = score_instance(box, RuleJudge()).rewards
+    expected = score_instance(box).rewards
     assert len(set(expected)) > 2  # partial rewards: a group of one would give other values
 
     async def run(http):
@@ -120,7 +119,7 @@ async def test_a_group_that_stays_short_is_judged_with_what_came_and_said_partia
         return await _post_each(http, box, short.responses)
 
     answers = await _with_app(ServerSettings(group_size=4, group_wait_s=0.3), run)
-    assert [a.json()["rewards"][0] for a in answers] == pytest.approx(score_instance(short, RuleJudge()).rewards)
+    assert [a.json()["rewards"][0] for a in answers] == pytest.approx(score_instance(short).rewards)
     assert {a.json()["extra_logs"]["group_partial"][0] for a in answers} == {1.0}
     assert {a.json()["extra_logs"]["group_size"][0] for a in answers} == {2.0}
 
@@ -161,7 +160,7 @@ def test_openrlhf_own_executor_gets_genrm_scores_rewards(path, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert any(ending.endswith("<|im_end|>") for ending in result["query_endings"])  # OpenRLHF kept the special
-    expected = {i: score_instance(instance, RuleJudge()).rewards for i, instance in enumerate(instances)}
+    expected = {i: score_instance(instance).rewards for i, instance in enumerate(instances)}
     seen = {i: 0 for i in expected}
     for n, reward in result["rewards"]:
         assert reward == pytest.approx([expected[n][seen[n]]]), (wanted[n], seen[n], reward)

@@ -9,8 +9,7 @@ import anyio
 import pytest
 from fake_judge import ServeProcess
 
-from genrm.judge import RuleJudge
-from genrm.scoring import score_instance
+from genrm.methods.rubric.scoring import score_instance
 from serving.client import AsyncRewardClient, RewardClient
 from serving.record_log import read_records
 
@@ -27,7 +26,7 @@ def test_rule_backend_end_to_end(server, example_instances):
     with RewardClient(url) as client:
         results = client.score(example_instances)
         assert client.health().backend == "rule"
-    assert [r.rewards for r in results] == [score_instance(i, RuleJudge()).rewards for i in example_instances]
+    assert [r.rewards for r in results] == [score_instance(i).rewards for i in example_instances]
     logged = list(read_records(log))
     assert [entry["instance"]["id"] for entry in logged] == [i.id for i in example_instances]
 

@@ -5,11 +5,10 @@ import pytest
 from fake_judge import AppServer, ServeProcess
 from pydantic import ValidationError
 
-from genrm.engine import SamplingSettings
+from genrm.engine import Judge, SamplingSettings
 from genrm.engine.generation import LocalGenerator
 from genrm.engine.local import LocalEngine
-from genrm.judge import EngineJudge
-from genrm.rubric import plan_rubric
+from genrm.methods.rubric.planning import plan_rubric
 from serving.app import create_app, make_backend
 from serving.client import AsyncRewardClient, RewardClient
 from serving.settings import ServerSettings
@@ -54,7 +53,7 @@ def test_concurrent_requests_share_batches(tiny_judge_dir, example_instances):
                     group.start_soon(one, i)
             return results
 
-    with AppServer(create_app(ServerSettings(), backend=EngineJudge(engine))) as server:
+    with AppServer(create_app(ServerSettings(), backend=Judge(engine))) as server:
         results = anyio.run(score_all, server.root)
     assert all(reward is not None for r in results for reward in r.rewards)
     # 8 groups arriving together are answered in fewer batches than groups
@@ -80,7 +79,7 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
     from pathlib import Path
 
     from genrm.data.judge_data import read_examples
-    from genrm.schemas import Instance
+    from genrm.methods.rubric.models import Instance
 
     synth = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"
     example = next(e for e in read_examples(synth.read_text().splitlines()) if e.image)

@@ -19,10 +19,10 @@ from genrm.data.teacher_rubrics import RUBRIC_SCHEMA
 from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import response_format
-from genrm.judge import SCORING_SCHEMA_NAME
-from genrm.output_schema import scoring_json_schema
-from genrm.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
-from genrm.rubric import plan_rubric
+from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judges import SCORING_SCHEMA_NAME
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 

@@ -19,9 +19,9 @@ from genrm.data.teachers import TEACHER_SAMPLING, teacher_engine, teacher_judge
 from genrm.engine import Engine
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import HttpEngine
-from genrm.execution import CriterionScore
-from genrm.rubric import RubricError, plan_rubric
-from genrm.schemas import Criterion, Instance, Rubric
+from genrm.methods.rubric.execution import CriterionScore
+from genrm.methods.rubric.models import Criterion, Instance, Rubric
+from genrm.methods.rubric.planning import RubricError, plan_rubric
 
 
 def _rubric(target: str, extra: str | None = "Shows the multiplication.") -> dict:

@@ -3,7 +3,7 @@
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from genrm.prompts import scoring_system_prompt
+from genrm.methods.rubric.prompts import scoring_system_prompt
 from genrm.training.tiny_model import IM_END, build_tokenizer, judge_corpus
 
 

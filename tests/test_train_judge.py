@@ -113,7 +113,7 @@ def test_a_vision_language_judge_learns_from_the_images_and_reloads(tmp_path):
     from safetensors.torch import load_file
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from genrm.images import load_image
+    from genrm.engine.images import load_image
 
     base, out = tmp_path / "base", tmp_path / "sft"
     args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(base),

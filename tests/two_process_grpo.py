@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trl import GRPOConfig
 
-from genrm.judge import RuleJudge
+from genrm.engine import Judge
 from policy_rl.data import policy_dataset
 from policy_rl.rubric_reward import RubricReward
 from policy_rl.scorers import JudgeScorer
@@ -36,7 +36,7 @@ def main() -> None:
                       max_steps=1, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
                       save_strategy="no", temperature=1.0, learning_rate=1e-3, logging_steps=1, seed=0)  # fmt: skip
     dataset = policy_dataset("datasets/policy_rl/yes_no.jsonl", limit=4)
-    trainer = RecordingTrainer(model=policy, reward_funcs=[RubricReward(JudgeScorer(RuleJudge()))], args=args,
+    trainer = RecordingTrainer(model=policy, reward_funcs=[RubricReward(JudgeScorer(Judge()))], args=args,
                                train_dataset=dataset)  # fmt: skip
     trainer.train()
     # The results are on disk: leave without the interpreter's teardown, where gloo's threads now and then abort

@@ -19,9 +19,8 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from verl.workers.reward_manager.batch import BatchRewardManager
 
-from genrm.judge import RuleJudge
-from genrm.schemas import Instance
-from genrm.scoring import score_instance
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.scoring import score_instance
 from genrm.training.tiny_model import build_tokenizer
 from policy_rl.verl_reward import compute_score_batch, verl_row
 
@@ -58,7 +57,7 @@ def main() -> None:
     out = manager(data, return_dict=True)
     scores = out["reward_tensor"].sum(dim=1).tolist()
 
-    expected = [reward for instance in instances for reward in score_instance(instance, RuleJudge()).rewards]
+    expected = [reward for instance in instances for reward in score_instance(instance).rewards]
     print(json.dumps({
         "rows": len(order), "moved": sum(row != place for place, row in enumerate(order)),
         "rewards": [[order[place], scores[place]] for place in range(len(order))], "expected": expected,

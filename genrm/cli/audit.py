@@ -92,6 +92,7 @@ def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
 def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.engine import BackendUnavailable, run_blocking
     from genrm.evaluation.audit_run import plot_audit, run_audit
+    from genrm.methods.rubric.judges import rubric_judge
 
     examples = _read_audit(args.audit)
     judge = judge_from_args(args, args.audit)
@@ -103,8 +104,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             settings.append(setting)
     try:
-        report = run_audit(judge, examples, settings, args.fp_margin, args.argument_threshold, args.worst, skipped,
-                           progress=not args.quiet)  # fmt: skip
+        report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
+                           args.worst, skipped, progress=not args.quiet)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1

@@ -22,8 +22,7 @@ from genrm.engine.blocking import run_blocking
 from genrm.engine.spec import SPEC_FORMS
 
 if TYPE_CHECKING:
-    from genrm.engine import JudgeSpec
-    from genrm.judge import Judge
+    from genrm.engine import Judge, JudgeSpec
 
 
 def _read(path: str) -> Any:
@@ -58,6 +57,17 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
+def method_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--method NAME`` and ``--method-options JSON`` (the reward method and its own settings)."""
+    from genrm.cli.settings import json_object
+    from genrm.methods import DEFAULT_METHOD, method_names
+
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=method_names(),
+                        help=f"the reward method (default: {DEFAULT_METHOD})")  # fmt: skip
+    parser.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
+                        help="settings of the reward method itself, as a JSON object")  # fmt: skip
+
+
 def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     """The judge the options of :func:`judge_backend_options` name: ``--judge SPEC``, or the spelled-out
     ``--backend``/``--model``/``--url``. Raises ValueError saying what is missing or contradicts."""
@@ -88,8 +98,7 @@ def judge_from_args(args: argparse.Namespace, data_file: str | None = None, pars
     """
     import os
 
-    from genrm.engine import EngineOptions, SamplingSettings
-    from genrm.judge import make_judge
+    from genrm.engine import EngineOptions, SamplingSettings, make_judge
 
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     options = EngineOptions(
@@ -101,6 +110,7 @@ def judge_from_args(args: argparse.Namespace, data_file: str | None = None, pars
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.evaluation.reliability import evaluate
+    from genrm.methods.rubric.judges import rubric_judge
 
     examples = _read(args.data)
     if args.limit:
@@ -111,7 +121,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     try:
-        report, _ = evaluate(judge, examples, args.exposure, args.argument_threshold, progress=not args.quiet)
+        report, _ = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
+                             progress=not args.quiet)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())
@@ -203,7 +214,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
     from genrm.data.judge_data import balance, split_by_input, write_jsonl
     from genrm.data.teacher_labels import label_instances
     from genrm.data.teachers import teacher_judge
-    from genrm.schemas import Instance
+    from genrm.methods.rubric.models import Instance
 
     instances = _read_lines(args.input, Instance)
     if instances is None:

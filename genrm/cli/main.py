@@ -96,16 +96,20 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     from genrm.cli.data import judge_from_args
     from genrm.engine import run_blocking
-    from genrm.score_file import score_file
-    from genrm.scoring import ScoringConfig
+    from genrm.methods import MethodConfig, check_judge, make_method
+    from genrm.methods.score_file import score_file
     from verifiers import VerifyConfig
 
-    config = ScoringConfig(
-        tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
-        verify=VerifyConfig(deadline_s=args.deadline),
-    )  # fmt: skip
+    try:
+        config = MethodConfig(tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
+                              verify=VerifyConfig(deadline_s=args.deadline))  # fmt: skip
+        method = make_method(args.method, config, args.method_options)
+    except ValueError as exc:
+        print(f"genrm score: {exc}", file=sys.stderr)
+        return 2
     try:
         judge = judge_from_args(args, None if args.input == "-" else args.input, parse_retries=1)
+        check_judge(method, judge)
     except (OSError, ValueError) as exc:  # a missing option, no checkpoint at that path, no chat template
         print(f"genrm score: cannot make the judge: {exc}", file=sys.stderr)
         return 2
@@ -117,7 +121,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
             return 2
         stack.callback(run_blocking, judge.aclose())
-        summary = score_file(source, sink, judge, config, progress=not args.quiet)
+        summary = score_file(source, sink, method, judge, progress=not args.quiet)
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     return 1 if summary.failed else 0
@@ -169,7 +173,7 @@ def make_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_cmd_verifiers)
 
     from genrm.choices import EXPOSURES
-    from genrm.cli.data import judge_backend_options
+    from genrm.cli.data import judge_backend_options, method_options
 
     score = sub.add_parser(
         "score",
@@ -181,6 +185,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
     score.add_argument("-o", "--output", default="-", metavar="OUTPUT.jsonl", help="default: standard output")
+    method_options(score)
     judge_backend_options(score)
     score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
     score.add_argument(

@@ -31,7 +31,8 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def json_object(text: str) -> dict[str, Any]:
+    """A command-line value read as a JSON object (argparse type); anything else is an argparse error."""
     value = json.loads(text)
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r:.60}")
@@ -54,7 +55,7 @@ def _option(annotation: Any) -> dict[str, Any] | None:
     if origin is list and get_args(kind) and _unwrap(get_args(kind)[0]) in (str, Path):
         return {"action": "append", "type": str}
     if origin is dict or kind is dict:
-        return {"type": _json_object, "metavar": "JSON"}
+        return {"type": json_object, "metavar": "JSON"}
     return None
 
 

@@ -14,7 +14,7 @@ from the synthetic generator (:mod:`genrm.data.synthetic`), which knows them by 
 
 Message contents are plain strings. Under the ``vlm`` exposure a record also has an ``images`` column (a list with the
 example's image reference, empty when it has none): TRL's vision format, where the trainer puts the image before the
-user's text; :func:`genrm.training.common.judge_datasets` reads the pixels (:mod:`genrm.images`).
+user's text; :func:`genrm.training.common.judge_datasets` reads the pixels (:mod:`genrm.engine.images`).
 
 Both record formats load with ``datasets.load_dataset("json", data_files=...)``; the label is a JSON string so that
 Arrow never has to unify rubrics of different shapes.
@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genrm.judge_output import FUZZY_CREDITS
-from genrm.prompts import Exposure, build_scoring_prompt, exposed_plans
-from genrm.rubric import CriterionPlan, plan_rubric
-from genrm.schemas import SECTIONS, Rubric
+from genrm.methods.rubric.judge_output import FUZZY_CREDITS
+from genrm.methods.rubric.models import SECTIONS, Rubric
+from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
+from genrm.methods.rubric.prompts import Exposure, build_scoring_prompt, exposed_plans
 from verifiers import VerifierError, parse_call
 
 LABEL_COLUMN = "judge_label"
@@ -97,7 +97,8 @@ class JudgeExample(BaseModel):
 
 
 def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
-    """The judge answer the labels call for, as the JSON object the judge writes (``genrm.schemas.JudgeOutput``).
+    """The judge answer the labels call for, as the JSON object the judge writes
+    (``genrm.methods.rubric.models.JudgeOutput``).
 
     Under the ``no_verifier`` exposure every criterion is fuzzy, so a verifiable label gives its credit rounded to
     the nearest of 0, 0.5 and 1.

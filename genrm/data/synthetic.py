@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
-from genrm.judge import call_string
-from genrm.rubric import plan_rubric
-from genrm.schemas import Rubric
+from genrm.methods.rubric.judges import call_string
+from genrm.methods.rubric.models import Rubric
+from genrm.methods.rubric.planning import plan_rubric
 from verifiers import verify_call_result
 
 
@@ -226,7 +226,7 @@ def _scene(box: tuple[int, int, int, int], colour: str) -> str:
     """A small picture of the object as a filled box of its colour where the rubric's target says (PNG data URI)."""
     from PIL import Image, ImageDraw
 
-    from genrm.images import png_data_uri
+    from genrm.engine.images import png_data_uri
 
     image = Image.new("RGB", (_IMAGE_SIDE, _IMAGE_SIDE), (40, 40, 40))
     scaled = [round(v * (_IMAGE_SIDE - 1) / 1000) for v in box]

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample
-from genrm.execution import CriterionScore, execute
-from genrm.judge import GroupRequest, Judge
-from genrm.judge_output import ParsedJudgement
-from genrm.rubric import plan_rubric
-from genrm.schemas import Instance
+from genrm.methods.rubric.execution import CriterionScore, execute
+from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judges import GroupRequest, RubricJudge
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.planning import plan_rubric
 
 
 @dataclass
@@ -90,14 +90,14 @@ def median_label(
     return label, teacher, ""
 
 
-async def _judge_all(judges: Sequence[Judge], request: GroupRequest) -> list[list[ParsedJudgement]]:
+async def _judge_all(judges: Sequence[RubricJudge], request: GroupRequest) -> list[list[ParsedJudgement]]:
     # A teacher that cannot be reached at all raises BackendUnavailable and stops the run: labelling on with one
     # teacher fewer would change what the median means without anyone deciding it.
     return list(await asyncio.gather(*(judge.judge_group(request) for judge in judges)))
 
 
 async def label_instance(
-    instance: Instance, judges: Sequence[Judge], min_teachers: int, report: LabelReport
+    instance: Instance, judges: Sequence[RubricJudge], min_teachers: int, report: LabelReport
 ) -> list[JudgeExample]:
     """The judge examples of one instance's responses (dropped responses are counted in ``report``)."""
     plans = plan_rubric(instance.rubric, instance.task_type)
@@ -142,7 +142,7 @@ async def label_instance(
 
 async def label_instances(
     instances: Sequence[Instance],
-    judges: Sequence[Judge],
+    judges: Sequence[RubricJudge],
     min_teachers: int | None = None,
     concurrency: int = 8,
     progress: bool = False,

@@ -2,11 +2,12 @@
 
 For each task (a question, optionally an image, a reference answer and a task type):
 
-1. every teacher writes a rubric independently (:func:`genrm.prompts.build_rubric_prompt`, answer constrained to
-   :data:`RUBRIC_SCHEMA`); a proposal that is not a valid rubric (schema, verifier calls, targets leaked into the
-   criterion text, verifiers the task type does not allow: :func:`genrm.rubric.plan_rubric`) is discarded;
+1. every teacher writes a rubric independently (:func:`genrm.methods.rubric.prompts.build_rubric_prompt`, answer
+   constrained to :data:`RUBRIC_SCHEMA`); a proposal that is not a valid rubric (schema, verifier calls, targets
+   leaked into the criterion text, verifiers the task type does not allow:
+   :func:`genrm.methods.rubric.planning.plan_rubric`) is discarded;
 2. with two or more valid proposals, the aggregator merges them, keeping what most teachers agree on
-   (:func:`genrm.prompts.build_rubric_aggregation_prompt`); with one, that one is kept;
+   (:func:`genrm.methods.rubric.prompts.build_rubric_aggregation_prompt`); with one, that one is kept;
 3. the **dual check**, when the task has a reference answer: the reference answer is scored against the rubric (rule
    extraction by default, or a teacher as judge) and every essential verifiable criterion must pass. A rubric that
    fails is sent back to the aggregator with the failures named, once per ``repair_rounds``, and dropped if it still
@@ -28,12 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
-from genrm.execution import execute
-from genrm.judge import GroupRequest, Judge, RuleJudge
-from genrm.judge_output import extract_json_object
-from genrm.prompts import build_rubric_aggregation_prompt, build_rubric_prompt
-from genrm.rubric import RubricError, RubricPolicy, plan_rubric
-from genrm.schemas import Instance, Rubric
+from genrm.methods.rubric.execution import execute
+from genrm.methods.rubric.judge_output import extract_json_object
+from genrm.methods.rubric.judges import GroupRequest, RubricJudge, RuleJudge
+from genrm.methods.rubric.models import Instance, Rubric
+from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric
+from genrm.methods.rubric.prompts import build_rubric_aggregation_prompt, build_rubric_prompt
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model
@@ -144,11 +145,11 @@ class RubricReport:
         return "\n".join(lines)
 
 
-async def dual_check(rubric: Rubric, task: RubricTask, checker: Judge, threshold: float = 0.9) -> list[str]:
+async def dual_check(rubric: Rubric, task: RubricTask, checker: RubricJudge, threshold: float = 0.9) -> list[str]:
     """The essential verifiable criteria the reference answer fails, each as a sentence (empty: it passes).
 
     Args:
-        rubric: a rubric that has passed :func:`genrm.rubric.plan_rubric`.
+        rubric: a rubric that has passed :func:`genrm.methods.rubric.planning.plan_rubric`.
         task: the task, with its reference answer.
         checker: the judge that reads the reference answer (its targets are never shown to it).
         threshold: verifier score a criterion needs to pass, in [0, 1].
@@ -201,12 +202,12 @@ async def build_rubric(
     task: RubricTask,
     teachers: Sequence[Engine],
     aggregator: Engine,
-    checker: Judge | None = None,
+    checker: RubricJudge | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
 ) -> RubricOutcome:
     """Propose, merge and dual-check the rubric of one task (see the module docstring); the reference answer is read
-    by ``checker`` (default: :class:`genrm.judge.RuleJudge`)."""
+    by ``checker`` (default: :class:`genrm.methods.rubric.judges.RuleJudge`)."""
     policy = policy or RubricPolicy()
     checker = checker or RuleJudge()
     outcome = RubricOutcome(task.id, None)
@@ -259,7 +260,7 @@ async def build_rubrics(
     tasks: Sequence[RubricTask],
     teachers: Sequence[Engine],
     aggregator: Engine,
-    checker: Judge | None = None,
+    checker: RubricJudge | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
     concurrency: int = 16,

@@ -24,7 +24,7 @@ from genrm.engine import (
     complete_text,
     make_engine,
 )
-from genrm.judge import EngineJudge, Judge
+from genrm.methods.rubric.judges import EngineJudge, RubricJudge
 
 __all__ = ["CallFailed", "complete_json", "teacher_engine", "teacher_judge"]
 
@@ -62,6 +62,6 @@ async def complete_json(teacher: Engine, prompt: ChatPrompt, schema: dict[str, A
     return await complete_text(teacher, ChatRequest(prompt, schema, schema_name))
 
 
-def teacher_judge(teacher: Engine) -> Judge:
+def teacher_judge(teacher: Engine) -> RubricJudge:
     """The teacher as a judge of groups (schema-constrained, one re-sample), named by its model."""
     return EngineJudge(teacher, parse_retries=1, name=teacher.model)

@@ -230,7 +230,7 @@ class LocalGenerator:
                 f"{self.name} is a text-only judge (its checkpoint has no image processor); "
                 "the vlm exposure needs a vision-language model"
             )
-        from genrm.images import ImageError
+        from genrm.engine.images import ImageError
 
         try:
             image = _decoded_image(prompt.image, self.image_dir)
@@ -401,6 +401,6 @@ class LocalGenerator:
 def _decoded_image(reference: str, image_dir: Path | None) -> Any:
     # The G prompts of a group share one image reference (the same string object): decode it once, not G times.
     # Two entries: a group being prepared and the next one; an 8192 x 8192 image takes 200 MB decoded.
-    from genrm.images import load_sent_image
+    from genrm.engine.images import load_sent_image
 
     return load_sent_image(reference, image_dir)

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
-from genrm.answer_extraction import final_answer_span
 from genrm.data.judge_data import CriterionLabel
 from genrm.evaluation.audit_set import (
     ABNORMAL,
@@ -44,8 +43,9 @@ from genrm.evaluation.audit_set import (
     leaked_targets,
     plans_of,
 )
-from genrm.judge import call_string
-from genrm.rubric import CriterionPlan, appears_in
+from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.judges import call_string
+from genrm.methods.rubric.planning import CriterionPlan, appears_in
 from verifiers import get_spec, parse_call, verify_call_result
 from verifiers.registry import ValueKind, empty_prediction
 

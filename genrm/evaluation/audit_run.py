@@ -34,10 +34,10 @@ from pydantic import BaseModel
 
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, plans_of
 from genrm.evaluation.reliability import check_answer, judge_examples
-from genrm.execution import execute
-from genrm.judge import Judge
-from genrm.judge_output import ParsedJudgement
-from genrm.prompts import Exposure
+from genrm.methods.rubric.execution import execute
+from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judges import RubricJudge
+from genrm.methods.rubric.prompts import Exposure
 
 Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
 #: Each setting's exposure (see the module docstring).
@@ -232,7 +232,7 @@ def _category_result(name: str, audits: list[list[CriterionAudit]], margin: floa
 
 
 def audit_setting(
-    judge: Judge,
+    judge: RubricJudge,
     examples: Sequence[AuditExample],
     setting: str,
     margin: float = 0.25,
@@ -298,7 +298,7 @@ def audit_setting(
 
 
 def run_audit(
-    judge: Judge,
+    judge: RubricJudge,
     examples: Sequence[AuditExample],
     settings: Sequence[str] = tuple(SETTINGS),
     margin: float = 0.25,

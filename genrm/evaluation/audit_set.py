@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample, read_examples
-from genrm.rubric import CriterionPlan, appears_in, plan_rubric, target_values
+from genrm.methods.rubric.planning import CriterionPlan, appears_in, plan_rubric, target_values
 
 Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial"]
 Attack = Literal["circumlocution", "symbolic_bluff", "incorrect_selection", "injection"]

@@ -27,9 +27,9 @@ from pydantic import BaseModel
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
-from genrm.judge import GroupRequest, Judge
-from genrm.judge_output import ParsedJudgement
-from genrm.prompts import Exposure
+from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judges import GroupRequest, RubricJudge
+from genrm.methods.rubric.prompts import Exposure
 from genrm.training.rewards import arguments_score, expected_credit, format_reward
 
 _FORM_FAILURES = ("not_json", "schema", "backend_error")
@@ -147,7 +147,7 @@ def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityRepo
 
 
 def judge_examples(
-    judge: Judge, examples: Sequence[JudgeExample], exposure: Exposure = "minimal", progress: bool = False
+    judge: RubricJudge, examples: Sequence[JudgeExample], exposure: Exposure = "minimal", progress: bool = False
 ) -> list[ParsedJudgement]:
     """Judge every example with ``judge`` under ``exposure``; the parsed answers, in the order of ``examples``.
 
@@ -174,7 +174,7 @@ def judge_examples(
 
 
 def evaluate(
-    judge: Judge,
+    judge: RubricJudge,
     examples: list[JudgeExample],
     exposure: Exposure = "minimal",
     argument_threshold: float = 0.9,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genrm.choices import Exposure, check_exposure
 from genrm.data.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
-from genrm.prompts import Exposure, check_exposure
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def judge_datasets(
 
 
 def _with_pixels(record: dict[str, Any], base_dir: Path) -> dict[str, Any]:
-    from genrm.images import ImageError, load_image
+    from genrm.engine.images import ImageError, load_image
 
     try:
         images = [load_image(reference, base_dir) for reference in record[IMAGES_COLUMN]]

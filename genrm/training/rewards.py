@@ -1,11 +1,11 @@
 """The two verifiable rewards a judge is trained on with RLVR, and the argument check they share with evaluation.
 
 - :func:`format_reward`: 1 only when the answer is one JSON object (after an optional reasoning block) with every
-  field the rubric requires, of the right type: the scoring schema (``genrm.schemas.JudgeOutput``), one item per
-  rubric criterion in each section with the criterion's text, a call of the criterion's own verifier where it is
-  verifiable and a credit of 0, 0.5 or 1 where it is fuzzy (what ``genrm.output_schema`` constrains decoding to).
-  Checking the generic shape alone is not enough: RLVR on it taught a tiny judge to drop criteria, since fewer
-  criteria are easier to write (free-decoding schema validity 74% -> 98%, criterion slots 48% -> 0%).
+  field the rubric requires, of the right type: the scoring schema (``genrm.methods.rubric.models.JudgeOutput``), one
+  item per rubric criterion in each section with the criterion's text, a call of the criterion's own verifier where it
+  is verifiable and a credit of 0, 0.5 or 1 where it is fuzzy (what ``genrm.methods.rubric.answer_schema`` constrains
+  decoding to). Checking the generic shape alone is not enough: RLVR on it taught a tiny judge to drop criteria, since
+  fewer criteria are easier to write (free-decoding schema validity 74% -> 98%, criterion slots 48% -> 0%).
 - :func:`content_reward`: the mean over the rubric's criteria of: for a verifiable criterion, how well the extracted
   value matches the label's, judged by that criterion's own verifier with the label's value as the target (so
   ``expr_verify(predict='0.5')`` matches a label of ``1/2``, and a box a few units off still scores its IoU); for a
@@ -22,11 +22,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from genrm.choices import Exposure, check_exposure
 from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
-from genrm.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
-from genrm.prompts import Exposure, check_exposure
-from genrm.rubric import CriterionPlan
-from genrm.schemas import JudgeOutput
+from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
+from genrm.methods.rubric.models import JudgeOutput
+from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import VerifierError, get_spec, parse_call, run_verifier
 
 

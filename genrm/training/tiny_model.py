@@ -22,10 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from genrm.judge import GroupRequest, RuleJudge
-from genrm.prompts import Exposure, build_group_prompts, build_scoring_prompt, exposed_plans, scoring_system_prompt
-from genrm.rubric import plan_rubric
-from genrm.schemas import Instance
+from genrm.methods.rubric.judges import GroupRequest, RuleJudge
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.prompts import (
+    Exposure,
+    build_group_prompts,
+    build_scoring_prompt,
+    exposed_plans,
+    scoring_system_prompt,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast

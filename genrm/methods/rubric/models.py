@@ -22,12 +22,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
+from genrm.methods.base import MAX_RESPONSES
+
 Weight = Literal[1, 2, 3]
 SectionName = Literal["essential", "additional"]
 SECTIONS: tuple[SectionName, ...] = ("essential", "additional")
 
 MAX_CRITERIA_PER_SECTION = 64
-MAX_RESPONSES = 1024
 
 
 class Criterion(BaseModel):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from genrm.judge_output import CriterionJudgement, ParsedJudgement
-from genrm.rubric import CriterionPlan
+from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
+from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import VerifyConfig, parse_call, run_verifier
 
 

@@ -1,8 +1,10 @@
-"""Scoring an instance JSONL file: one output line per instance, errors reported per line, a summary at the end.
+"""Scoring an instance JSONL file with any reward method: one output line per instance, errors reported per line, a
+summary at the end.
 
-Each non-blank input line is one instance (``genrm.schemas.Instance``). Each gets one output line, in input order:
-``{"id": ..., "rewards": [float|null per response], "records": [...], "error": null, "line": n}``. A line that
-cannot be scored (not JSON, not an instance, a rubric that fails its checks, a judge that raised) gets
+Each non-blank input line is one instance of the method's instance model (for the rubric method,
+``genrm.methods.rubric.models.Instance``). Each gets one output line, in input order: ``{"id": ..., "rewards":
+[float|null per response], "records": [...], "error": null, "line": n}``. A line that cannot be scored (not JSON, not
+an instance, an instance the method refuses such as a rubric that fails its checks, a judge that raised) gets
 ``"rewards": null`` and an ``error`` that names the problem; the other lines are still scored. Blank lines are
 skipped.
 """
@@ -18,10 +20,9 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from genrm.judge import Judge
-from genrm.rubric import RubricError
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult, ScoringConfig, score_instance
+from genrm.engine.judge import Judge
+from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
+from genrm.methods.run import score_instance
 
 MAX_LINE_CHARS = 16_000_000
 
@@ -38,21 +39,21 @@ class ScoreSummary:
     statuses: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
 
-    def add(self, result: InstanceResult) -> None:
-        """Count one output line."""
+    def add(self, result: GroupResult, tally: ResultTally | None = None) -> None:
+        """Count one output line, and the judge failures and verifier statuses its method found in it."""
         self.lines += 1
         if result.error is not None:
             self.failed.append((result.line or 0, result.error))
             return
-        for record in result.records:
+        for reward in result.rewards or []:
             self.responses += 1
-            if record.reward is None:
+            if reward is None:
                 self.unknown += 1
             else:
-                self.rewards.append(record.reward)
-            self.statuses.update(c.status for c in record.criteria)
-            if record.judge_failure:
-                self.statuses[f"judge:{record.judge_failure}"] += 1
+                self.rewards.append(reward)
+        if tally is not None:
+            self.statuses.update(tally.verifier_statuses)
+            self.statuses.update(f"judge:{failure}" for failure in tally.judge_failures)
 
     def table(self) -> str:
         """The summary as a small plain-text table."""
@@ -64,11 +65,11 @@ class ScoreSummary:
             ("  failed", f"{len(self.failed)}", "see their error lines" if self.failed else ""),
             ("responses", f"{self.responses}", rate),
             ("  reward known", f"{len(self.rewards)}", mean),
-            ("  reward unknown", f"{self.unknown}", "depends on unscored criteria" if self.unknown else ""),
+            ("  reward unknown", f"{self.unknown}", "see the records" if self.unknown else ""),
         ]
         lines = [f"{name:<18} {count:>8}  {note}".rstrip() for name, count, note in rows]
         if self.statuses:
-            lines.append("criteria by status: " + ", ".join(f"{k} {v}" for k, v in self.statuses.most_common()))
+            lines.append("checks by status: " + ", ".join(f"{k} {v}" for k, v in self.statuses.most_common()))
         for number, error in self.failed[:10]:
             lines.append(f"line {number}: {error[:160]}")
         if len(self.failed) > 10:
@@ -83,53 +84,53 @@ def _validation_message(exc: ValidationError) -> str:
     return f"invalid instance: {shown}{more}"
 
 
-def score_line(text: str, number: int, judge: Judge, config: ScoringConfig) -> InstanceResult:
-    """Score one input line; never raises: every problem becomes an error line."""
+def score_line(text: str, number: int, method: RewardMethod, judge: Judge) -> GroupResult:
+    """Score one input line with ``method``; never raises: every problem becomes an error line."""
     if len(text) > MAX_LINE_CHARS:
-        return InstanceResult(id=None, rewards=None, error=f"line longer than {MAX_LINE_CHARS:,} characters",
-                              line=number)  # fmt: skip
+        return failed_result(method, None, f"line longer than {MAX_LINE_CHARS:,} characters", number)
     try:
         raw = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        return InstanceResult(id=None, rewards=None, error=f"invalid JSON: {exc}", line=number)
-    raw_id = raw.get("id") if isinstance(raw, dict) else None
-    ident = raw_id if isinstance(raw_id, str) else None
+        return failed_result(method, None, f"invalid JSON: {exc}", number)
     if not isinstance(raw, dict):
-        return InstanceResult(id=None, rewards=None, error="invalid instance: expected a JSON object", line=number)
+        return failed_result(method, None, "invalid instance: expected a JSON object", number)
+    raw_id = raw.get("id")
+    ident = raw_id if isinstance(raw_id, str) else None
     try:
-        instance = Instance.model_validate(raw)
+        instance = method.instance_model.model_validate(raw)
     except ValidationError as exc:
-        return InstanceResult(id=ident, rewards=None, error=_validation_message(exc), line=number)
+        return failed_result(method, ident, _validation_message(exc), number)
     try:
-        result = score_instance(instance, judge, config)
-    except RubricError as exc:
-        return InstanceResult(id=ident, rewards=None, error=f"invalid rubric: {exc}", line=number)
+        result = score_instance(method, instance, judge)
+    except MethodInputError as exc:
+        return failed_result(method, ident, f"invalid {exc.kind}: {exc}", number)
     except Exception as exc:  # noqa: BLE001 - one failing line must not lose the others; it is reported
-        return InstanceResult(id=ident, rewards=None, error=f"internal error: {type(exc).__name__}: {exc}",
-                              line=number)  # fmt: skip
+        return failed_result(method, ident, f"internal error: {type(exc).__name__}: {exc}", number)
     result.line = number
     return result
 
 
-def score_lines(lines: Iterable[str], judge: Judge, config: ScoringConfig) -> Iterator[InstanceResult]:
+def score_lines(lines: Iterable[str], method: RewardMethod, judge: Judge) -> Iterator[GroupResult]:
     """Score every non-blank line of an instance JSONL stream, in order (line numbers are 1-based)."""
     for number, text in enumerate(lines, 1):
         if text.strip():
-            yield score_line(text, number, judge, config)
+            yield score_line(text, number, method, judge)
 
 
 def score_file(
-    source: IO[str], sink: IO[str], judge: Judge, config: ScoringConfig, progress: bool = True
+    source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True
 ) -> ScoreSummary:
-    """Score ``source`` (instance JSONL) into ``sink`` (one JSON line per instance); returns the summary."""
+    """Score ``source`` (instance JSONL) into ``sink`` (one JSON line per instance) with ``method``; returns the
+    summary."""
     from tqdm import tqdm
 
     summary = ScoreSummary()
     start = time.perf_counter()
-    with tqdm(desc=f"scoring ({judge.name})", unit=" instances", disable=not progress, leave=False) as bar:
-        for result in score_lines(source, judge, config):
+    with tqdm(desc=f"scoring ({method.name}, {judge.name})", unit=" instances", disable=not progress,
+              leave=False) as bar:  # fmt: skip
+        for result in score_lines(source, method, judge):
             sink.write(result.model_dump_json() + "\n")
-            summary.add(result)
+            summary.add(result, None if result.error is not None else method.tally(result))
             bar.update(1)
     summary.seconds = time.perf_counter() - start
     return summary

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from genrm.choices import EXPOSURES, Exposure
+from genrm.choices import EXPOSURES, Exposure, check_exposure
 from genrm.engine.types import ChatPrompt
-from genrm.rubric import CriterionPlan, RubricPolicy
-from genrm.schemas import SECTIONS, Rubric
+from genrm.methods.rubric.models import SECTIONS, Rubric
+from genrm.methods.rubric.planning import CriterionPlan, RubricPolicy
 from verifiers import REGISTRY, render_specs
 
 RESPONSE_OPEN = "<<<CANDIDATE RESPONSE>>>"
@@ -99,13 +99,6 @@ class ScoringPrompt(ChatPrompt):
     """A scoring conversation; ``shared_prefix`` is the part of ``user`` common to every response of the group."""
 
     shared_prefix: str = ""
-
-
-def check_exposure(exposure: str) -> Exposure:
-    """``exposure`` when it is one of :data:`EXPOSURES`; raises ValueError naming the valid ones otherwise."""
-    if exposure not in EXPOSURES:
-        raise ValueError(f"unknown exposure {exposure!r:.40}; valid: {', '.join(EXPOSURES)}")
-    return exposure  # type: ignore[return-value]
 
 
 def fuzzy_reference(plan: CriterionPlan) -> str:
@@ -203,7 +196,7 @@ def build_group_prompts(
 
     Args:
         prompt: the question the policy answered (text only).
-        plans: the rubric's execution plans (:func:`genrm.rubric.plan_rubric`), essential first.
+        plans: the rubric's execution plans (:func:`genrm.methods.rubric.planning.plan_rubric`), essential first.
         responses: the candidate responses; each fenced, with marker lines inside it defused.
         exposure: what the judge sees (module docstring).
         image: the instance's image; attached only under ``vlm``.

@@ -11,7 +11,8 @@ The method's rules (RLR3, eq. 2-4), for one prompt's group of G responses and it
 2. **Weighted sum** ``r = sum_k w_k * s~_k`` with the weights (1-3) normalized to sum to 1 over all criteria.
 3. **Content mask**: 0 when an essential criterion has s~ < 0.5 or when two or more essential criteria are only
    partially met (0.5 <= s~ < 1); else 1. Additional criteria can never make up for an essential failure.
-4. **Format mask**: 0 on a response-level violation (repetition loop, language mixing; see ``genrm.format_checks``).
+4. **Format mask**: 0 on a response-level violation (repetition loop, language mixing; see
+   ``genrm.methods.format_checks``).
 5. **Length rule**: a response longer than the task's maximum gets 0.
 6. Reward = content mask x format mask x r (x the length rule).
 
@@ -30,7 +31,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from genrm.schemas import SectionName as Section
+from genrm.methods.config import check_tau
+from genrm.methods.rubric.models import SectionName as Section
 
 _DIGITS = 12
 
@@ -150,13 +152,6 @@ def aggregate_response(
     notes.insert(0, f"content mask {mask}: {reason}")
     reward = mask * format_mask * (1.0 if length_ok else 0.0) * base
     return Aggregate(reward, base, list(remapped), mask, format_mask, length_ok, notes)
-
-
-def check_tau(tau: float) -> float:
-    """``tau`` when it is a remapping threshold, strictly between 0 and 1; ValueError otherwise."""
-    if not 0.0 < tau < 1.0:
-        raise ValueError(f"tau must be in (0, 1), got {tau}")
-    return tau
 
 
 def aggregate_group(

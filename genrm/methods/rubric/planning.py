@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from genrm.schemas import Criterion, Rubric, SectionName
+from genrm.methods.base import MethodInputError
+from genrm.methods.rubric.models import Criterion, Rubric, SectionName
 from verifiers import REGISTRY, VerifierError, parse_call, run_verifier
 from verifiers.registry import empty_prediction
 
@@ -87,12 +88,26 @@ class CriterionPlan:
         return f"{self.section}[{self.index}]"
 
 
-class RubricError(ValueError):
-    """A rubric failed its checks; ``issues`` holds (field path, message) pairs, all of them."""
+class RubricError(MethodInputError):
+    """A rubric failed its checks; ``issues`` holds (field path, message) pairs, all of them. Its ``loc`` is the
+    first issue's place in the instance (``("rubric", "essential", 1, "reference")``, or ``("task_type",)``)."""
 
     def __init__(self, issues: list[tuple[str, str]]) -> None:
         self.issues = issues
-        super().__init__("; ".join(f"{path}: {message}" for path, message in issues))
+        first = issues[0][0] if issues else ""
+        loc = split_path(first) if first == "task_type" else ["rubric", *split_path(first)]
+        super().__init__("; ".join(f"{path}: {message}" for path, message in issues), loc, kind="rubric")
+
+
+def split_path(path: str) -> list[str | int]:
+    """A rubric field path as a location: ``essential[1].reference`` -> ``["essential", 1, "reference"]``."""
+    parts: list[str | int] = []
+    for piece in path.replace("]", "").split("."):
+        name, _, index = piece.partition("[")
+        parts.append(name)
+        if index:
+            parts.append(int(index))
+    return parts
 
 
 def looks_like_call(reference: str) -> bool:

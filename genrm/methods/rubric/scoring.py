@@ -1,4 +1,4 @@
-"""From an instance to its rewards: plan the rubric, judge the group, execute, aggregate, and explain.
+"""The rubric method's rewards: plan the rubric, judge the group, execute, aggregate, and explain.
 
 One :class:`InstanceResult` per instance (one output line of ``genrm score``): the reward of each response (``None``
 when it depends on a criterion nobody scored) and a :class:`ResponseRecord` per response that says, criterion by
@@ -14,40 +14,27 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.aggregation import CriterionSlot, aggregate_group, check_tau
-from genrm.engine import run_blocking
-from genrm.execution import CriterionScore, execute
-from genrm.format_checks import FormatConfig, format_violations
-from genrm.judge import GroupRequest, Judge
-from genrm.judge_output import ParsedJudgement
-from genrm.prompts import Exposure, check_exposure, exposed_plans
-from genrm.rubric import CriterionPlan, RubricPolicy, plan_rubric
-from genrm.schemas import Instance, SectionName
+from genrm.engine.judge import Judge
+from genrm.methods.base import GroupResult
+from genrm.methods.config import MethodConfig
+from genrm.methods.format_checks import format_violations
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
+from genrm.methods.rubric.execution import CriterionScore, execute
+from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judges import GroupRequest
+from genrm.methods.rubric.models import Instance, SectionName
+from genrm.methods.rubric.planning import CriterionPlan, RubricPolicy, plan_rubric
+from genrm.methods.rubric.prompts import exposed_plans
 from verifiers import VerifyConfig, expression_workers, uses_workers
 
 
 @dataclass(frozen=True)
-class ScoringConfig:
-    """How rewards are computed.
+class ScoringConfig(MethodConfig):
+    """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``tau`` of
+    the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds) and which verifiers each task type
+    may use (``policy``)."""
 
-    Attributes:
-        tau: remapping threshold in (0, 1) (eq. 2-3).
-        exposure: what the judge sees (``genrm.prompts``); ``minimal`` for training rewards.
-        format: thresholds of the format detectors; ``check_format=False`` turns the format mask off.
-        verify: the verifiers' deadline and bounds.
-        policy: which verifiers each task type may use.
-    """
-
-    tau: float = 0.5
-    exposure: Exposure = "minimal"
-    format: FormatConfig = field(default_factory=FormatConfig)
-    check_format: bool = True
-    verify: VerifyConfig = field(default_factory=VerifyConfig)
     policy: RubricPolicy = field(default_factory=RubricPolicy)
-
-    def __post_init__(self) -> None:
-        check_tau(self.tau)
-        check_exposure(self.exposure)
 
 
 class CriterionRecord(BaseModel):
@@ -85,16 +72,11 @@ class ResponseRecord(BaseModel):
     explanation: list[str]
 
 
-class InstanceResult(BaseModel):
-    """One output line of ``genrm score``: an instance's rewards and records, or the error that stopped it."""
+class InstanceResult(GroupResult):
+    """One output line of ``genrm score`` for the rubric method: an instance's rewards and records, or the error that
+    stopped it."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None
-    rewards: list[float | None] | None
     records: list[ResponseRecord] = Field(default_factory=list)
-    error: str | None = None
-    line: int | None = Field(default=None, description="1-based input line number, when read from a file")
 
 
 def _references(instance: Instance) -> list[str]:
@@ -127,7 +109,7 @@ def score_group(
 ) -> InstanceResult:
     """Execute and aggregate the judge's judgements of an instance's responses (one per response, in order).
 
-    ``plans`` are the plans the judgements were read against (``genrm.prompts.exposed_plans``).
+    ``plans`` are the plans the judgements were read against (``genrm.methods.rubric.prompts.exposed_plans``).
     """
     config = config or ScoringConfig()
     responses = instance.responses
@@ -180,7 +162,7 @@ def _execute_all(
 def plan_instance(instance: Instance, config: ScoringConfig) -> list[CriterionPlan]:
     """The plans an instance's judgements are read against: its rubric planned for its task type, as exposed.
 
-    Raises ``genrm.rubric.RubricError`` when the rubric fails its checks.
+    Raises ``genrm.methods.rubric.planning.RubricError`` when the rubric fails its checks.
     """
     return exposed_plans(plan_rubric(instance.rubric, instance.task_type, config.policy), config.exposure)
 
@@ -190,15 +172,15 @@ def group_request(instance: Instance, plans: Sequence[CriterionPlan], config: Sc
     return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
 
 
-def score_instance(instance: Instance, judge: Judge, config: ScoringConfig | None = None) -> InstanceResult:
-    """Plan the instance's rubric, have ``judge`` judge its responses, and compute the rewards. The judge runs on the
-    engine loop (:func:`genrm.engine.run_blocking`), the verifiers in this thread.
+def score_instance(
+    instance: Instance, judge: Judge | None = None, config: ScoringConfig | None = None
+) -> InstanceResult:
+    """The rubric method's result for ``instance`` (:func:`genrm.methods.run.score_instance`), judged by ``judge``
+    (default: ``rule``, no model).
 
-    Raises ``genrm.rubric.RubricError`` when the rubric fails its checks (the caller reports it; nothing is scored).
+    Raises ``genrm.methods.rubric.planning.RubricError`` when the rubric fails its checks (nothing is scored).
     """
-    config = config or ScoringConfig()
-    plans = plan_instance(instance, config)
-    if not instance.responses:
-        return InstanceResult(id=instance.id, rewards=[], records=[])
-    judgements = run_blocking(judge.judge_group(group_request(instance, plans, config)))
-    return score_group(instance, plans, judgements, config)
+    from genrm.methods.rubric.method import RubricMethod
+    from genrm.methods.run import score_instance as run_method
+
+    return run_method(RubricMethod(config), instance, judge or Judge())  # type: ignore[return-value]

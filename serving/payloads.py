@@ -1,29 +1,43 @@
-"""Request and response bodies of the reward server (pydantic; they are also its OpenAPI schema)."""
+"""Request and response bodies of the reward server (pydantic; they are also its OpenAPI schema), and how answers
+are written. The bodies of ``/v1/score`` are the reward method's own (``serving.routes.score.score_bodies``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticSerializationError
 
-from genrm.schemas import Instance
-from genrm.scoring import InstanceResult
+from genrm.methods.base import GroupResult
 
 
-class ScoreRequest(BaseModel):
-    """Groups to score: each is an instance of the reward core with the G responses to one prompt."""
+@functools.cache
+def score_request_model(instance_model: type[BaseModel]) -> type[BaseModel]:
+    """The body of ``POST /v1/score`` for a method's instance model: ``{"groups": [instance, ...]}``."""
+    return create_model(
+        "ScoreRequest",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="Groups to score: each is an instance with the G responses to one prompt.",
+        groups=(
+            list[instance_model],
+            Field(
+                min_length=1,
+                description="one entry per prompt; remapping sees the "  # type: ignore[valid-type]
+                "whole group",
+            ),
+        ),  # fmt: skip
+    )
 
-    model_config = ConfigDict(extra="forbid")
 
-    groups: list[Instance] = Field(min_length=1, description="one entry per prompt; remapping sees the whole group")
-
-
-class ScoreResponse(BaseModel):
-    """One result per group, in request order."""
-
-    groups: list[InstanceResult]
+@functools.cache
+def score_response_model(result_model: type[GroupResult]) -> type[BaseModel]:
+    """The answer of ``POST /v1/score`` for a method's result model: ``{"groups": [result, ...]}``, in request
+    order."""
+    return create_model("ScoreResponse", __doc__="One result per group, in request order.",
+                        groups=(list[result_model], ...))  # type: ignore[valid-type]  # fmt: skip
 
 
 class VerifyRequest(BaseModel):
@@ -105,3 +119,9 @@ def json_line(value: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate: escape it (see json_text)
         text = json.dumps(value, ensure_ascii=True, allow_nan=False)
     return text
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    """An answer holding ``model``, serialized once by pydantic (:func:`json_text`; FastAPI would validate the model
+    a second time)."""
+    return Response(json_text(model), status_code=status, media_type="application/json")

@@ -1,9 +1,9 @@
 """Reading the judge's answer: find the JSON, check it against the rubric, and classify every failure.
 
-The judge is asked for one JSON object (``genrm.schemas.JudgeOutput``). Models wrap it in code fences, put a
-reasoning block (``<think>...</think>``) before it, or add text after it; all of that is accepted. What is found is
-then checked against the rubric's execution plan, criterion by criterion. Failures are never hidden, and never turned
-into a credit; each has a class:
+The judge is asked for one JSON object (``genrm.methods.rubric.models.JudgeOutput``). Models wrap it in code fences,
+put a reasoning block (``<think>...</think>``) before it, or add text after it; all of that is accepted. What is found
+is then checked against the rubric's execution plan, criterion by criterion. Failures are never hidden, and never
+turned into a credit; each has a class:
 
 - ``not_json``: no JSON object could be read from the output;
 - ``schema``: the object lacks a required field, has one of the wrong type, or a fuzzy credit outside {0, 0.5, 1};
@@ -30,8 +30,8 @@ from typing import Literal
 from pydantic import ValidationError
 from rapidfuzz.distance import Levenshtein
 
-from genrm.rubric import CriterionPlan
-from genrm.schemas import SECTIONS, JudgedCriterion, JudgeOutput
+from genrm.methods.rubric.models import SECTIONS, JudgedCriterion, JudgeOutput
+from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import UnknownVerifierError, VerifierError, parse_call
 
 FailureClass = Literal[

@@ -1,11 +1,12 @@
 """Rubric judging: one protocol, the ``rule`` reader that needs no model, and the reader of any engine's answers.
 
-A judge receives one group (a prompt, the rubric's plans, the G responses, the exposure setting) and returns one
-checked judgement per response (:class:`genrm.judge_output.ParsedJudgement`). :class:`EngineJudge` builds the
-scoring prompts (:mod:`genrm.prompts`), asks a :class:`genrm.engine.Engine` (HTTP, in process or scripted: all the
-same here) and parses each answer with :func:`genrm.judge_output.parse_judge_output`; :class:`RuleJudge` reads the
-responses by fixed rules. Execution and aggregation are the same whichever judged. :func:`make_judge` is the one
-factory, from the one spelling of a judge (:class:`genrm.engine.JudgeSpec`).
+A rubric judge receives one group (a prompt, the rubric's plans, the G responses, the exposure setting) and returns one
+checked judgement per response (:class:`genrm.methods.rubric.judge_output.ParsedJudgement`). :class:`EngineJudge`
+builds the scoring prompts (:mod:`genrm.methods.rubric.prompts`), asks a :class:`genrm.engine.Engine` (HTTP, in
+process or scripted: all the same here) and parses each answer with
+:func:`genrm.methods.rubric.judge_output.parse_judge_output`; :class:`RuleJudge` reads the responses by fixed rules.
+Execution and aggregation are the same whichever judged. :func:`rubric_judge` is the rubric judge of a
+:class:`genrm.engine.Judge` (the one spelling of a judge, made by :func:`genrm.engine.make_judge`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from genrm.answer_extraction import AnswerSpan, extract_prediction, final_answer_span
 from genrm.choices import Exposure
-from genrm.engine import Engine, EngineOptions, JudgeSpec, Reader, Reply, ask, make_engine
+from genrm.engine import Engine, Judge, Reader, Reply, ask
 from genrm.engine.types import ChatRequest
-from genrm.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
-from genrm.output_schema import scoring_json_schema
-from genrm.prompts import build_group_prompts
-from genrm.rubric import CriterionPlan
+from genrm.methods.rubric.answer_extraction import AnswerSpan, extract_prediction, final_answer_span
+from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
+from genrm.methods.rubric.planning import CriterionPlan
+from genrm.methods.rubric.prompts import build_group_prompts
 
 #: The schema name of a scoring answer in an OpenAI ``response_format``.
 SCORING_SCHEMA_NAME = "judge_output"
@@ -34,7 +35,7 @@ class GroupRequest:
 
     Attributes:
         prompt: the question the policy answered.
-        plans: the rubric's plans as the judge's output is read (``genrm.prompts.exposed_plans``).
+        plans: the rubric's plans as the judge's output is read (``genrm.methods.rubric.prompts.exposed_plans``).
         responses: the G responses, in order.
         image: the instance's image (path, URL or data URI); only the ``vlm`` exposure shows it.
         exposure: what the judge sees of the rubric.
@@ -48,7 +49,7 @@ class GroupRequest:
 
 
 @runtime_checkable
-class Judge(Protocol):
+class RubricJudge(Protocol):
     """Judges every response of a group against the rubric.
 
     Attributes:
@@ -93,7 +94,8 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
 
 
 class RuleJudge:
-    """The non-parametric judge: reads each response's final answer by fixed rules (``genrm.answer_extraction``).
+    """The non-parametric judge: reads each response's final answer by fixed rules
+    (:mod:`genrm.methods.rubric.answer_extraction`).
 
     Verifiable criteria get a scoring-side call with what the rules extract (empty when the response has no final
     answer, which scores 0); fuzzy criteria come back ``unscored``, so a reward that depends on them is unknown
@@ -181,13 +183,9 @@ class EngineJudge:
         await self.engine.aclose()
 
 
-def make_judge(spec: JudgeSpec | str, options: EngineOptions | None = None, parse_retries: int = 1) -> Judge:
-    """The judge ``spec`` names: :class:`RuleJudge` for ``rule``, else an :class:`EngineJudge` on its engine.
-
-    ``parse_retries``: new samples for an answer that could not be read (0 for evaluation, so that its tables
-    measure first answers). Raises ValueError for a malformed spec or a checkpoint that cannot be loaded.
-    """
-    spec = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
-    if not spec.needs_engine:
+def rubric_judge(judge: Judge) -> RubricJudge:
+    """The rubric judge of ``judge``: :class:`RuleJudge` when no model judges, else an :class:`EngineJudge` on its
+    engine with its parse retries. Closing the judge closes the engine; the rubric judge holds nothing of its own."""
+    if judge.engine is None:
         return RuleJudge()
-    return EngineJudge(make_engine(spec, options or EngineOptions()), parse_retries)
+    return EngineJudge(judge.engine, judge.parse_retries, judge.label)

@@ -1,8 +1,8 @@
 """The JSON schema of one judge answer, built per request from the rubric, for constrained decoding.
 
 Backends that constrain generation to a JSON schema (SGLang and vLLM through ``response_format`` of type
-``json_schema``, with XGrammar or Outlines) can then only produce an answer that :func:`genrm.judge_output.
-parse_judge_output` reads without a schema failure:
+``json_schema``, with XGrammar or Outlines) can then only produce an answer that
+:func:`genrm.methods.rubric.judge_output. parse_judge_output` reads without a schema failure:
 
 - ``thought`` first, then ``essential`` and ``additional`` with exactly the rubric's criteria, in order
   (``prefixItems`` with ``items: false`` and equal ``minItems``/``maxItems``);
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.rubric import CriterionPlan
-from genrm.schemas import SECTIONS
+from genrm.methods.rubric.models import SECTIONS
+from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import REGISTRY
 
 DEFAULT_MAX_THOUGHT_CHARS = 400
@@ -103,7 +103,7 @@ def scoring_json_schema(
     """The JSON schema (draft 2020-12) of the judge's answer for a rubric (see the module docstring).
 
     Args:
-        plans: the rubric's plans, as the judge's output will be read (``genrm.prompts.exposed_plans``).
+        plans: the rubric's plans, as the judge's output will be read (``genrm.methods.rubric.prompts.exposed_plans``).
         max_thought_chars: upper bound on the ``thought`` field, in characters.
         max_rationale_chars: upper bound on each ``rationale``, in characters.
     """

@@ -1,0 +1,153 @@
+"""What every reward method is: the interface the server, ``genrm score``, RL and evaluation drive.
+
+A reward method owns its instance model (one group: the responses to one prompt, with what the method needs to judge
+them), the requests it sends to the judge engine (prompts, JSON schema), how it reads the replies, and how it turns
+a group's readings into rewards and records. It is driven in three steps (:mod:`genrm.methods.run`):
+
+1. :meth:`RewardMethod.prepare`: check one instance and plan its judging, in the caller's thread; an instance that
+   cannot be scored raises :class:`MethodInputError` naming the field (nothing of it is judged);
+2. :meth:`RewardMethod.judge`: ask the judge (async; an engine, or the method's fixed-rule reader when the judge has
+   no model) and read one reading per response;
+3. :meth:`RewardMethod.score`: compute the rewards and records from the readings (CPU: verifiers, remapping), in a
+   worker thread when the caller is a server.
+
+Nothing here knows a method by name: methods are found through :mod:`genrm.methods.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from genrm.engine.judge import Judge
+
+#: The most responses one group may hold.
+MAX_RESPONSES = 1024
+
+
+class MethodInputError(ValueError):
+    """An instance a method cannot score.
+
+    Attributes:
+        loc: where the problem is inside the instance, as a path of keys and indices (``("rubric", "essential", 0,
+            "reference")``); empty for the instance as a whole.
+        kind: what is at fault, in a word (``rubric``, ``instance``, ...): the error's type in an HTTP answer, and
+            the start of its line in ``genrm score`` (``invalid rubric: ...``).
+    """
+
+    def __init__(self, message: str, loc: Sequence[str | int] = (), kind: str = "instance") -> None:
+        super().__init__(message)
+        self.loc: tuple[str | int, ...] = tuple(loc)
+        self.kind = kind
+
+
+class GroupInstance(Protocol):
+    """What every method's instance model (a pydantic model) has: an id, and the G responses to one prompt that are
+    scored together (a list of at most :data:`MAX_RESPONSES`)."""
+
+    id: str
+    responses: list[str]
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any: ...
+
+    def model_dump_json(self, **kwargs: Any) -> str: ...
+
+
+class GroupResult(BaseModel):
+    """One scored group (one output line of ``genrm score``): the reward of each response, a record per response
+    that says how it came about, or the error that stopped the whole group.
+
+    A method's result model derives from this one and types its ``records``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None
+    rewards: list[float | None] | None = Field(
+        description="one reward per response, in [0, 1]; null for a response whose reward is unknown; null for all "
+        "when the group failed"
+    )
+    records: list[Any] = Field(default_factory=list)
+    error: str | None = None
+    line: int | None = Field(default=None, description="1-based input line number, when read from a file")
+
+
+@dataclass(frozen=True)
+class UnknownReward:
+    """Why one response has no reward, for a caller that must answer with a number or refuse (OpenRLHF).
+
+    Attributes:
+        message: what went wrong, for the client.
+        retry: True when it is the judge's or the server's failure (retrying may help: HTTP 503); False when the
+            input is at fault (HTTP 422).
+        loc: the field at fault, inside the instance (empty when none).
+        kind: a short machine-readable class (``judge_failure``, ``busy``, ``unscored``, ...).
+    """
+
+    message: str
+    retry: bool
+    loc: tuple[str | int, ...] = ()
+    kind: str = "unknown"
+
+
+@dataclass(frozen=True)
+class ResultTally:
+    """What a server counts of one scored group: the judge failures and verifier statuses it met."""
+
+    judge_failures: list[str] = field(default_factory=list)
+    verifier_statuses: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class RewardMethod(Protocol):
+    """A reward method, configured (see the module docstring for how it is driven).
+
+    Attributes:
+        name: the name it is registered under.
+        instance_model: the pydantic model of one group (it has ``id: str`` and ``responses: list[str]``).
+        result_model: the pydantic model of one scored group (a :class:`GroupResult`).
+        reads_without_engine: whether it can judge with no model (``rule``).
+    """
+
+    name: str
+    instance_model: type[BaseModel]
+    result_model: type[GroupResult]
+    reads_without_engine: bool
+
+    def prepare(self, instance: Any) -> Any:
+        """Check ``instance`` and plan its judging (the result keeps it as ``instance``); raises
+        :class:`MethodInputError` naming the field at fault."""
+        ...
+
+    async def judge(self, prepared: Any, judge: Judge) -> list[Any]:
+        """One reading per response, in order; never raises on a response's text (raises
+        ``genrm.engine.BackendUnavailable`` when the model cannot be reached at all)."""
+        ...
+
+    def uses_workers(self, prepared: Any) -> bool:
+        """Whether :meth:`score` may wait for expression workers (a server gives such calls threads of their own)."""
+        ...
+
+    def score(self, prepared: Any, readings: Sequence[Any]) -> GroupResult:
+        """The group's result from its readings (one per response, in order); never raises on a response's text."""
+        ...
+
+    def unknown_reward(self, result: Any, index: int) -> UnknownReward:
+        """Why response ``index`` of ``result`` has no reward."""
+        ...
+
+    def extra_logs(self, result: Any, index: int) -> dict[str, float]:
+        """Per-response figures worth logging next to the reward (OpenRLHF's ``extra_logs``), e.g. its masks."""
+        ...
+
+    def tally(self, result: Any) -> ResultTally:
+        """The judge failures and verifier statuses met in ``result``, for the server's metrics."""
+        ...
+
+
+def failed_result(method: RewardMethod, ident: str | None, error: str, line: int | None = None) -> GroupResult:
+    """``method``'s result for a group that could not be scored at all: no rewards, and the error."""
+    return method.result_model(id=ident, rewards=None, error=error, line=line)

@@ -1,0 +1,41 @@
+"""The settings every reward method is given, whatever it is (a method uses those that apply to it).
+
+Method-specific settings are the method's own (its ``options``, see :func:`genrm.methods.make_method`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from genrm.choices import Exposure, check_exposure
+from genrm.methods.format_checks import FormatConfig
+from verifiers import VerifyConfig
+
+
+def check_tau(tau: float) -> float:
+    """``tau`` when it is a remapping threshold in (0, 1); raises ValueError otherwise."""
+    if not 0.0 < tau < 1.0:
+        raise ValueError(f"tau must be in (0, 1), got {tau}")
+    return tau
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """How rewards are computed, for any method.
+
+    Attributes:
+        tau: group-wise remapping threshold in (0, 1).
+        exposure: what a model judge sees of the targets (``minimal`` for training rewards).
+        format: thresholds of the response format detectors; ``check_format=False`` turns the format mask off.
+        verify: the verifiers' deadline and bounds.
+    """
+
+    tau: float = 0.5
+    exposure: Exposure = "minimal"
+    format: FormatConfig = field(default_factory=FormatConfig)
+    check_format: bool = True
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+
+    def __post_init__(self) -> None:
+        check_tau(self.tau)
+        check_exposure(self.exposure)

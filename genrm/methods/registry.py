@@ -1,0 +1,69 @@
+"""Which reward methods there are, by name, and the one factory that configures one.
+
+The methods shipped with the stack are listed in :data:`BUILTIN`; a method in another package registers itself under
+the ``genrm.methods`` entry-point group of its package metadata::
+
+    [project.entry-points."genrm.methods"]
+    my_method = "my_package.my_method:MyMethod"
+
+An entry is a factory ``factory(config: MethodConfig, options: Mapping[str, Any]) -> RewardMethod`` (a class whose
+constructor takes those two, typically). A method's module is imported only when the method is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from genrm.methods.base import RewardMethod
+from genrm.methods.config import MethodConfig
+
+#: The entry-point group third-party methods register under.
+ENTRY_POINT_GROUP = "genrm.methods"
+
+#: The methods shipped with the stack: name -> ``module:factory``.
+BUILTIN: dict[str, str] = {
+    "rubric": "genrm.methods.rubric.method:RubricMethod",
+}
+
+#: The method used when none is named.
+DEFAULT_METHOD = "rubric"
+
+MethodFactory = Callable[[MethodConfig, Mapping[str, Any]], RewardMethod]
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
+
+
+def method_names() -> list[str]:
+    """The names of every method that can be used: the built-in ones, then the plug-ins installed."""
+    return [*BUILTIN, *sorted(_plugins())]
+
+
+def _factory(name: str) -> MethodFactory:
+    target = BUILTIN.get(name) or _plugins().get(name)
+    if target is None:
+        raise ValueError(f"unknown reward method {name!r:.60}; known: {', '.join(method_names())}")
+    module_name, _, attribute = target.partition(":")
+    factory = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        factory = getattr(factory, part)
+    return factory  # type: ignore[return-value]
+
+
+def make_method(
+    name: str = DEFAULT_METHOD, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None
+) -> RewardMethod:
+    """The method registered as ``name``, configured with the common ``config`` and its own ``options``.
+
+    Raises ValueError for an unknown name or options the method does not take (the message says which).
+    """
+    method = _factory(name)(config or MethodConfig(), dict(options or {}))
+    if method.name != name:
+        raise ValueError(f"the factory registered as {name!r} made the method {method.name!r}")
+    return method

@@ -1,0 +1,116 @@
+"""The rubric method (RLR3) as a reward method: instance-specific rubrics, judged under minimal exposure, decided by
+the verifiers, remapped over the group and gated by the content, format and length masks.
+
+The pieces are in this package: :mod:`.models` (the instance and the rubric), :mod:`.planning` (checking a rubric and
+planning each criterion), :mod:`.prompts` and :mod:`.answer_schema` (what the judge is sent), :mod:`.judges` (asking
+an engine, or the ``rule`` reader that needs none), :mod:`.judge_output` (reading its answer), :mod:`.execution`
+(running the verifiers), :mod:`.aggregation` (remapping and masks) and :mod:`.scoring` (records and results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from genrm.engine.judge import Judge
+from genrm.methods.base import ResultTally, UnknownReward
+from genrm.methods.config import MethodConfig
+from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judges import rubric_judge
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.planning import CriterionPlan, split_path
+from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig, group_request, plan_instance, score_group
+from verifiers import uses_workers
+
+# Criterion statuses that are the judge's failure, not a verifier's verdict (genrm.methods.rubric.judge_output).
+_JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call",
+                             "backend_error"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PreparedInstance:
+    """An instance whose rubric passed its checks, with the plans its judgements are read against."""
+
+    instance: Instance
+    plans: list[CriterionPlan]
+
+
+class RubricMethod:
+    """The rubric method (see the module docstring); registered as ``rubric``.
+
+    Args:
+        config: the common settings; a :class:`ScoringConfig` is used as it is.
+        options: settings of this method; it takes none yet, so any is an error that names it.
+    """
+
+    name = "rubric"
+    instance_model = Instance
+    result_model = InstanceResult
+    reads_without_engine = True
+
+    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+        if options:
+            raise ValueError(f"the rubric method takes no options; got {', '.join(sorted(options))}")
+        if config is None or isinstance(config, ScoringConfig):
+            self.config = config or ScoringConfig()
+        else:
+            self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
+
+    def prepare(self, instance: Instance) -> PreparedInstance:
+        """Check the instance's rubric and plan it for its task type, as exposed; raises
+        ``genrm.methods.rubric.planning.RubricError`` (a located input error) when the rubric fails its checks."""
+        return PreparedInstance(instance, plan_instance(instance, self.config))
+
+    async def judge(self, prepared: PreparedInstance, judge: Judge) -> list[ParsedJudgement]:
+        """One checked judgement per response: the judge's model asked (a group's requests together), or the rule
+        reader when it has none."""
+        request = group_request(prepared.instance, prepared.plans, self.config)
+        return await rubric_judge(judge).judge_group(request)
+
+    def uses_workers(self, prepared: PreparedInstance) -> bool:
+        """Whether a criterion's verifier runs in the expression workers."""
+        return any(uses_workers(plan.verifier) for plan in prepared.plans)
+
+    def score(self, prepared: PreparedInstance, readings: Sequence[ParsedJudgement]) -> InstanceResult:
+        """Execute the judgements, remap over the group, and apply the masks."""
+        if not prepared.instance.responses:
+            return InstanceResult(id=prepared.instance.id, rewards=[], records=[])
+        return score_group(prepared.instance, prepared.plans, readings, self.config)
+
+    def unknown_reward(self, result: InstanceResult, index: int) -> UnknownReward:
+        """Why response ``index`` has no reward: the judge failed on it (retry), a verifier could not run (retry), a
+        rubric target that cannot be checked (the input's fault), or a criterion nobody scored."""
+        record = result.records[index]
+        if record.judge_failure:
+            return UnknownReward("the judge failed on this response; retry", True, kind="judge_failure")
+        for criterion in record.criteria:
+            if criterion.status in ("busy", "error"):  # the server's failure, not the input's
+                return UnknownReward(f"not judged: {criterion.reason}; retry", True, kind=criterion.status)
+            if criterion.status in _JUDGE_FAILURES:
+                return UnknownReward(f"the judge failed on {criterion.path}: {criterion.reason}; retry", True,
+                                     kind="judge_failure")  # fmt: skip
+            if criterion.status == "unparseable_target":
+                return UnknownReward(f"the rubric's target cannot be checked: {criterion.reason}", False,
+                                     ("rubric", *split_path(criterion.path)), "rubric")  # fmt: skip
+        return UnknownReward("the reward depends on criteria this judge does not score (fuzzy criteria need a "
+                             "model backend)", False, kind="unscored")  # fmt: skip
+
+    def extra_logs(self, result: InstanceResult, index: int) -> dict[str, float]:
+        """The response's content mask, format mask and length rule, as 0/1."""
+        record = result.records[index]
+        return {"content_mask": float(record.content_mask or 0), "format_mask": float(record.format_mask),
+                "length_ok": float(record.length_ok)}  # fmt: skip
+
+    def tally(self, result: InstanceResult) -> ResultTally:
+        """Judge failures (of whole answers and of criteria) and the verifier statuses of the other criteria."""
+        tally = ResultTally()
+        for record in result.records:
+            if record.judge_failure:
+                tally.judge_failures.append(record.judge_failure)
+                continue
+            for criterion in record.criteria:
+                (tally.judge_failures if criterion.status in _JUDGE_FAILURES else tally.verifier_statuses).append(
+                    criterion.status
+                )
+        return tally

@@ -1,0 +1,146 @@
+"""The server's outer layer, before any route: the bearer token (401), the body size limit (413), per-endpoint
+request metrics, and a log of refused requests at a bounded rate.
+
+It is plain ASGI middleware, so it sees every request, the OpenAPI pages included, before anything of the body is
+read. What a route refuses is a :class:`serving.errors.RequestError`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from serving.metrics import ServerMetrics
+
+access_logger = logging.getLogger("genrm.serving.access")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+#: The endpoints counted by name in the metrics (any other path is counted as ``other``).
+ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
+_OPEN_PATHS = frozenset({"/health"})
+_LOGGED_DETAIL = 1000  # bytes of a refusal's answer written to the log
+
+
+class Guard:
+    """Pure ASGI middleware: the bearer token (401), the body size limit (413) and per-endpoint request metrics.
+
+    The token is checked here, before anything of the body is read, on every path but ``/health`` (the OpenAPI
+    schema and the docs pages included), so a client without it learns nothing about the API or its own body.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics, api_key: str | None) -> None:
+        self.app, self.max_bytes, self.metrics = app, max_bytes, metrics
+        self.expected = None if api_key is None else f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start, status, received = time.perf_counter(), [500], [0]
+        endpoint = scope.get("path", "")
+        headers = dict(scope.get("headers") or [])
+        if self.expected is not None and endpoint not in _OPEN_PATHS:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _send_error(send, status, 401, "header", "a valid bearer token is required", "auth",
+                                  [(b"www-authenticate", b"Bearer")])  # fmt: skip
+                _log_refusal(scope, 401, b"a valid bearer token is required")
+                self._count(endpoint, status[0], start)
+                return
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(scope, send, status)
+            self._count(endpoint, status[0], start)
+            return
+
+        refused = [False]
+
+        async def limited_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and not refused[0]:
+                received[0] += len(message.get("body", b""))
+                if received[0] > self.max_bytes:
+                    # Answer 413 now and tell the app the client left; whatever it sends after that is dropped
+                    # (raising here would be turned into a 400 by the body parser).
+                    refused[0] = True
+                    await self._too_large(scope, send, status)
+                    return {"type": "http.disconnect"}
+            return message
+
+        error_body = bytearray()
+
+        async def tracking_send(message: Message) -> None:
+            if refused[0]:
+                return
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body" and status[0] >= 400:
+                error_body.extend(message.get("body", b"")[: _LOGGED_DETAIL - len(error_body)])
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        finally:
+            self._count(endpoint, status[0], start)
+            if status[0] >= 400 and not refused[0]:
+                _log_refusal(scope, status[0], bytes(error_body))
+
+    async def _too_large(self, scope: Scope, send: Any, status: list[int]) -> None:
+        await _send_error(send, status, 413, "body", f"body larger than {self.max_bytes} bytes", "too_large")
+        _log_refusal(scope, 413, f"body larger than {self.max_bytes} bytes".encode())
+
+    def _count(self, endpoint: str, status: int, start: float) -> None:
+        known = endpoint if endpoint in ENDPOINTS else "other"
+        self.metrics.requests.labels(known, str(status)).inc()
+        self.metrics.latency.labels(known).observe(time.perf_counter() - start)
+
+
+class RefusalLog:
+    """At most ``rate`` refusal lines per second on average (bursts of ``rate``), so a flood of bad requests cannot
+    flood the log; the next line written says how many were left out meanwhile.
+
+    Args:
+        rate: lines per second (> 0).
+        clock: seconds, monotonic (injectable for tests).
+    """
+
+    def __init__(self, rate: float = 20.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self._clock = rate, clock
+        self._tokens, self._last, self.suppressed = rate, clock(), 0
+
+    def __call__(self, scope: Scope, status: int, detail: bytes) -> None:
+        """Log one refused request: who, what, and why, bounded and escaped (the detail may quote the client)."""
+        now = self._clock()
+        self._tokens = min(self.rate, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens < 1.0:
+            self.suppressed += 1
+            return
+        self._tokens -= 1.0
+        left_out, self.suppressed = self.suppressed, 0
+        client = scope.get("client") or ("?", 0)
+        text = detail[:_LOGGED_DETAIL].decode("utf-8", "replace").encode("unicode_escape").decode("ascii")
+        note = f" ({left_out} more refusals not logged before this one)" if left_out else ""
+        access_logger.warning("refused %s %s from %s:%s: %d %s%s", scope.get("method", "?"), scope.get("path", "?"),
+                              client[0], client[1], status, text, note)  # fmt: skip
+
+
+_log_refusal = RefusalLog()
+
+
+async def _send_error(
+    send: Any, status: list[int], code: int, where: str, message: str, kind: str,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:  # fmt: skip
+    body = json.dumps({"detail": [{"loc": [where], "msg": message, "type": kind}]}).encode()
+    status[0] = code
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": code, "headers": headers + (extra_headers or [])})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,105 @@
+"""``POST /get_reward``: OpenRLHF's remote reward protocol, for any reward method.
+
+Queries whose labels share an id are one group; with ``group_size`` set, a group is gathered across requests
+(:mod:`serving.gathering`). The protocol has no place for an unknown reward, so a query whose reward is unknown is
+refused: 503 (retry) when the judge or the server failed on it, 422 naming the label's field when its input is at
+fault (the method says which: ``RewardMethod.unknown_reward``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Response
+
+from genrm.methods.base import GroupInstance, GroupResult
+from serving.errors import RequestError
+from serving.gathering import Gathered, GatherFull
+from serving.openrlhf import QueryError, openrlhf_groups
+from serving.payloads import ErrorResponse, RewardRequest, RewardResponse, json_response
+from serving.state import ServerState, State
+
+logger = logging.getLogger("genrm.serving")
+router = APIRouter()
+_WHERE = ["body", "labels"]
+
+
+async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupResult:
+    """Score one gathered group (the gatherer's judge function); warns when it is short of the group size."""
+    (result,) = await state.score([instance], _WHERE)
+    settings = state.settings
+    if len(instance.responses) < (settings.group_size or 0):
+        logger.warning("group %r judged with %d of %d responses: the rest did not come within %g s", instance.id,
+                       len(instance.responses), settings.group_size, settings.group_wait_s)  # fmt: skip
+    return result
+
+
+async def _gathered(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
+    state.check_limits(groups, _WHERE)
+    state.prepare(groups, _WHERE)  # a bad instance is this request's error, found before anything waits
+    empty = [group.model_copy(update={"responses": []}) for group in groups]
+    try:
+        shares = await asyncio.gather(*(state.gatherer.submit(bare, text) for group, bare in zip(groups, empty,
+                                        strict=True) for text in group.responses))  # fmt: skip
+    except GatherFull as exc:
+        raise RequestError(503, ["server"], str(exc), "busy", {"Retry-After": "1"}) from None
+    out, at = [], 0
+    for group in groups:
+        out.append(list(shares[at : at + len(group.responses)]))
+        at += len(group.responses)
+    return out
+
+
+async def _together(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
+    results = await state.score(groups, _WHERE)
+    return [[Gathered(result, index, len(group.responses), False) for index in range(len(group.responses))]
+            for group, result in zip(groups, results, strict=True)]  # fmt: skip
+
+
+def _refuse_unknown(state: ServerState, by_query: list[Gathered]) -> None:
+    """Raise the refusal of the first query whose reward is unknown: the first one the judge or the server failed on
+    (503, retry), else the first whose input is at fault (422)."""
+    unknown = [(i, state.method.unknown_reward(share.result, share.index)) for i, share in enumerate(by_query)
+               if share.result.rewards[share.index] is None]  # fmt: skip
+    if not unknown:
+        return
+    position, why = next(((i, why) for i, why in unknown if why.retry), unknown[0])
+    if why.retry:
+        raise RequestError(503, ["body", "query", position], why.message, why.kind, {"Retry-After": "1"})
+    count = f" ({len(unknown)} rewards of this request are unknown)" if len(unknown) > 1 else ""
+    raise RequestError(422, ["body", "labels", position, *why.loc], why.message + count, why.kind)
+
+
+@router.post("/get_reward", response_model=RewardResponse, responses={503: {"model": ErrorResponse}})
+async def get_reward(body: RewardRequest, state: State) -> Response:
+    """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size`` set,
+    gathered across requests)."""
+    try:  # linear, but in Python over up to max_body_bytes of text: off the event loop
+        groups, positions, reads = await anyio.to_thread.run_sync(
+            openrlhf_groups, body.query, body.prompts, body.labels, state.special_end, state.method.instance_model,
+            limiter=state.limiter(False),
+        )  # fmt: skip
+    except QueryError as exc:
+        raise RequestError(422, exc.loc, str(exc), exc.kind) from None
+    if len(groups) > state.settings.max_groups:
+        raise RequestError(422, _WHERE, f"{len(groups)} groups; at most {state.settings.max_groups}", "limit")
+    shares = await (_gathered(state, groups) if state.gatherer is not None else _together(state, groups))
+    by_query: list[Any] = [None] * len(body.query)
+    for group_positions, group_shares in zip(positions, shares, strict=True):
+        for position, share in zip(group_positions, group_shares, strict=True):
+            by_query[position] = share
+    _refuse_unknown(state, by_query)
+    per_query = [state.method.extra_logs(share.result, share.index) for share in by_query]
+    logs: dict[str, list[float]] = {name: [row[name] for row in per_query] for name in (per_query[0] if per_query
+                                                                                          else {})}  # fmt: skip
+    logs |= {
+        "group_size": [float(share.size) for share in by_query],
+        "group_partial": [float(share.partial) for share in by_query],
+        "prompt_fallback": [float(read.placed != "prefix") for read in reads],
+        "special_tokens_cut": [float(bool(read.stripped)) for read in reads],
+    }
+    final = [float(share.result.rewards[share.index]) for share in by_query]
+    return json_response(RewardResponse(rewards=final, scores=final, extra_logs=logs))

@@ -1,0 +1,120 @@
+"""Reward methods as plug-ins: the registry (built-in and entry-point methods), the rubric method on the interface,
+and a method that is not the rubric's (tests/toy_method.py) served, scored and refused end to end over real HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fake_judge import AppServer, FakeJudgeServer
+
+from genrm.cli import main
+from genrm.engine import Judge
+from genrm.engine.scripted import ScriptedEngine
+from genrm.methods import MethodConfig, RewardMethod, check_judge, make_method, method_names, registry, score_instance
+from genrm.methods.rubric.method import RubricMethod
+from serving.app import create_app
+from serving.client import RewardClient
+from serving.settings import ServerSettings
+
+
+@pytest.fixture
+def words_plugin(tmp_path, monkeypatch):
+    """The toy method installed as a plug-in is: a distribution whose metadata names it in the entry-point group."""
+    dist = tmp_path / "genrm_words-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: genrm-words\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nwords = toy_method:WordsMethod\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._plugins.cache_clear()
+    yield
+    registry._plugins.cache_clear()
+
+
+def _count_words(body):
+    text = body["messages"][-1]["content"]
+    return json.dumps({"words": len(text.split())})
+
+
+def test_the_registry_knows_the_built_in_methods_and_refuses_unknown_names_and_options():
+    assert method_names()[0] == "rubric"
+    method = make_method("rubric", MethodConfig(tau=0.3))
+    assert isinstance(method, RubricMethod) and isinstance(method, RewardMethod) and method.config.tau == 0.3
+    with pytest.raises(ValueError, match="unknown reward method 'nope'; known: rubric"):
+        make_method("nope")
+    with pytest.raises(ValueError, match="takes no options; got colour"):
+        make_method("rubric", options={"colour": "red"})
+
+
+def test_a_plug_in_is_found_through_its_entry_point(words_plugin):
+    assert "words" in method_names()
+    method = make_method("words", options={"tolerance": 0.5})
+    assert isinstance(method, RewardMethod) and method.tolerance == 0.5
+    with pytest.raises(ValueError, match="needs a judge model"):
+        check_judge(method, Judge())  # no fixed-rule reader: the rule judge cannot serve it
+    check_judge(make_method("rubric"), Judge())
+
+
+def test_a_plug_in_is_driven_like_the_rubric_method(words_plugin):
+    method = make_method("words")
+    instance = method.instance_model(id="w", target_words=4, responses=["one two three four", "one two", "x"])
+    engine = ScriptedEngine(lambda request: json.dumps({"words": len(request.prompt.user.split())}))
+    result = score_instance(method, instance, Judge(engine))
+    assert result.rewards == [1.0, 0.5, 0.25] and result.exact == [1.0, 0.0, 0.0]
+    assert engine.calls == 1 and all(r.schema_name == "words" for r in engine.requests)
+    garbled = score_instance(method, instance, Judge(ScriptedEngine(lambda request: "four"), parse_retries=0))
+    assert garbled.rewards == [None, None, None] and {r.failure for r in garbled.records} == {"not_json"}
+
+
+def test_genrm_score_runs_any_method(words_plugin, tmp_path, capsys):
+    lines = [{"id": "a", "target_words": 2, "responses": ["hello world", "hello"]},
+             {"id": "b", "target_words": 0, "responses": ["x"]}, {"id": "c", "rubric": {}}]  # fmt: skip
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    with FakeJudgeServer() as judge:
+        judge.state.responder = _count_words
+        code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "words", "--method-options",
+                     '{"tolerance": 2}', "--judge", f"openai:fake-judge@{judge.url}", "-q"])  # fmt: skip
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert code == 1  # a line failed
+    assert out[0]["rewards"] == [1.0, 0.75] and out[0]["exact"] == [1.0, 0.0] and out[0]["error"] is None
+    assert out[1]["error"] == "invalid target: must be a positive number of words" and out[1]["line"] == 2
+    assert out[2]["error"].startswith("invalid instance: target_words: Field required")
+    assert main(["score", str(source), "--method", "words", "-q"]) == 2  # rule cannot judge it
+    assert "needs a judge model" in capsys.readouterr().err
+
+
+def test_the_server_serves_any_method_with_its_own_models(words_plugin):
+    with FakeJudgeServer() as judge:
+        judge.state.responder = _count_words
+        settings = ServerSettings(method="words", judge=f"openai:fake-judge@{judge.url}")
+        with AppServer(create_app(settings)) as server:
+            scored = httpx.post(f"{server.root}/v1/score", json={"groups": [
+                {"id": "g", "target_words": 2, "responses": ["a b", "a b c d"]}]})  # fmt: skip
+            refused = httpx.post(f"{server.root}/v1/score", json={"groups": [
+                {"id": "g", "target_words": 2}, {"id": "h", "target_words": -1, "responses": ["a"]}]})  # fmt: skip
+            label = json.dumps({"id": "q", "target_words": 3})
+            body = {"query": ["P: one two three", "P: one"], "prompts": ["P: ", "P: "], "labels": [label, label]}
+            openrlhf = httpx.post(f"{server.root}/get_reward", json=body)
+            schema = httpx.get(f"{server.root}/openapi.json").json()
+            client = RewardClient(server.root, result_model=make_method("words").result_model)
+            (typed,) = client.score([{"id": "g", "target_words": 1, "responses": ["a"]}])
+            client.close()
+    assert scored.status_code == 200, scored.text
+    assert scored.json()["groups"][0]["rewards"] == [1.0, 0.0] and scored.json()["groups"][0]["exact"] == [1.0, 0.0]
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0] == {"loc": ["body", "groups", 1, "target_words"],
+                                           "msg": "must be a positive number of words", "type": "target"}  # fmt: skip
+    assert openrlhf.status_code == 200, openrlhf.text
+    answer = openrlhf.json()
+    assert answer["rewards"] == pytest.approx([1.0, 1 / 3]) and answer["extra_logs"]["exact"] == [1, 0]
+    assert "WordsInstance" in schema["components"]["schemas"] and "Instance" not in schema["components"]["schemas"]
+    assert typed.records[0].counted == 1 and typed.exact == [1.0]
+
+
+def test_a_method_without_a_rule_reader_refuses_the_rule_judge_at_start(words_plugin):
+    with pytest.raises(ValueError, match="the words method needs a judge model"):
+        create_app(ServerSettings(method="words"))
+    with pytest.raises(ValueError, match="unknown reward method"):
+        create_app(ServerSettings(method="nope"))
