@@ -25,7 +25,7 @@ def rl_parser() -> Any:
 
 def _cmd_rl(args: argparse.Namespace) -> int:
     from policy_rl.grpo import run_rl
-    from policy_rl.rubric_reward import JudgeDown
+    from policy_rl.method_reward import JudgeDown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rl_args, training, model = rl_parser().parse_args_and_config(args=args.rest)

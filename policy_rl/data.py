@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.methods.rubric.models import Instance
-from policy_rl.rubric_reward import INSTANCE_COLUMN
+from policy_rl.method_reward import INSTANCE_COLUMN
 
 
 def policy_record(instance: Instance, system_prompt: str | None = None, with_image: bool = False) -> dict[str, Any]:

@@ -62,6 +62,7 @@ class PolicyRLArguments:
 
 def build_reward(args: PolicyRLArguments) -> Any:
     """The rubric reward the arguments describe (its scorer connected)."""
+    from genrm.methods.rubric.method import RubricMethod
     from policy_rl.rubric_reward import LengthRule, RubricReward
     from policy_rl.scorers import make_scorer
 
@@ -70,7 +71,7 @@ def build_reward(args: PolicyRLArguments) -> Any:
     if args.judge_api_key_env and api_key is None:
         raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
     rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
-    return RubricReward(make_scorer(args.judge, config, api_key), args.tau, rule)
+    return RubricReward(make_scorer(args.judge, RubricMethod(config), api_key), args.tau, rule)
 
 
 def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:

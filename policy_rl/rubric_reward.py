@@ -33,11 +33,9 @@ from genrm.methods.config import check_tau
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.scoring import InstanceResult
+from policy_rl.method_reward import INSTANCE_COLUMN, FailureStreak, completion_text
 
 logger = logging.getLogger(__name__)
-
-#: The dataset column that carries each prompt's instance (rubric, task type, limits) as a JSON string.
-INSTANCE_COLUMN = "genrm_instance"
 
 
 class InstanceScorer(Protocol):
@@ -104,20 +102,6 @@ def _groups(outcomes: Sequence[Outcome], group_size: int | None) -> list[Sequenc
     return groups
 
 
-def completion_text(completion: Any) -> str:
-    """The text of a TRL completion: a string, or the content of its assistant messages (text parts)."""
-    if isinstance(completion, str):
-        return completion
-    parts = []
-    for message in completion:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return "".join(parts)
-
-
 @dataclass(frozen=True)
 class LengthRule:
     """Length-conditional reward masking: a completion whose length over the reference answer's length is outside
@@ -157,9 +141,8 @@ class RubricReward:
         check_tau(tau)
         self.scorer, self.tau, self.length_rule = scorer, tau, length_rule
         self.__name__ = name
-        self.max_failed_batches = max_failed_batches
+        self.failures = FailureStreak(max_failed_batches)
         self.pending: list[Outcome] = []
-        self._failed_batches = 0
 
     def outcomes(self, completions: Sequence[Any], instances: Sequence[str | dict[str, Any]]) -> list[Outcome]:
         """Judge each completion against its instance; consecutive completions of one instance are judged as one
@@ -215,7 +198,7 @@ class RubricReward:
         if INSTANCE_COLUMN not in columns:
             raise ValueError(f"the dataset has no {INSTANCE_COLUMN!r} column: build it with policy_rl.data")
         self.pending = self.outcomes(completions, columns[INSTANCE_COLUMN])
-        self._count_failures(self.pending)
+        self.failures.count([o.error for o in self.pending if o.error is not None], len(self.pending))
         rewards = self.rewards(self.pending)
         if log_metric is not None:
             for name, value in outcome_metrics(self.pending, rewards).items():
@@ -223,19 +206,6 @@ class RubricReward:
         if log_extra is not None:
             log_extra(f"{self.__name__}_criteria", [o.error or json.dumps(list(o.raw)) for o in self.pending])
         return rewards
-
-    def _count_failures(self, outcomes: Sequence[Outcome]) -> None:
-        if not outcomes or any(o.error is None for o in outcomes):
-            self._failed_batches = 0
-            return
-        self._failed_batches += 1
-        if self._failed_batches >= self.max_failed_batches:
-            raise JudgeDown(f"no completion could be judged in {self._failed_batches} batches in a row; last error: "
-                            f"{outcomes[-1].error}")  # fmt: skip
-
-
-class JudgeDown(RuntimeError):
-    """The judge failed on every completion of several batches in a row."""
 
 
 def outcome_metrics(outcomes: Sequence[Outcome], rewards: Sequence[float | None]) -> dict[str, float]:

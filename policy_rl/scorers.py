@@ -1,8 +1,9 @@
 """Where the policy's completions are judged: a judge in this process, or the reward server over HTTP.
 
-Both are :class:`policy_rl.rubric_reward.InstanceScorer` s: a list of instances (each with the completions of one
-group as its responses) in, one ``genrm.methods.rubric.scoring.InstanceResult`` per instance out. :func:`make_scorer`
-reads the ``judge`` setting of ``genrm rl``:
+Both are :class:`policy_rl.method_reward.GroupScorer` s: a list of instances of a reward method (each with the
+completions of one group as its responses) in, one result of that method per instance out (for the rubric method,
+``genrm.methods.rubric.scoring.InstanceResult``). :func:`make_scorer` reads a ``judge`` setting (``genrm rl``, the
+TRL reward functions, the verl adapter):
 
 - a reward server URL, ``http://HOST:PORT``: a running ``genrm serve`` (any judge behind it: SGLang in production);
 - else a judge in the one spelling of :class:`genrm.engine.JudgeSpec`, judged in this process: ``rule`` (verifiable
@@ -15,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from genrm.choices import Device
 from genrm.engine.judge import Judge
-from genrm.methods import MethodInputError, RewardMethod, score_instance
-from genrm.methods.base import failed_result
+from genrm.methods import MethodInputError, RewardMethod, check_judge, score_instance
+from genrm.methods.base import GroupResult, failed_result
 from genrm.methods.rubric.method import RubricMethod
-from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig
+from genrm.methods.rubric.scoring import InstanceResult
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class JudgeScorer:
     judge: Judge
     method: RewardMethod = field(default_factory=RubricMethod)
 
-    def __call__(self, instances: Sequence[Instance]) -> list[InstanceResult]:
+    def __call__(self, instances: Sequence[BaseModel]) -> list[GroupResult]:
         """Each instance's result; an instance the method refuses (a rubric that fails its checks) is a result with
         ``error`` set."""
         results = []
@@ -40,23 +42,28 @@ class JudgeScorer:
             try:
                 results.append(score_instance(self.method, instance, self.judge))
             except MethodInputError as exc:
-                results.append(failed_result(self.method, instance.id, str(exc)))
-        return results  # type: ignore[return-value]
+                results.append(failed_result(self.method, getattr(instance, "id", None), str(exc)))
+        return results
 
 
 class ServerScorer:
-    """Scores through a reward server (``serving.client.RewardClient``: retries, backoff, API key).
+    """Scores through a reward server (``serving.client.RewardClient``: retries, backoff, API key) that serves
+    ``result_model``'s method (the rubric method's by default).
 
-    The server's own remapped rewards are not used: only the raw criterion scores, which do not depend on how the
-    group was split, so the remap is done over whole groups by the caller.
+    The results are the server's, rewards included (:class:`policy_rl.method_reward.MethodReward` uses them as they
+    are); ``genrm rl`` takes only the rubric's raw criterion scores from them, which do not depend on how a group was
+    split across processes, and remaps over whole groups itself (:mod:`policy_rl.rubric_reward`).
     """
 
-    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, url: str, api_key: str | None = None, timeout_s: float = 300.0,
+        result_model: type[GroupResult] = InstanceResult,
+    ) -> None:  # fmt: skip
         from serving.client import RewardClient
 
-        self.client = RewardClient(url, api_key=api_key, timeout_s=timeout_s)
+        self.client = RewardClient(url, api_key=api_key, timeout_s=timeout_s, result_model=result_model)
 
-    def __call__(self, instances: Sequence[Instance]) -> list[InstanceResult]:
+    def __call__(self, instances: Sequence[BaseModel]) -> list[GroupResult]:
         """The server's results, in order (raises ``serving.client.RewardServerError`` when it cannot answer)."""
         return self.client.score(list(instances))
 
@@ -66,20 +73,25 @@ class ServerScorer:
 
 
 def make_scorer(
-    spec: str, config: ScoringConfig | None = None, api_key: str | None = None, device: Device = "auto"
+    spec: str, method: RewardMethod | None = None, api_key: str | None = None, device: Device = "auto"
 ) -> JudgeScorer | ServerScorer:
-    """The scorer a ``judge`` setting names: a reward server URL, or a judge spec (module docstring).
+    """The scorer a ``judge`` setting names for ``method`` (default: the rubric method): a reward server URL (which
+    must serve that method), or a judge spec (module docstring).
 
     ``api_key``: the reward server's or the judge endpoint's bearer token. Raises ValueError for a setting of neither
-    form, or a checkpoint that cannot be loaded.
+    form, a checkpoint that cannot be loaded, or a judge that cannot judge for the method (``rule`` for a method
+    without a fixed-rule reader).
     """
     from genrm.engine import EngineOptions, JudgeSpec, make_judge
     from genrm.engine.spec import SPEC_FORMS
 
+    method = method or RubricMethod()
     if spec.startswith(("http://", "https://")):
-        return ServerScorer(spec, api_key=api_key)
+        return ServerScorer(spec, api_key=api_key, result_model=method.result_model)
     try:
         parsed = JudgeSpec.parse(spec)
     except ValueError:
         raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
-    return JudgeScorer(make_judge(parsed, EngineOptions(api_key=api_key, device=device)), RubricMethod(config))
+    judge = make_judge(parsed, EngineOptions(api_key=api_key, device=device))
+    check_judge(method, judge)
+    return JudgeScorer(judge, method)

@@ -14,6 +14,10 @@
 - ``GENRM_JUDGE_API_KEY``: the server's bearer token; ``GENRM_JUDGE_DEVICE``: ``auto``, ``cpu`` or ``cuda``;
 - ``GENRM_TAU``: the remapping threshold (0.5).
 
+:func:`method_reward` is the same for any reward method: ``GENRM_METHOD`` names it (``rubric`` by default; a method
+installed as a plug-in), ``GENRM_METHOD_OPTIONS`` holds its own settings as JSON, and each completion gets its
+group's reward as the method (or the server behind ``GENRM_JUDGE``, which must serve that method) computed it.
+
 The dataset needs the ``genrm_instance`` column (``genrm policy-data`` writes it).
 
 **Groups and processes.** The remap of a response depends on its whole group (the prompt's ``num_generations``
@@ -27,30 +31,64 @@ over whole groups whatever the batch sizes.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from policy_rl.method_reward import MethodReward
 from policy_rl.rubric_reward import RubricReward
+
+if TYPE_CHECKING:
+    from genrm.methods import RewardMethod
+
+
+def _tau() -> float:
+    try:
+        return float(os.environ.get("GENRM_TAU", "0.5"))
+    except ValueError:
+        raise ValueError(f"GENRM_TAU must be a number in (0, 1), got {os.environ['GENRM_TAU']!r}") from None
+
+
+def _scorer(method: RewardMethod) -> Any:
+    from policy_rl.scorers import make_scorer
+
+    judge, device = os.environ.get("GENRM_JUDGE", "rule"), os.environ.get("GENRM_JUDGE_DEVICE", "auto")
+    return make_scorer(judge, method, os.environ.get("GENRM_JUDGE_API_KEY"), device)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=1)
 def _reward() -> RubricReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
+    from genrm.methods.rubric.method import RubricMethod
     from genrm.methods.rubric.scoring import ScoringConfig
-    from policy_rl.scorers import make_scorer
 
-    judge = os.environ.get("GENRM_JUDGE", "rule")
+    tau = _tau()
+    return RubricReward(_scorer(RubricMethod(ScoringConfig(tau=tau))), tau, name="rubric_reward")
+
+
+@functools.lru_cache(maxsize=1)
+def _method_reward() -> MethodReward:
+    from genrm.methods import DEFAULT_METHOD, MethodConfig, make_method
+
     try:
-        tau = float(os.environ.get("GENRM_TAU", "0.5"))
-    except ValueError:
-        raise ValueError(f"GENRM_TAU must be a number in (0, 1), got {os.environ['GENRM_TAU']!r}") from None
-    device = os.environ.get("GENRM_JUDGE_DEVICE", "auto")
-    scorer = make_scorer(judge, ScoringConfig(tau=tau), os.environ.get("GENRM_JUDGE_API_KEY"), device)
-    return RubricReward(scorer, tau, name="rubric_reward")
+        options = json.loads(os.environ.get("GENRM_METHOD_OPTIONS", "{}"))
+    except ValueError as exc:
+        raise ValueError(f"GENRM_METHOD_OPTIONS must be a JSON object: {exc}") from None
+    if not isinstance(options, dict):
+        raise ValueError("GENRM_METHOD_OPTIONS must be a JSON object")
+    method = make_method(os.environ.get("GENRM_METHOD", DEFAULT_METHOD), MethodConfig(tau=_tau()), options)
+    return MethodReward(method, _scorer(method), name="method_reward")
 
 
 def rubric_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
     """TRL reward function: the rubric reward of each completion (None when it could not be judged: TRL leaves it
     out of the group statistics), with the judge named by ``GENRM_JUDGE`` (see the module docstring)."""
     return _reward()(prompts, completions, **kwargs)
+
+
+def method_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    """TRL reward function for any reward method (``GENRM_METHOD``, default ``rubric``; its own settings in
+    ``GENRM_METHOD_OPTIONS`` as JSON): each group's rewards as the method computes them (None when unknown), with the
+    judge named by ``GENRM_JUDGE``. Groups must be whole on each process (see the module docstring)."""
+    return _method_reward()(prompts, completions, **kwargs)

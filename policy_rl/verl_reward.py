@@ -1,4 +1,5 @@
-"""Rubric rewards for verl's custom reward function interface, scored by our judge (in process or the server).
+"""Rewards of any reward method (the rubric method by default) for verl's custom reward function interface, scored
+by our judge (in process or the server).
 
 verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` with the keyword arguments in
 ``custom_reward_function.reward_kwargs``:
@@ -11,30 +12,31 @@ verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` 
   their place: verl's trainer reorders the batch before the reward is computed (``trainer.balance_batch``, on by
   default, sorts rows by length across data-parallel ranks), so rows of one prompt are rarely next to each other.
   The key is ``extra_info["uid"]`` when the rows carry it (verl's own group id, which a custom reward manager or
-  data pipeline may copy there), else the instance id. All rows of a key in the batch are judged, remapped and
-  aggregated together, and each row gets its own reward back in its own place.
+  data pipeline may copy there), else the instance id. All rows of a key in the batch are scored together as one
+  group (:class:`policy_rl.method_reward.MethodReward`), and each row gets its own reward back in its own place.
 
 ``ground_truth`` is the instance (rubric, task type, limits) as JSON, put into ``reward_model.ground_truth`` by
-:func:`verl_row` when the parquet file is made. Both return verl's dict form: ``score`` plus per-criterion
-components (``raw_essential``, ``judge_failed``), which verl logs as reward extra info.
+:func:`verl_row` when the parquet file is made. Both return verl's dict form: ``score`` plus ``judge_failed`` and
+the figures the method logs with each reward (the rubric method: ``content_mask``, ``format_mask``, ``length_ok``),
+which verl logs as reward extra info.
 
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
 in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
-``rule``), ``api_key_env``, ``tau``, ``unknown_reward``.
+``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``) and ``method_options``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from genrm.methods.registry import DEFAULT_METHOD
 from genrm.methods.rubric.models import Instance
-from policy_rl.rubric_reward import Outcome, RubricReward
+from policy_rl.method_reward import MethodReward, RowScore, group_key
 
 
 class UnknownReward(RuntimeError):
@@ -44,7 +46,7 @@ class UnknownReward(RuntimeError):
 def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_prompt: str | None = None) -> dict:
     """One row of a verl RL parquet file for ``instance`` (``prompt`` messages, ``reward_model.ground_truth``)."""
     from policy_rl.data import policy_record
-    from policy_rl.rubric_reward import INSTANCE_COLUMN
+    from policy_rl.method_reward import INSTANCE_COLUMN
 
     record = policy_record(instance, system_prompt)
     return {"data_source": data_source, "prompt": record["prompt"], "ability": instance.task_type or "general",
@@ -53,13 +55,15 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 
 @functools.lru_cache(maxsize=8)
-def _reward(judge: str, api_key_env: str | None, tau: float) -> RubricReward:
-    # verl calls the function for every batch: the scorer (a loaded judge, a connection pool) is made once.
-    from genrm.methods.rubric.scoring import ScoringConfig
+def _reward(judge: str, api_key_env: str | None, tau: float, method: str, options: str) -> MethodReward:
+    # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
+    # made once.
+    from genrm.methods import MethodConfig, make_method
     from policy_rl.scorers import make_scorer
 
     api_key = os.environ.get(api_key_env) if api_key_env else None
-    return RubricReward(make_scorer(judge, ScoringConfig(tau=tau), api_key), tau, max_failed_batches=1 << 30)
+    configured = make_method(method, MethodConfig(tau=tau), json.loads(options))
+    return MethodReward(configured, make_scorer(judge, configured, api_key))
 
 
 def compute_score_batch(
@@ -72,34 +76,21 @@ def compute_score_batch(
     api_key_env: str | None = None,
     tau: float = 0.5,
     unknown_reward: float | None = None,
+    method: str = DEFAULT_METHOD,
+    method_options: Mapping[str, Any] | None = None,
     **_: Any,
 ) -> list[dict[str, float]]:
-    """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, remapped over the
-    groups found by key (see the module docstring), wherever their rows are."""
-    reward = _reward(judge, api_key_env, tau)
+    """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
+    (found by key, see the module docstring, wherever its rows are) scored together by the reward method."""
+    options = json.dumps(dict(method_options or {}), sort_keys=True)  # verl hands a config mapping
+    reward = _reward(judge, api_key_env, tau, method, options)
     infos = [None] * len(ground_truths) if extra_infos is None else list(extra_infos)  # verl: a numpy object array
-    keys = [_group_key(truth, info) for truth, info in zip(ground_truths, infos, strict=True)]
-    rank = {key: n for n, key in enumerate(dict.fromkeys(keys))}
-    order = sorted(range(len(keys)), key=lambda i: rank[keys[i]])
-    # Rows of a group made contiguous (stable: each group keeps its rows' order), judged and remapped as groups.
-    outcomes = reward.outcomes([solution_strs[i] for i in order], [ground_truths[i] for i in order])
-    outcomes = [dataclasses.replace(outcome, key=keys[i]) for outcome, i in zip(outcomes, order, strict=True)]
-    rewards = reward.rewards(outcomes)
-    results: list[dict[str, float]] = [{}] * len(keys)
-    for outcome, value, i in zip(outcomes, rewards, order, strict=True):
-        results[i] = _result(outcome, value, unknown_reward)
-    return results
-
-
-def _group_key(ground_truth: str, extra_info: dict[str, Any] | None) -> str:
-    """The group a row belongs to: verl's ``uid`` when the row carries it, else its instance (its id, or the whole
-    ground truth when that is not an instance: such a row fails with the reason, alone)."""
-    if isinstance(extra_info, dict) and extra_info.get("uid") is not None:
-        return f"uid:{extra_info['uid']}"
-    try:
-        return f"id:{json.loads(ground_truth)['id']}"
-    except (TypeError, ValueError, KeyError):
-        return f"truth:{ground_truth}"
+    keys = [group_key(truth, info.get("uid") if isinstance(info, dict) else None)
+            for truth, info in zip(ground_truths, infos, strict=True)]  # fmt: skip
+    scores = reward.score_rows(list(solution_strs), list(ground_truths), keys)
+    # verl gathers each figure into one list over the batch: every row gets every figure (NaN where it has none).
+    names = sorted({name for score in scores for name in score.extra})
+    return [_result(score, key, names, unknown_reward) for score, key in zip(scores, keys, strict=True)]
 
 
 def compute_score(
@@ -109,14 +100,11 @@ def compute_score(
     return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
 
 
-def _result(outcome: Outcome, reward: float | None, unknown_reward: float | None) -> dict[str, float]:
-    scored = [s for s in outcome.raw if s is not None]
-    extra = {"judge_failed": float(reward is None),
-             "raw_essential": sum(scored) / len(scored) if scored else float("nan")}  # fmt: skip
-    if reward is not None:
-        return {"score": reward, **extra}
+def _result(score: RowScore, key: str, names: Sequence[str], unknown_reward: float | None) -> dict[str, float]:
+    extra = {"judge_failed": float(score.reward is None), **{n: score.extra.get(n, float("nan")) for n in names}}
+    if score.reward is not None:
+        return {"score": score.reward, **extra}
     if unknown_reward is None:
-        why = outcome.error or "a criterion the judge could not score"
         setting = "custom_reward_function.reward_kwargs.unknown_reward"
-        raise UnknownReward(f"no reward for a response of {outcome.key}: {why}; set {setting} to the value to use")
+        raise UnknownReward(f"no reward for a response of {key}: {score.error}; set {setting} to the value to use")
     return {"score": float(unknown_reward), **extra}

@@ -118,3 +118,35 @@ def test_a_method_without_a_rule_reader_refuses_the_rule_judge_at_start(words_pl
         create_app(ServerSettings(method="words"))
     with pytest.raises(ValueError, match="unknown reward method"):
         create_app(ServerSettings(method="nope"))
+
+
+def test_rl_rewards_take_any_method_in_process_through_the_server_and_in_verl(words_plugin):
+    from policy_rl.method_reward import MethodReward
+    from policy_rl.scorers import ServerScorer, make_scorer
+    from policy_rl.verl_reward import compute_score_batch
+
+    method = make_method("words")
+    first, second = json.dumps({"id": "a", "target_words": 2}), json.dumps({"id": "b", "target_words": 1})
+    completions = [[{"role": "assistant", "content": "a b"}], [{"role": "assistant", "content": "a"}], "x y"]
+    column = [first, first, second]
+    with FakeJudgeServer() as judge:
+        judge.state.responder = _count_words
+        spec = f"openai:fake-judge@{judge.url}"
+        logged = {}
+        in_process = MethodReward(method, make_scorer(spec, method))
+        rewards = in_process(["p"] * 3, completions, genrm_instance=column, log_metric=logged.__setitem__)
+        with AppServer(create_app(ServerSettings(method="words", judge=spec))) as server:
+            scorer = make_scorer(server.root, method)
+            assert isinstance(scorer, ServerScorer)
+            served = MethodReward(method, scorer)(["p"] * 3, completions, genrm_instance=column)
+            scorer.close()
+        # verl: rows of a group found by uid wherever they are, each reward back in its row's place
+        infos = [{"uid": "u2"}, {"uid": "u1"}, {"uid": "u1"}]
+        verl = compute_score_batch(["d"] * 3, ["a b c", "a b", "a"], [second, first, first], infos, judge=spec,
+                                   method="words", method_options={"tolerance": 2})  # fmt: skip
+    assert rewards == served == [1.0, 0.5, 0.0]
+    assert logged == {"words/reward_unknown": 0.0, "words/exact": 1 / 3}
+    assert [row["score"] for row in verl] == [0.0, 1.0, 0.75]
+    assert [row["exact"] for row in verl] == [0.0, 1.0, 0.0] and {row["judge_failed"] for row in verl} == {0.0}
+    with pytest.raises(ValueError, match="needs a judge model"):
+        make_scorer("rule", method)

@@ -9,7 +9,8 @@ from genrm.engine import Judge
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
 from genrm.methods.rubric.models import Instance
 from policy_rl.data import policy_record
-from policy_rl.rubric_reward import INSTANCE_COLUMN, JudgeDown, LengthRule, Outcome, RubricReward, group_rewards
+from policy_rl.method_reward import INSTANCE_COLUMN, JudgeDown
+from policy_rl.rubric_reward import LengthRule, Outcome, RubricReward, group_rewards
 from policy_rl.scorers import JudgeScorer, make_scorer
 
 INSTANCE = Instance(

@@ -1,5 +1,6 @@
-"""TRL's own command line with our reward function, exactly as the README writes it: `genrm policy-data`, then
-`trl grpo --reward_funcs policy_rl.trl_rewards.rubric_reward` on a tiny policy, two steps, CPU."""
+"""TRL's own command line with our reward functions, exactly as the README writes it: `genrm policy-data`, then
+`trl grpo --reward_funcs policy_rl.trl_rewards.rubric_reward policy_rl.trl_rewards.method_reward` on a tiny policy,
+two steps, CPU."""
 
 import ast
 import json
@@ -33,6 +34,29 @@ def test_the_reward_function_reads_its_judge_from_the_environment(monkeypatch):
     trl_rewards._reward.cache_clear()
 
 
+def test_the_method_reward_function_reads_its_method_from_the_environment(monkeypatch):
+    from policy_rl import trl_rewards
+
+    instance = json.loads(EXAMPLES.read_text(encoding="utf-8").splitlines()[0])
+    column = [json.dumps(instance)] * 2
+    for name, value, message in [("GENRM_METHOD", "nope", "unknown reward method 'nope'"),
+                                 ("GENRM_METHOD_OPTIONS", "{oops", "must be a JSON object"),
+                                 ("GENRM_METHOD_OPTIONS", '{"colour": 1}', "takes no options")]:  # fmt: skip
+        trl_rewards._method_reward.cache_clear()
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ValueError, match=message):
+            trl_rewards.method_reward(["p"] * 2, ["a", "b"], genrm_instance=column)
+        monkeypatch.delenv(name)
+    trl_rewards._method_reward.cache_clear()
+    monkeypatch.setenv("GENRM_JUDGE", "rule")
+    logged = {}
+    rewards = trl_rewards.method_reward(["p"] * 2, ["\\boxed{12}", "\\boxed{13}"], genrm_instance=column,
+                                        log_metric=logged.__setitem__)  # fmt: skip
+    assert rewards == [1.0, 0.0] and logged["method_reward/reward_unknown"] == 0.0
+    assert logged["method_reward/content_mask"] == 0.5
+    trl_rewards._method_reward.cache_clear()
+
+
 def _trl() -> str:
     return str(Path(sys.executable).with_name("trl"))
 
@@ -49,7 +73,8 @@ def test_trl_grpo_command_line_trains_with_the_rubric_reward(tmp_path):
     assert made.returncode == 0, made.stderr[-2000:]
     policy = save_tiny_policy(tmp_path / "policy", [json.loads(line)["prompt"] for line in lines])
     command = [_trl(), "grpo", "--model_name_or_path", str(policy), "--dataset_name", str(data),
-               "--reward_funcs", "policy_rl.trl_rewards.rubric_reward", "--max_steps", "2",
+               "--reward_funcs", "policy_rl.trl_rewards.rubric_reward", "policy_rl.trl_rewards.method_reward",
+               "--max_steps", "2",
                "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "8",
                "--output_dir", str(tmp_path / "out"), "--report_to", "none", "--use_cpu",
                "--logging_steps", "1"]  # fmt: skip
@@ -61,3 +86,7 @@ def test_trl_grpo_command_line_trains_with_the_rubric_reward(tmp_path):
     for log in logs:
         assert "rewards/rubric_reward/mean" in log
         assert float(log["rubric_reward/judge_failed"]) == 0.0 and float(log["rubric_reward/reward_unknown"]) == 0.0
+        # the method-generic reward function (the rubric method by default) gives the same rewards, as the method
+        # computed them, whole groups on one process
+        assert float(log["rewards/method_reward/mean"]) == pytest.approx(float(log["rewards/rubric_reward/mean"]))
+        assert float(log["method_reward/reward_unknown"]) == 0.0

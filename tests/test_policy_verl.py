@@ -105,4 +105,4 @@ def test_verls_own_reordering_and_batch_reward_manager_give_genrm_scores_rewards
     assert len(set(expected)) > 2  # partial rewards, not only 0 and 1
     for row, score in result["rewards"]:
         assert score == pytest.approx(expected[row], abs=1e-6), (row, score, expected[row])
-    assert result["extra_keys"] == ["judge_failed", "raw_essential", "score"]
+    assert result["extra_keys"] == ["content_mask", "format_mask", "judge_failed", "length_ok", "score"]

@@ -1,0 +1,193 @@
+"""Rewards of any reward method for the policy's RL loop: completions in, one reward per completion out.
+
+Each completion comes with its prompt's instance (the ``genrm_instance`` column, JSON of the method's instance model:
+see :mod:`policy_rl.data`). The completions of one group are scored together (the method may compare them, as the
+rubric method's remap does), by a scorer (:mod:`policy_rl.scorers`: the method run in this process, or the reward
+server), and each completion gets its group result's reward, as the method computed it; nothing is recomputed here.
+
+Rows of a group are found by a key (the instance id, or a caller's own group id), not by their place, so a batch
+whose rows were reordered is still scored group by group. A group must be whole in the batch handed over: TRL's
+reward function sees one process's slice (whole groups when ``per_device_train_batch_size`` is a multiple of
+``num_generations``); verl's batch reward function sees the whole batch. ``genrm rl`` regroups the rubric method
+across processes (:mod:`policy_rl.rubric_reward`).
+
+A completion whose group could not be scored, or whose reward the method left unknown, gets ``None`` with the reason;
+it is never a 0 or a 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from genrm.methods.base import GroupResult, RewardMethod
+
+logger = logging.getLogger(__name__)
+
+#: The dataset column that carries each prompt's instance as a JSON string.
+INSTANCE_COLUMN = "genrm_instance"
+
+
+class GroupScorer(Protocol):
+    """Scores groups: one result of the method per instance, in order (an in-process judge, or the reward server)."""
+
+    def __call__(self, instances: Sequence[BaseModel]) -> list[GroupResult]: ...
+
+
+@dataclass(frozen=True)
+class RowScore:
+    """One completion's reward (None when unknown), why it is unknown, and the figures its method logs with it."""
+
+    reward: float | None
+    error: str | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or the content of its assistant messages (text parts)."""
+    if isinstance(completion, str):
+        return completion
+    parts = []
+    for message in completion:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "".join(parts)
+
+
+def group_key(raw: str | dict[str, Any], own_key: Any = None) -> str:
+    """The group a row belongs to: the caller's own group id when it has one (verl's ``uid``), else its instance's
+    id, else the whole instance text (a row that is not an instance then fails alone, with the reason)."""
+    if own_key is not None:
+        return f"uid:{own_key}"
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+        return f"id:{value['id']}"
+    except (TypeError, ValueError, KeyError):
+        return f"truth:{raw}"
+
+
+class MethodReward:
+    """Scores completions group by group with a reward method (see the module docstring).
+
+    Used as a TRL reward function (``reward_funcs=[MethodReward(method, scorer)]``), the rows of a group are the
+    consecutive rows of one instance, as TRL lays out a prompt's ``num_generations`` completions.
+
+    Args:
+        method: the reward method (its instance model reads the instance column; its ``unknown_reward`` and
+            ``extra_logs`` explain and annotate each reward).
+        scorer: scores groups with that method (:func:`policy_rl.scorers.make_scorer`).
+        name: the name TRL logs the reward under (default: the method's name).
+        max_failed_batches: stop (:class:`JudgeDown`) after this many batches in a row in which no completion got a
+            reward: a judge that is down should end the run, not let it train on nothing.
+    """
+
+    def __init__(
+        self, method: RewardMethod, scorer: GroupScorer, name: str | None = None, max_failed_batches: int = 3
+    ) -> None:
+        self.method, self.scorer = method, scorer
+        self.__name__ = name or method.name
+        self.failures = FailureStreak(max_failed_batches)
+
+    def score_rows(
+        self, texts: Sequence[str], instances: Sequence[str | dict[str, Any]], keys: Sequence[str] | None = None
+    ) -> list[RowScore]:
+        """One score per row, in the rows' order; the rows of a key (default: :func:`group_key`) are one group.
+        Never raises on what the policy wrote or on a bad instance."""
+        keys = list(keys) if keys is not None else [group_key(raw) for raw in instances]
+        groups: dict[str, list[int]] = {}
+        for row, key in enumerate(keys):
+            groups.setdefault(key, []).append(row)
+        scores: list[RowScore] = [RowScore(None, "not scored")] * len(texts)
+        for key, rows in groups.items():
+            for row, score in zip(rows, self._score_group(key, [texts[r] for r in rows], instances[rows[0]]),
+                                  strict=True):  # fmt: skip
+                scores[row] = score
+        return scores
+
+    def _score_group(self, key: str, texts: list[str], raw: str | dict[str, Any]) -> list[RowScore]:
+        try:
+            value = json.loads(raw) if isinstance(raw, str) else dict(raw)
+            instance = self.method.instance_model.model_validate({**value, "responses": texts})
+        except (ValueError, TypeError) as exc:
+            return [RowScore(None, f"bad {INSTANCE_COLUMN} value: {exc}")] * len(texts)
+        try:
+            (result,) = self.scorer([instance])
+        except Exception as exc:  # the judge is unreachable or broke: these completions have no reward
+            logger.warning("scoring %s failed: %s", key, exc)
+            return [RowScore(None, f"judge failed: {exc}")] * len(texts)
+        if result.error is not None or result.rewards is None:
+            return [RowScore(None, result.error or "no rewards")] * len(texts)
+        scores = []
+        for index, reward in enumerate(result.rewards):
+            error = None if reward is not None else self.method.unknown_reward(result, index).message
+            scores.append(RowScore(reward, error, self.method.extra_logs(result, index)))
+        return scores
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        *,
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list[Any]], None] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        """TRL's reward function contract: one reward (or None) per completion, from the ``genrm_instance`` column;
+        consecutive rows of one instance are one group. Batch means of the method's figures and the share of
+        unknown rewards go to ``log_metric``; each unknown reward's reason goes to ``log_extra``."""
+        if INSTANCE_COLUMN not in columns:
+            raise ValueError(f"the dataset has no {INSTANCE_COLUMN!r} column: build it with policy_rl.data")
+        instances = list(columns[INSTANCE_COLUMN])
+        keys, run = [], 0
+        for row, raw in enumerate(instances):  # consecutive rows of one instance are one group, as TRL lays them
+            run += row > 0 and raw != instances[row - 1]
+            keys.append(str(run))
+        scores = self.score_rows([completion_text(c) for c in completions], instances, keys)
+        self.failures.count([s.error for s in scores if s.reward is None], len(scores))
+        name = self.__name__
+        if log_metric is not None:
+            for metric, value in row_metrics(scores).items():
+                log_metric(f"{name}/{metric}", value)
+        if log_extra is not None:
+            log_extra(f"{name}_unknown", [s.error or "" for s in scores])
+        return [s.reward for s in scores]
+
+
+class JudgeDown(RuntimeError):
+    """The judge failed on every completion of several batches in a row."""
+
+
+class FailureStreak:
+    """Counts batches in a row in which no completion got a reward, and raises :class:`JudgeDown` at ``limit``: a
+    judge that is down should end the run, not let it train on nothing."""
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit, self.batches = limit, 0
+
+    def count(self, errors: Sequence[str | None], size: int) -> None:
+        """Count one batch of ``size`` completions, ``errors`` being the reasons of those without a reward."""
+        if size == 0 or len(errors) < size:
+            self.batches = 0
+            return
+        self.batches += 1
+        if self.batches >= self.limit:
+            raise JudgeDown(f"no completion could be judged in {self.batches} batches in a row; last error: "
+                            f"{errors[-1]}")  # fmt: skip
+
+
+def row_metrics(scores: Sequence[RowScore]) -> dict[str, float]:
+    """Per-batch figures: the share of unknown rewards, and the mean of each figure the method logs."""
+    metrics = {"reward_unknown": sum(s.reward is None for s in scores) / max(len(scores), 1)}
+    names = sorted({name for s in scores for name in s.extra})
+    for name in names:
+        values = [s.extra[name] for s in scores if name in s.extra]
+        metrics[name] = sum(values) / len(values)
+    return metrics
