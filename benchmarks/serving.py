@@ -3,7 +3,7 @@
     python benchmarks/serving.py [--seconds 5] [--concurrency 8]
 
 Two servers, each in its own process (``genrm serve``), pinned to one core while the load generator runs on the
-other: the ``rule`` backend, and a zero-latency backend that answers every criterion at once (a fuzzy credit of 1,
+other: the ``rule`` backend, and a zero-latency judge that answers every criterion at once (a fuzzy credit of 1,
 an empty call for verifiable criteria), so its figures are the server's own cost: HTTP, validation, rubric checks,
 execution, aggregation and serialization. Requests carry one group of G = 8 responses (the shipped example set, each
 group's 4 responses twice). For each server: latency of one request at a time (p50 and p99, and p50 per response),

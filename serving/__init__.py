@@ -1,2 +1,2 @@
-"""serving: the FastAPI reward server in front of a judge (``genrm.engine``, ``genrm.methods.rubric.judges``), and its
-client."""
+"""serving: the FastAPI reward server in front of a reward method (``genrm.methods``) and its judge (``genrm.engine``),
+and its client."""

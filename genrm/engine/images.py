@@ -2,10 +2,9 @@
 
 An instance's ``image`` is a path, a URL or a data URI (``genrm.methods.rubric.models.Instance``). Servers that show
 it to a judge (SGLang, an OpenAI-compatible endpoint) receive the reference as is; training and a judge run in process
-(the transformers backend) read the pixels here. A URL is not
-fetched: training must not depend on the network, so the message says to download it first. Every image is checked
-before it is decoded: at most :data:`MAX_IMAGE_BYTES` of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression
-bomb fails with a message, not an out-of-memory).
+(the transformers backend) read the pixels here. A URL is not fetched: training must not depend on the network, so
+the message says to download it first. Every image is checked before it is decoded: at most :data:`MAX_IMAGE_BYTES`
+of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb fails with a message, not an out-of-memory).
 
 Needs Pillow.
 """

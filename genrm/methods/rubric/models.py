@@ -1,4 +1,4 @@
-"""The data of the reward core, as pydantic models: rubric, instance, judge output.
+"""The rubric method's data, as pydantic models: rubric, instance, judge output.
 
 A rubric (RLR3 appendix A.1) has ``essential`` and ``additional`` lists of criteria; each criterion has a text, a
 reference (ground-truth text for a fuzzy criterion, or a rubric-side verifier call such as
