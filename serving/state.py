@@ -112,8 +112,8 @@ class ServerState:
         return results
 
 
-def server_state(request: Request) -> ServerState:
-    """The state of the app serving ``request``."""
+async def server_state(request: Request) -> ServerState:
+    """The state of the app serving ``request`` (a coroutine, so that FastAPI does not hand it to a worker thread)."""
     return request.app.state.server
 
 
