@@ -4,14 +4,13 @@ import json
 
 import pytest
 
+from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
 from genrm.methods.rubric.prompts import (
     EXPOSURES,
     RESPONSE_CLOSE,
     RESPONSE_OPEN,
-    build_rubric_aggregation_prompt,
-    build_rubric_prompt,
     build_scoring_prompt,
     exposed_plans,
 )

@@ -20,9 +20,10 @@ from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import response_format
 from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.authoring import build_rubric_prompt
 from genrm.methods.rubric.judges import SCORING_SCHEMA_NAME
 from genrm.methods.rubric.planning import plan_rubric
-from genrm.methods.rubric.prompts import EXPOSURES, build_rubric_prompt, build_scoring_prompt, exposed_plans
+from genrm.methods.rubric.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 

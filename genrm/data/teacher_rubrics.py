@@ -2,12 +2,12 @@
 
 For each task (a question, optionally an image, a reference answer and a task type):
 
-1. every teacher writes a rubric independently (:func:`genrm.methods.rubric.prompts.build_rubric_prompt`, answer
+1. every teacher writes a rubric independently (:func:`genrm.methods.rubric.authoring.build_rubric_prompt`, answer
    constrained to :data:`RUBRIC_SCHEMA`); a proposal that is not a valid rubric (schema, verifier calls, targets
    leaked into the criterion text, verifiers the task type does not allow:
    :func:`genrm.methods.rubric.planning.plan_rubric`) is discarded;
 2. with two or more valid proposals, the aggregator merges them, keeping what most teachers agree on
-   (:func:`genrm.methods.rubric.prompts.build_rubric_aggregation_prompt`); with one, that one is kept;
+   (:func:`genrm.methods.rubric.authoring.build_rubric_aggregation_prompt`); with one, that one is kept;
 3. the **dual check**, when the task has a reference answer: the reference answer is scored against the rubric (rule
    extraction by default, or a teacher as judge) and every essential verifiable criterion must pass. A rubric that
    fails is sent back to the aggregator with the failures named, once per ``repair_rounds``, and dropped if it still
@@ -29,12 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
+from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import extract_json_object
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge, RuleJudge
 from genrm.methods.rubric.models import Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric
-from genrm.methods.rubric.prompts import build_rubric_aggregation_prompt, build_rubric_prompt
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model

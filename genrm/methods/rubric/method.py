@@ -2,9 +2,10 @@
 the verifiers, remapped over the group and gated by the content, format and length masks.
 
 The pieces are in this package: :mod:`.models` (the instance and the rubric), :mod:`.planning` (checking a rubric and
-planning each criterion), :mod:`.prompts` and :mod:`.answer_schema` (what the judge is sent), :mod:`.judges` (asking
-an engine, or the ``rule`` reader that needs none), :mod:`.judge_output` (reading its answer), :mod:`.execution`
-(running the verifiers), :mod:`.aggregation` (remapping and masks) and :mod:`.scoring` (records and results).
+planning each criterion), :mod:`.prompts` and :mod:`.answer_schema` (what the judge is sent), :mod:`.authoring` (what
+teachers are sent to write rubrics), :mod:`.judges` (asking an engine, or the ``rule`` reader that needs none),
+:mod:`.judge_output` (reading its answer), :mod:`.execution` (running the verifiers), :mod:`.aggregation` (remapping
+and masks) and :mod:`.scoring` (records and results).
 """
 
 from __future__ import annotations
