@@ -35,10 +35,9 @@ from fastapi import FastAPI
 from genrm import __version__
 from genrm.engine.judge import Judge, make_judge
 from genrm.methods import RewardMethod, check_judge, make_method
-from genrm.methods.config import MethodConfig
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
-from serving.guard import Guard, RefusalLog
+from serving.guard import Guard
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.payloads import ErrorResponse
@@ -47,9 +46,9 @@ from serving.routes import health, reward, verify
 from serving.routes.score import score_router
 from serving.settings import ServerSettings
 from serving.state import ServerState
-from verifiers import VerifyConfig, warm_up
+from verifiers import warm_up
 
-__all__ = ["RefusalLog", "create_app", "make_backend", "make_server_method"]
+__all__ = ["create_app", "make_backend", "make_server_method"]
 
 logger = logging.getLogger("genrm.serving")
 
@@ -67,12 +66,9 @@ def make_backend(settings: ServerSettings) -> Judge:
 
 
 def make_server_method(settings: ServerSettings) -> RewardMethod:
-    """The reward method ``settings`` name, configured by them (``tau``, ``exposure``, the format check, the
-    verifiers' bounds, and the method's own ``method_options``). Raises ValueError for an unknown method or option."""
-    verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s, worker_wait_s=settings.verifier_budget_s)
-    config = MethodConfig(tau=settings.tau, exposure=settings.exposure, check_format=settings.check_format,
-                          verify=verify_config)  # fmt: skip
-    return make_method(settings.method, config, settings.method_options)
+    """The reward method ``settings`` name, configured by them (``ServerSettings.method_config`` and the method's own
+    ``method_options``). Raises ValueError for an unknown method or option."""
+    return make_method(settings.method, settings.method_config(), settings.method_options)
 
 
 def create_app(
@@ -94,8 +90,8 @@ def create_app(
     metrics = ServerMetrics()
     if judge.engine is not None:
         judge.engine.usage_callback = metrics.count_tokens
-    verify_config = VerifyConfig(deadline_s=settings.verifier_deadline_s, worker_wait_s=settings.verifier_budget_s)
-    state = ServerState(settings, method, judge, metrics, SpecialTail(settings.special_tokens), verify_config,
+    state = ServerState(settings, method, judge, metrics, SpecialTail(settings.special_tokens),
+                        settings.method_config().verify,
                         RecordLog(settings.record_log) if settings.record_log else None)  # fmt: skip
     if settings.group_size:
         state.gatherer = GroupGatherer(
@@ -127,7 +123,6 @@ def create_app(
     api_key = settings.api_key.get_secret_value() if settings.api_key is not None else None
     app.add_middleware(Guard, max_bytes=settings.max_body_bytes, metrics=metrics, api_key=api_key)
     app.state.server = state
-    app.state.settings, app.state.metrics, app.state.backend = settings, metrics, judge
     install_handlers(app)
     for router in (score_router(method), verify.router, reward.router, health.router):
         app.include_router(router)

@@ -22,7 +22,9 @@ from pydantic_settings import (
 
 from genrm.choices import Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
+from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD
+from verifiers import VerifyConfig
 
 BackendName = JudgeBackend  # the name settings users know it by
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
@@ -178,6 +180,12 @@ class ServerSettings(BaseSettings):
         if self.backend == "rule":
             return JudgeSpec()
         return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
+
+    def method_config(self) -> MethodConfig:
+        """The common settings of the reward method: ``tau``, ``exposure``, the format check and the verifiers'
+        bounds (the method's own are ``method_options``)."""
+        verify = VerifyConfig(deadline_s=self.verifier_deadline_s, worker_wait_s=self.verifier_budget_s)
+        return MethodConfig(tau=self.tau, exposure=self.exposure, check_format=self.check_format, verify=verify)
 
     def engine_options(self) -> EngineOptions:
         """How the judge's engine behaves, from these settings."""

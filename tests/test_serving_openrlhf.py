@@ -169,7 +169,7 @@ def test_openrlhf_own_executor_gets_genrm_scores_rewards(path, tmp_path):
 
 
 def test_a_flood_of_refusals_is_logged_at_a_bounded_rate(caplog):
-    from serving.app import RefusalLog
+    from serving.guard import RefusalLog
 
     now = [0.0]
     log = RefusalLog(rate=5.0, clock=lambda: now[0])
