@@ -13,6 +13,8 @@ Endpoints (OpenAPI docs at ``/docs``; one module each under :mod:`serving.routes
   ``{"rewards", "scores", "extra_logs"}``); each label is the JSON instance of its query. Responses are cut from
   queries by ``serving.openrlhf``; with ``group_size`` set, a group is gathered across requests
   (``serving.gathering``).
+- ``POST /judge`` and ``GET /``: ClaimDiff-RL's one-response protocol, for a method that answers it (the claimdiff
+  method; :mod:`serving.routes.judge_payload`).
 - ``GET /health``: 200 when the judge can judge, 503 otherwise. ``GET /metrics``: Prometheus text.
 
 Errors (:mod:`serving.errors`): a body that does not validate, a limit exceeded or an instance the method refuses (a
@@ -35,6 +37,7 @@ from fastapi import FastAPI
 from genrm import __version__
 from genrm.engine.judge import Judge, make_judge
 from genrm.methods import RewardMethod, check_judge, make_method
+from genrm.methods.base import AnswersJudgePayloads
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
 from serving.guard import Guard
@@ -43,6 +46,7 @@ from serving.openrlhf import SpecialTail
 from serving.payloads import ErrorResponse
 from serving.record_log import RecordLog
 from serving.routes import health, reward, verify
+from serving.routes.judge_payload import judge_payload_router
 from serving.routes.score import score_router
 from serving.settings import ServerSettings
 from serving.state import ServerState
@@ -126,4 +130,6 @@ def create_app(
     install_handlers(app)
     for router in (score_router(method), verify.router, reward.router, health.router):
         app.include_router(router)
+    if isinstance(method, AnswersJudgePayloads):
+        app.include_router(judge_payload_router(method))
     return app

@@ -83,6 +83,12 @@ class ServerSettings(BaseSettings):
         description="/get_reward with group_size: longest a response waits for the rest of its group, s; then the "
         "group is judged with what arrived and said to be partial (extra_logs group_partial)",
     )  # fmt: skip
+    judge_payload_failure_reward: float | None = Field(
+        None,
+        description="/judge (ClaimDiff-RL's protocol): the accuracy and final reward answered for a caption the judge "
+        "failed on; null (the default) answers null, which the source's verl manager cannot take: set a number "
+        "only if you accept that a failure trains as that reward (judge_failed_reward says which)",
+    )
     record_log: Path | None = Field(None, description="append every scored group to this JSONL file (fsynced)")
     judge_urls: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1), replicas")
     judge_model: str | None = Field(None, description="model name sent to the judge endpoint")

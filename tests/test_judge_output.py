@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genrm.methods.rubric.judge_output import extract_json_object, parse_judge_output
+from genrm.methods.answer_json import extract_json_object
+from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 

@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
+from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.methods.rubric.execution import execute
-from genrm.methods.rubric.judge_output import extract_json_object
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge, RuleJudge
 from genrm.methods.rubric.models import Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric

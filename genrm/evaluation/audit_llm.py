@@ -32,8 +32,8 @@ from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.evaluation.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
+from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.answer_extraction import final_answer_span
-from genrm.methods.rubric.judge_output import extract_json_object
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import get_spec
 

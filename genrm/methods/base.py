@@ -148,6 +148,28 @@ class RewardMethod(Protocol):
         ...
 
 
+@runtime_checkable
+class AnswersJudgePayloads(Protocol):
+    """A method that also answers the one-response ``/judge`` payloads of verifier-registry reward servers (the
+    protocol of ClaimDiff-RL's reward server and its verl remote reward manager). A server mounts that route only for
+    such a method.
+
+    Attributes:
+        payload_model: the pydantic model of one payload (the route's body).
+    """
+
+    payload_model: type[BaseModel]
+
+    def instance_from_payload(self, payload: Any) -> Any:
+        """The one-response group a payload asks about; raises :class:`MethodInputError` naming the field at fault."""
+        ...
+
+    def payload_reply(self, payload: Any, result: Any, failure_reward: float | None) -> dict[str, Any]:
+        """The protocol's answer for ``result`` (the group of :meth:`instance_from_payload`): its rewards, with null
+        for an unknown one unless ``failure_reward`` is given."""
+        ...
+
+
 def failed_result(method: RewardMethod, ident: str | None, error: str, line: int | None = None) -> GroupResult:
     """``method``'s result for a group that could not be scored at all: no rewards, and the error."""
     return method.result_model(id=ident, rewards=None, error=error, line=line)

@@ -27,6 +27,7 @@ ENTRY_POINT_GROUP = "genrm.methods"
 #: The methods shipped with the stack: name -> ``module:factory``.
 BUILTIN: dict[str, str] = {
     "rubric": "genrm.methods.rubric.method:RubricMethod",
+    "claimdiff": "genrm.methods.claimdiff.method:ClaimDiffMethod",
 }
 
 #: The method used when none is named.

@@ -21,7 +21,6 @@ judge model was not reached or gave no usable answer for this response (time-out
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Literal
 from pydantic import ValidationError
 from rapidfuzz.distance import Levenshtein
 
+from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.models import SECTIONS, JudgedCriterion, JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import UnknownVerifierError, VerifierError, parse_call
@@ -41,11 +41,7 @@ FailureClass = Literal[
 #: Whole-answer failures a new sample may cure: the answer is not JSON, or not of the scoring schema.
 UNREADABLE: frozenset[FailureClass] = frozenset({"not_json", "schema"})
 FUZZY_CREDITS: frozenset[float] = frozenset({0.0, 0.5, 1.0})
-MAX_OUTPUT_CHARS = 200_000
-_MAX_JSON_STARTS = 64
 _MIN_CRITERION_SIMILARITY = 0.8
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 
 
@@ -77,41 +73,6 @@ class ParsedJudgement:
     def ok(self) -> bool:
         """True when the output and every criterion in it were read without failure."""
         return self.failure is None and all(c.failure is None for c in self.criteria)
-
-
-def _strip_reasoning(text: str) -> str:
-    text = _THINK.sub(" ", text)
-    if "</think>" in text.lower():  # an opening tag cut off by the prompt template: keep what follows the close
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
-    return text
-
-
-def extract_json_object(text: str) -> dict | None:
-    """The judge's JSON object in ``text``: the last fenced block that holds one, else the first object that parses.
-
-    Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
-    from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
-    constrained model write them (a tab or newline in a rationale), and they say nothing about the verdict.
-    """
-    text = _strip_reasoning(text[:MAX_OUTPUT_CHARS])
-    for block in reversed(_FENCE.findall(text)):
-        try:
-            value = json.loads(block, strict=False)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder(strict=False)
-    start, tried = text.find("{"), 0
-    while start != -1 and tried < _MAX_JSON_STARTS:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict):
-            return value
-        start, tried = text.find("{", start + 1), tried + 1
-    return None
 
 
 def _normalized(text: str) -> str:

@@ -1,0 +1,51 @@
+"""Finding a judge's JSON object in its raw output, for any reward method.
+
+Models wrap the object in code fences, put a reasoning block (``<think>...</think>``) before it, or add text after
+it; all of that is accepted. Checking the object against a method's answer model is the method's job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+#: The most characters of a judge's output that are read.
+MAX_OUTPUT_CHARS = 200_000
+_MAX_JSON_STARTS = 64
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _strip_reasoning(text: str) -> str:
+    text = _THINK.sub(" ", text)
+    if "</think>" in text.lower():  # an opening tag cut off by the prompt template: keep what follows the close
+        text = text[text.lower().rindex("</think>") + len("</think>") :]
+    return text
+
+
+def extract_json_object(text: str) -> dict | None:
+    """The judge's JSON object in ``text``: the last fenced block that holds one, else the first object that parses.
+
+    Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
+    from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
+    constrained model write them (a tab or newline in a rationale), and they say nothing about the verdict.
+    """
+    text = _strip_reasoning(text[:MAX_OUTPUT_CHARS])
+    for block in reversed(_FENCE.findall(text)):
+        try:
+            value = json.loads(block, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder(strict=False)
+    start, tried = text.find("{"), 0
+    while start != -1 and tried < _MAX_JSON_STARTS:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value
+        start, tried = text.find("{", start + 1), tried + 1
+    return None

@@ -1,0 +1,211 @@
+"""The claimdiff method (ClaimDiff-RL) as a reward method: a judge lists the claim-level differences between each of
+the policy's captions and a reference caption, rules on each against the image, and the rules of :mod:`.rewards`
+turn its rulings into a reward.
+
+Options (``method_options``; every one is a field of :class:`.rewards.ClaimDiffConfig`, plus ``answer_format``):
+``mode`` (``normalized_diff``), ``severity_weighted``, ``severity_weights``, ``judge_severity``,
+``ambiguity_penalty``, ``ambiguity_decay``, ``ambiguity_words_per_free``, ``ambiguity_free``, ``max_error_diff``,
+``reward_scale``, ``min_reward``, ``max_reward``, ``alpha``, ``epsilon``, ``k``, ``d_max``, ``format_ratio``,
+``require_think``, and ``answer_format`` (``json`` or ``blocks``, see :mod:`.prompts`).
+
+Choices this method makes where the source leaves room:
+
+- **The judge sees the image** under every exposure it accepts (``minimal``, the default, and ``vlm`` are the same
+  here); ``unlimited`` and ``no_verifier`` hide or show nothing more for this method and are refused, so that a
+  setting never silently means nothing. A judge whose model cannot see images gets a failed judgement for each
+  caption, with the reason.
+- **A failed judgement is not a reward**: where the source's server gives 0.0 (no answer, an answer it cannot parse,
+  no image), the caption's reward is null with the failure's class and reason; a caller that needs a number chooses
+  one explicitly (verl's ``unknown_reward``, the ``/judge`` route's ``failure_reward``).
+- **One call per caption**, as the source; the G captions of an image share the prompt's prefix (image, instructions,
+  reference), for the judge server's prefix cache.
+- **No group remap**: each caption is compared with the reference alone, so its reward does not depend on the others.
+- The format mask of the rubric method (repetition, language mixing) does not apply; the source's format part does
+  (``format_ratio``, ``require_think``).
+
+Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading answers (:mod:`.reading`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from genrm.engine import Judge, Reader, Reply, ask
+from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
+from genrm.methods.claimdiff import judge_payload
+from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
+from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
+from genrm.methods.claimdiff.reading import Reading, read_answer
+from genrm.methods.claimdiff.rewards import (
+    ClaimDiffConfig,
+    DiffTally,
+    answer_text,
+    count_errors,
+    diff_base_reward,
+    error_difference,
+    final_reward,
+    format_score,
+    hall_vs_miss_base,
+    hedging,
+    map_to_range,
+)
+from genrm.methods.config import MethodConfig
+
+_EXPOSURES = ("minimal", "vlm")
+_OPTIONS = tuple(f.name for f in dataclasses.fields(ClaimDiffConfig)) + ("answer_format",)
+
+
+@dataclass(frozen=True)
+class PreparedCaptions:
+    """An instance ready to judge: the captions cut from its responses (``<answer>`` blocks when present)."""
+
+    instance: ClaimDiffInstance
+    captions: list[str]
+
+
+def parse_options(options: Mapping[str, Any]) -> tuple[ClaimDiffConfig, AnswerFormat]:
+    """The reward settings and answer form ``options`` give; raises ValueError naming an unknown option or a value
+    out of range."""
+    options = dict(options)
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"the claimdiff method takes no option {', '.join(unknown)}; it takes {', '.join(_OPTIONS)}")
+    answer_format = options.pop("answer_format", "json")
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}; got {answer_format!r:.40}")
+    try:
+        return ClaimDiffConfig(**options), answer_format
+    except TypeError as exc:  # a value of the wrong type (a list for a number)
+        raise ValueError(f"claimdiff options: {exc}") from None
+
+
+class ClaimDiffMethod:
+    """The claimdiff method (see the module docstring); registered as ``claimdiff``.
+
+    Args:
+        config: the common settings (only ``exposure`` applies: ``minimal`` or ``vlm``).
+        options: this method's settings (see the module docstring).
+    """
+
+    name = "claimdiff"
+    instance_model = ClaimDiffInstance
+    result_model = ClaimDiffResult
+    reads_without_engine = False
+    payload_model = judge_payload.JudgePayload
+
+    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+        config = config or MethodConfig()
+        if config.exposure not in _EXPOSURES:
+            allowed = " or ".join(_EXPOSURES)
+            raise ValueError(f"the claimdiff method shows its judge the image and both captions; the "
+                             f"{config.exposure} exposure means nothing for it (use {allowed})")  # fmt: skip
+        self.config = config
+        self.rewards, self.answer_format = parse_options(options or {})
+        self.hall_vs_miss = self.rewards.mode == "hall_vs_miss"
+
+    def prepare(self, instance: ClaimDiffInstance) -> PreparedCaptions:
+        """Cut each response's caption; raises :class:`MethodInputError` for a reference caption that is blank."""
+        if not instance.reference.strip():
+            raise MethodInputError("the reference caption is blank", ["reference"], kind="reference")
+        return PreparedCaptions(instance, [answer_text(response) for response in instance.responses])
+
+    async def judge(self, prepared: PreparedCaptions, judge: Judge) -> list[Reading]:
+        """One reading per caption: the judge asked once per caption (with the image), its answer read."""
+        if judge.engine is None or not judge.sees_images:
+            reason = f"{judge.model} cannot see the image, and the claimdiff judge rules against it"
+            return [Reading(None, "backend_error", reason)] * len(prepared.captions)
+        instance = prepared.instance
+        requests = caption_requests(instance.image, instance.reference, prepared.captions, self.hall_vs_miss,
+                                    self.rewards.judge_severity, self.answer_format)  # fmt: skip
+
+        def read(reply: Reply) -> tuple[Reading, bool]:
+            reading = read_answer(reply.text, self.hall_vs_miss)
+            return reading, reading.failure is None
+
+        reader = Reader(read, lambda reason: Reading(None, "backend_error", reason))
+        return await ask(judge.engine, requests, reader, judge.parse_retries)
+
+    def uses_workers(self, prepared: PreparedCaptions) -> bool:
+        """Never: no verifier of this method runs in the expression workers."""
+        return False
+
+    def score(self, prepared: PreparedCaptions, readings: Sequence[Reading]) -> ClaimDiffResult:
+        """Each caption's reward from its reading (null where the judge failed)."""
+        records = [self._record(response, caption, reading) for response, caption, reading in
+                   zip(prepared.instance.responses, prepared.captions, readings, strict=True)]  # fmt: skip
+        return ClaimDiffResult(id=prepared.instance.id, rewards=[r.reward for r in records], records=records,
+                               accuracy=[r.accuracy for r in records], format=[r.format for r in records])  # fmt: skip
+
+    def _record(self, response: str, caption: str, reading: Reading) -> ClaimDiffRecord:
+        config = self.rewards
+        form = format_score(response, config)
+        hedges = hedging(caption, config)
+        common = {"format": form, "hedges": hedges.count, "hedging_penalty": hedges.penalty}
+        answer = reading.answer
+        if answer is None:
+            return ClaimDiffRecord(reward=None, failure=reading.failure, failure_reason=reading.reason, **common)
+        if isinstance(answer, DiffAnswer):
+            a_errors = [(d.caption_a_error.error_type, d.caption_a_error.severity) for d in answer.differences]
+            b_errors = [(d.caption_b_error.error_type, d.caption_b_error.severity) for d in answer.differences]
+            tally = DiffTally(
+                differences=len(answer.differences),
+                a=count_errors(a_errors, config),
+                b=count_errors(b_errors, config),
+                a_wins=sum(d.judgment == "A" for d in answer.differences),
+                b_wins=sum(d.judgment == "B" for d in answer.differences),
+                winner=answer.overall_winner,
+            )  # fmt: skip
+            accuracy = map_to_range(diff_base_reward(tally, config), config) * hedges.penalty
+            figures: dict[str, Any] = {
+                "differences": tally.differences, "caption_a_errors": tally.a.count, "caption_b_errors": tally.b.count,
+                "caption_a_weighted": tally.a.weighted, "caption_b_weighted": tally.b.weighted,
+                "caption_a_by_severity": tally.a.by_severity, "caption_b_by_severity": tally.b.by_severity,
+                "judgment_a_wins": tally.a_wins, "judgment_b_wins": tally.b_wins,
+                "overall_winner": tally.winner, "error_difference": error_difference(tally, config),
+            }  # fmt: skip
+        else:
+            total = len(answer.differences)
+            hallucinations = sum(d.verification == "false" for d in answer.differences)
+            missing = sum(d.type == "missing_fact" for d in answer.differences)
+            base = hall_vs_miss_base(total, hallucinations, missing)
+            accuracy = map_to_range(base * hedges.penalty, config)
+            figures = {"differences": total, "hallucinations": hallucinations, "missing_facts": missing,
+                       "extra_info": sum(d.type == "extra_info" for d in answer.differences),
+                       "error_difference": (hallucinations + missing) / total if total else 0.0}  # fmt: skip
+        reward = final_reward(accuracy, form, config.format_ratio)
+        return ClaimDiffRecord(reward=reward, accuracy=accuracy, answer=answer, **figures, **common)
+
+    def unknown_reward(self, result: ClaimDiffResult, index: int) -> UnknownReward:
+        """Every unknown reward of this method is the judge's failure (retry)."""
+        record = result.records[index]
+        return UnknownReward(f"the judge failed on this caption ({record.failure}: {record.failure_reason}); retry",
+                             True, kind="judge_failure")  # fmt: skip
+
+    def extra_logs(self, result: ClaimDiffResult, index: int) -> dict[str, float]:
+        """The caption's accuracy and format parts, error counts, differences and hedging penalty (the counts of a
+        caption the judge failed on are left out)."""
+        record = result.records[index]
+        logs = {"format": record.format, "hedging_penalty": record.hedging_penalty}
+        for name in ("accuracy", "differences", "caption_a_errors", "caption_b_errors", "hallucinations",
+                     "missing_facts"):  # fmt: skip
+            value = getattr(record, name)
+            if value is not None:
+                logs[name] = float(value)
+        return logs
+
+    def instance_from_payload(self, payload: judge_payload.JudgePayload) -> ClaimDiffInstance:
+        """The one-caption instance of a payload of the source's ``/judge`` route (:mod:`.judge_payload`)."""
+        return judge_payload.instance_from_payload(payload)
+
+    def payload_reply(
+        self, payload: judge_payload.JudgePayload, result: ClaimDiffResult, failure_reward: float | None
+    ) -> dict[str, Any]:
+        """The source's reply for the payload's caption (:mod:`.judge_payload`)."""
+        return judge_payload.payload_reply(payload, result, failure_reward, self.rewards.format_ratio)
+
+    def tally(self, result: ClaimDiffResult) -> ResultTally:
+        """The judge failures met (this method runs no verifier)."""
+        return ResultTally(judge_failures=[r.failure for r in result.records if r.failure])
