@@ -65,7 +65,8 @@ def register(sub: Any) -> None:
     data.set_defaults(handler=_cmd_policy_data)
     rl = sub.add_parser(
         "rl", help="GRPO on the policy against a local judge (TRL)", add_help=False, prefix_chars="+",
-        description="GRPO on the policy with rubric rewards from a local judge. Arguments go to TRL's parser: "
+        description="GRPO on the policy with the rewards of a reward method (rubric by default) from a local "
+        "judge. Arguments go to TRL's parser: "
         "--config recipe.yaml and any field of PolicyRLArguments, GRPOConfig and ModelConfig as --flag value.",
     )  # fmt: skip
     rl.add_argument("rest", nargs=argparse.REMAINDER)  # with "+" as prefix, every --flag is left to TRL

@@ -16,12 +16,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from genrm.methods.rubric.models import Instance
 from policy_rl.method_reward import INSTANCE_COLUMN
 
 
-def policy_record(instance: Instance, system_prompt: str | None = None, with_image: bool = False) -> dict[str, Any]:
-    """One GRPO prompt row of ``instance`` (``images`` holds the reference as is; :func:`policy_dataset` decodes)."""
+def policy_record(instance: Any, system_prompt: str | None = None, with_image: bool = False) -> dict[str, Any]:
+    """One GRPO prompt row of ``instance`` (any method's instance with a ``prompt`` and an ``image``; ``images`` holds
+    the reference as is; :func:`policy_dataset` decodes)."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     messages.append({"role": "user", "content": instance.prompt})
     row: dict[str, Any] = {
@@ -33,14 +36,15 @@ def policy_record(instance: Instance, system_prompt: str | None = None, with_ima
     return row
 
 
-def read_instances(lines: Iterable[str], source: str = "input") -> list[Instance]:
-    """Instances from JSONL lines; raises ValueError naming the first bad line."""
+def read_instances(lines: Iterable[str], source: str = "input", model: type[BaseModel] = Instance) -> list[Any]:
+    """Instances of ``model`` (a reward method's instance model; the rubric's by default) from JSONL lines; raises
+    ValueError naming the first bad line."""
     instances = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            instances.append(Instance.model_validate_json(line))
+            instances.append(model.model_validate_json(line))
         except ValueError as exc:
             raise ValueError(f"{source} line {number}: not an instance: {exc}") from None
     if not instances:
@@ -49,7 +53,11 @@ def read_instances(lines: Iterable[str], source: str = "input") -> list[Instance
 
 
 def policy_dataset(
-    path: str | Path, system_prompt: str | None = None, vision: bool = False, limit: int | None = None
+    path: str | Path,
+    system_prompt: str | None = None,
+    vision: bool = False,
+    limit: int | None = None,
+    model: type[BaseModel] = Instance,
 ) -> Any:
     """A ``datasets.Dataset`` of policy prompts from an instance JSONL file.
 
@@ -59,12 +67,13 @@ def policy_dataset(
         vision: keep each instance's image in an ``images`` column (decoded; ``[]`` for an instance without one,
             and at least one instance must have one) for a vision-language policy.
         limit: use only the first ``limit`` instances.
+        model: the reward method's instance model (the rubric's by default).
     """
     from datasets import Dataset
 
     path = Path(path)
     with path.open(encoding="utf-8") as source:
-        instances = read_instances(source, str(path))[:limit]
+        instances = read_instances(source, str(path), model)[:limit]
     rows = [policy_record(instance, system_prompt, vision) for instance in instances]
     if vision:
         from genrm.engine.images import ImageError, load_image

@@ -1,19 +1,24 @@
-"""``genrm rl``: GRPO on a policy against a local judge, with the method's rubric rewards (TRL).
+"""``genrm rl``: GRPO on a policy against a local judge, with the rewards of any reward method (TRL).
 
     genrm rl --config recipes/rl_tiny_cpu.yaml
     accelerate launch --config_file recipes/accelerate/zero2.yaml -m genrm.cli rl --config recipes/rl_qwen3.yaml
 
 The recipe is read as TRL's scripts read theirs: fields of :class:`PolicyRLArguments`, ``trl.GRPOConfig`` and
 ``trl.ModelConfig``, from YAML and ``--flags``. The prompts are instance JSONL (:mod:`policy_rl.data`); the judge is
-the rule backend, a checkpoint run in process or a reward server (:mod:`policy_rl.scorers`); the reward is
+the rule backend, a checkpoint run in process or a reward server (:mod:`policy_rl.scorers`). The reward is the
+``method``'s (``rubric`` by default, with ``method_options``): for the rubric method
 :class:`policy_rl.rubric_reward.RubricReward`, remapped over whole groups by
-:class:`policy_rl.trainer.RubricGRPOTrainer`. The method's defaults are TRL's where they agree (``beta: 0``, no
+:class:`policy_rl.trainer.RubricGRPOTrainer` even when a group spans processes; for any other method
+:class:`policy_rl.method_reward.MethodReward`, which keeps the method's rewards as it computed them (a method whose
+reward depends on the whole group is scored per process, with the completions each process holds: the claimdiff
+method's does not). The method's defaults are TRL's where they agree (``beta: 0``, no
 reference model; ``num_iterations: 1``, strictly on-policy) and the recipe's otherwise; the length rule is the
 instance's ``max_response_chars``, plus length-conditional masking when ``length_rule`` is set.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import check_exposure
+from genrm.methods.base import RewardMethod
 from genrm.methods.rubric.scoring import ScoringConfig
 
 logger = logging.getLogger(__name__)
@@ -41,6 +47,10 @@ class PolicyRLArguments:
     judge_api_key_env: str | None = field(
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
+    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, ...)"})
+    method_options: str | None = field(
+        default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
+    )
     exposure: str = field(default="minimal", metadata={"help": "what an in-process judge sees (minimal by default)"})
     tau: float = field(default=0.5, metadata={"help": "remapping threshold in (0, 1)"})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
@@ -60,18 +70,47 @@ class PolicyRLArguments:
     plot: bool = field(default=True, metadata={"help": "save training_curves.png next to the run"})
 
 
-def build_reward(args: PolicyRLArguments) -> Any:
-    """The rubric reward the arguments describe (its scorer connected)."""
+def method_options(value: Any) -> dict[str, Any]:
+    """The ``method_options`` argument as a mapping: a mapping (YAML), a JSON object (a flag) or nothing."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"method_options is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"method_options must be a JSON object, not {type(value).__name__}")
+    return dict(value)
+
+
+def build_method(args: PolicyRLArguments) -> RewardMethod:
+    """The reward method the arguments name, configured."""
+    from genrm.methods import make_method
+
+    config = ScoringConfig(tau=args.tau, exposure=check_exposure(args.exposure))
+    return make_method(args.method, config, method_options(args.method_options))
+
+
+def build_reward(args: PolicyRLArguments, method: RewardMethod | None = None) -> Any:
+    """The reward the arguments describe (its scorer connected): the rubric method's group-remapped reward, or any
+    other method's own."""
     from genrm.methods.rubric.method import RubricMethod
+    from policy_rl.method_reward import MethodReward
     from policy_rl.rubric_reward import LengthRule, RubricReward
     from policy_rl.scorers import make_scorer
 
-    config = ScoringConfig(tau=args.tau, exposure=check_exposure(args.exposure))
+    method = method or build_method(args)
     api_key = os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None
     if args.judge_api_key_env and api_key is None:
         raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
-    rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
-    return RubricReward(make_scorer(args.judge, RubricMethod(config), api_key), args.tau, rule)
+    scorer = make_scorer(args.judge, method, api_key)
+    if isinstance(method, RubricMethod):  # its remap needs whole groups, also across processes
+        rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
+        return RubricReward(scorer, args.tau, rule)
+    if args.length_rule:
+        raise ValueError(f"length_rule is the rubric method's; the {method.name} method does not take it")
+    return MethodReward(method, scorer)
 
 
 def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
@@ -92,17 +131,19 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     path = model_args.model_name_or_path
     if not path:
         raise ValueError("model_name_or_path is required (a policy checkpoint directory or a hub id)")
+    method = build_method(args)
     if args.build_tiny_policy and not Path(path).exists():
         from policy_rl.tiny_policy import save_tiny_policy
 
         with open(args.train_file, encoding="utf-8") as source:
-            instances = read_instances(source, args.train_file)
+            instances = read_instances(source, args.train_file, method.instance_model)
         logger.info("saving a tiny random policy to %s", path)
         save_tiny_policy(path, [i.prompt for i in instances] + [t for i in instances for t in _answer_words(i)])
-    dataset = policy_dataset(args.train_file, args.system_prompt, args.vision, args.max_prompts)
+    dataset = policy_dataset(args.train_file, args.system_prompt, args.vision, args.max_prompts,
+                             method.instance_model)  # fmt: skip
     loader = AutoProcessor if args.vision else AutoTokenizer
     processing = loader.from_pretrained(path, trust_remote_code=training.trust_remote_code)
-    reward = build_reward(args)
+    reward = build_reward(args, method)
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("GRPO of %s on %d prompts x %d samples, judge %s", path, len(dataset), training.num_generations,
                 args.judge)  # fmt: skip
@@ -110,8 +151,9 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
         model=path, reward_funcs=[reward], args=training, train_dataset=dataset, processing_class=processing,
         peft_config=get_peft_config(model_args),
     )  # fmt: skip
-    keys = ["reward", f"rewards/{reward.__name__}/mean", f"{reward.__name__}/raw_essential",
-            f"{reward.__name__}/judge_failed", "completions/mean_length"]  # fmt: skip
+    name = reward.__name__
+    keys = ["reward", f"rewards/{name}/mean", f"{name}/raw_essential", f"{name}/accuracy", f"{name}/judge_failed",
+            f"{name}/reward_unknown", "completions/mean_length"]  # fmt: skip
     try:
         return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
     finally:
@@ -119,8 +161,13 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
 
 
 def _answer_words(instance: Any) -> list[str]:
-    # The tiny policy's vocabulary must hold the words a right answer needs (a text target), or no sample can win.
+    # The tiny policy's vocabulary must hold the words a right answer needs (a text target, a reference caption), or
+    # no sample can win.
+    from genrm.methods.rubric.models import Instance
     from genrm.methods.rubric.planning import plan_rubric
+
+    if not isinstance(instance, Instance):
+        return [value for key, value in instance.model_dump().items() if isinstance(value, str) and key != "image"]
 
     words = []
     for plan in plan_rubric(instance.rubric, instance.task_type):

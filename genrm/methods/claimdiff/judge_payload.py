@@ -85,8 +85,9 @@ def instance_from_payload(payload: JudgePayload) -> ClaimDiffInstance:
     if not payload.solution.strip():
         raise MethodInputError("the reference caption is blank", ["solution"], kind="payload")
     ident = f"{payload.data_source}:{payload.data_index}" if payload.data_index is not None else payload.data_source
+    asked = {"prompt": payload.query} if payload.query else {}
     return ClaimDiffInstance(id=ident[:256] or "payload", image=images[0], reference=payload.solution,
-                             prompt=payload.query or None, responses=[payload.response])  # fmt: skip
+                             responses=[payload.response], **asked)  # fmt: skip
 
 
 # The source's names of the figures it logs with each reward.
