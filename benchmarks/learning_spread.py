@@ -55,7 +55,7 @@ def _zero_reward(broken: bool) -> Iterator[None]:
     if not broken:
         yield
         return
-    import genrm.training.rlvr as train_rlvr
+    import genrm.training.rewards as judge_rewards
     from policy_rl.rubric_reward import RubricReward
 
     def format_reward_func(completions, **columns):  # the logged names of the real ones
@@ -64,13 +64,16 @@ def _zero_reward(broken: bool) -> Iterator[None]:
     def content_reward_func(completions, **columns):
         return [0.0] * len(completions)
 
-    saved_funcs, saved_rewards = train_rlvr.REWARD_FUNCS, RubricReward.rewards
-    train_rlvr.REWARD_FUNCS = (format_reward_func, content_reward_func)
+    # the rubric method's judge training reads its reward functions from this module when a run starts
+    saved_funcs = judge_rewards.format_reward_func, judge_rewards.content_reward_func
+    saved_rewards = RubricReward.rewards
+    judge_rewards.format_reward_func, judge_rewards.content_reward_func = format_reward_func, content_reward_func
     RubricReward.rewards = lambda self, outcomes, group_size=None: [0.0] * len(outcomes)
     try:
         yield
     finally:
-        train_rlvr.REWARD_FUNCS, RubricReward.rewards = saved_funcs, saved_rewards
+        judge_rewards.format_reward_func, judge_rewards.content_reward_func = saved_funcs
+        RubricReward.rewards = saved_rewards
 
 
 def policy_run(policy: Path, out: Path, seed: int, broken: bool, steps: int) -> dict[str, object]:

@@ -10,7 +10,6 @@ import math
 
 import httpx
 import pytest
-from claimdiff_scene import responder, scripted
 from fake_judge import AppServer, FakeJudgeServer
 
 from genrm.cli import main
@@ -18,6 +17,7 @@ from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.methods import MethodConfig, make_method, score_instance
 from genrm.methods.claimdiff.models import ClaimDiffInstance
+from genrm.methods.claimdiff.scene_judge import responder, scripted
 from serving.app import create_app
 from serving.settings import ServerSettings
 

@@ -7,11 +7,11 @@ import json
 import math
 
 import pytest
-from claimdiff_scene import responder
 from fake_judge import FakeJudgeServer
 
 from genrm.cli import main
 from genrm.methods.claimdiff.models import ClaimDiffInstance
+from genrm.methods.claimdiff.scene_judge import responder
 
 pytestmark = pytest.mark.slow
 

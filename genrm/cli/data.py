@@ -212,19 +212,26 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
 def _cmd_labels(args: argparse.Namespace) -> int:
     from genrm.data.judge_data import balance, split_by_input, write_jsonl
-    from genrm.data.teacher_labels import label_instances
-    from genrm.data.teachers import teacher_judge
-    from genrm.methods.rubric.models import Instance
+    from genrm.methods import make_method
+    from genrm.methods.base import TrainsItsJudge
 
-    instances = _read_lines(args.input, Instance)
+    try:
+        method = make_method(args.method)
+    except ValueError as exc:
+        print(f"genrm data labels: error: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(method, TrainsItsJudge):
+        print(f"genrm data labels: error: the {method.name} method has no judge training", file=sys.stderr)
+        return 2
+    training = method.judge_training()
+    instances = _read_lines(args.input, method.instance_model)
     if instances is None:
         return 2
     teachers = _teachers(args)
 
     async def run() -> Any:
         try:
-            judges = [teacher_judge(teacher) for teacher in teachers]
-            return await label_instances(instances, judges, args.min_teachers, args.concurrency, not args.quiet)
+            return await training.label(instances, teachers, args.min_teachers, args.concurrency, not args.quiet)
         finally:
             await _close(teachers)
 
@@ -324,12 +331,15 @@ def register(sub: Any) -> None:
     rubrics.set_defaults(handler=_cmd_rubrics)
 
     labels = data_sub.add_parser(
-        "labels", help="judge examples labelled by several teachers (median credit), balanced and split",
-        description="Every teacher judges every response of the instances; per criterion the median credit is kept "
-        "and, for verifiable criteria, the extracted value of a teacher whose credit equals it. Writes train.jsonl, "
-        "test.jsonl (no input in both) and labels_report.json.",
+        "labels", help="judge examples labelled by teachers, balanced and split",
+        description="Every teacher judges every response of the instances as the method's judge would. Rubric "
+        "method: per criterion the median credit is kept and, for verifiable criteria, the extracted value of a "
+        "teacher whose credit equals it. Claimdiff method: the differences of the first teacher (in the order "
+        "given) whose answer reads, when at least --min-teachers answers read. Writes train.jsonl, test.jsonl (no "
+        "input in both) and labels_report.json.",
     )  # fmt: skip
     labels.add_argument("input", metavar="INSTANCES.jsonl")
+    labels.add_argument("--method", default="rubric", help="the reward method whose judge is labelled (rubric)")
     labels.add_argument("-o", "--output", required=True, metavar="DIR")
     _teacher_options(labels)
     labels.add_argument("--min-teachers", type=int, help="usable answers a label needs (default: a majority)")

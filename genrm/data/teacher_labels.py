@@ -169,3 +169,18 @@ async def label_instances(
     finally:
         bar.close()
     return [example for batch in batches for example in batch], report
+
+
+async def label_with_teachers(
+    instances: Sequence[Instance],
+    teachers: Sequence[Any],
+    min_teachers: int | None = None,
+    concurrency: int = 8,
+    progress: bool = False,
+) -> tuple[list[JudgeExample], LabelReport]:
+    """:func:`label_instances` with teacher engines (``genrm.engine.Engine``), each judging through the server's
+    prompts, schema and parser (the rubric method's ``JudgeTraining.label``)."""
+    from genrm.data.teachers import teacher_judge
+
+    judges = [teacher_judge(teacher) for teacher in teachers]
+    return await label_instances(instances, judges, min_teachers, concurrency, progress)

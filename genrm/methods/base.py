@@ -16,7 +16,7 @@ Nothing here knows a method by name: methods are found through :mod:`genrm.metho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -167,6 +167,38 @@ class AnswersJudgePayloads(Protocol):
     def payload_reply(self, payload: Any, result: Any, failure_reward: float | None) -> dict[str, Any]:
         """The protocol's answer for ``result`` (the group of :meth:`instance_from_payload`): its rewards, with null
         for an unknown one unless ``failure_reward`` is given."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeTraining:
+    """How a method's judge is trained (``genrm train sft|rlvr``) and labelled (``genrm data labels``).
+
+    Attributes:
+        example_model: the pydantic model of one labelled example (it has ``id``, ``input_id`` and
+            ``loses_credit``, the balancing key).
+        sft_record: ``(example, exposure) -> record`` for TRL's ``SFTTrainer`` (``prompt``, ``completion``).
+        rlvr_record: ``(example, exposure) -> record`` for TRL's ``GRPOTrainer`` (``prompt``, ``judge_label``).
+        reward_funcs: TRL reward functions of RLVR, reading the ``judge_label`` column.
+        images: whether every record shows the judge its image (an ``images`` column), whatever the exposure.
+        label: ``async (instances, teachers, min_teachers, concurrency, progress) -> (examples, report)``: labels
+            from teacher engines; the report has ``markdown()`` and ``counts()``.
+    """
+
+    example_model: type[BaseModel]
+    sft_record: Callable[[Any, str], dict[str, Any]]
+    rlvr_record: Callable[[Any, str], dict[str, Any]]
+    reward_funcs: tuple[Callable[..., list[float]], ...]
+    images: bool
+    label: Callable[..., Any]
+
+
+@runtime_checkable
+class TrainsItsJudge(Protocol):
+    """A method whose judge can be trained on labelled examples."""
+
+    def judge_training(self) -> JudgeTraining:
+        """How this method's judge is trained and labelled."""
         ...
 
 

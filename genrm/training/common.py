@@ -10,6 +10,7 @@ from typing import Any
 
 from genrm.choices import Exposure, check_exposure
 from genrm.data.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
+from genrm.methods.base import JudgeTraining
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +19,7 @@ logger = logging.getLogger(__name__)
 class JudgeDataArguments:
     """Where the judge examples are and how they are shown (YAML keys of a recipe, or ``--flags``)."""
 
+    method: str = field(default="rubric", metadata={"help": "the reward method whose judge is trained"})
     train_file: str = field(default="datasets/judge_synth/train.jsonl", metadata={"help": "judge examples (JSONL)"})
     eval_file: str | None = field(default=None, metadata={"help": "judge examples for evaluation during training"})
     exposure: str = field(default="minimal", metadata={"help": "minimal, unlimited, vlm or no_verifier"})
@@ -35,11 +37,27 @@ class JudgeDataArguments:
         """The exposure, validated."""
         return check_exposure(self.exposure)
 
+    def training(self) -> JudgeTraining:
+        """How the method's judge is trained; raises ValueError for an unknown method, one that refuses the exposure,
+        or one whose judge has no training."""
+        from genrm.methods import MethodConfig, make_method
+        from genrm.methods.base import TrainsItsJudge
 
-def load_examples(path: str, limit: int | None = None) -> list[JudgeExample]:
-    """Judge examples from a JSONL file (the first ``limit`` when given)."""
+        method = make_method(self.method, MethodConfig(exposure=self.checked_exposure()))
+        if not isinstance(method, TrainsItsJudge):
+            raise ValueError(f"the {method.name} method has no judge training")
+        return method.judge_training()
+
+    def shows_images(self) -> bool:
+        """Whether the judge is shown images: under the ``vlm`` exposure, or always for a method that rules on them."""
+        return self.checked_exposure() == "vlm" or self.training().images
+
+
+def load_examples(path: str, limit: int | None = None, model: type[Any] = JudgeExample) -> list[Any]:
+    """Judge examples of ``model`` (the method's example model) from a JSONL file (the first ``limit`` when
+    given)."""
     with open(path, encoding="utf-8") as source:
-        examples = read_examples(source)
+        examples = read_examples(source, model)
     return examples[:limit] if limit else examples
 
 
@@ -51,7 +69,7 @@ def ensure_base_model(path: str | None, data: JudgeDataArguments) -> str:
     if data.build_tiny_model and not Path(path).exists():
         from genrm.training.tiny_model import save_tiny_judge, save_tiny_vlm_judge
 
-        vision = data.checked_exposure() == "vlm"
+        vision = data.shows_images()
         logger.info("saving the untrained tiny %sjudge to %s", "vision-language " if vision else "", path)
         (save_tiny_vlm_judge if vision else save_tiny_judge)(path)
     return path
@@ -65,12 +83,12 @@ def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code
     """
     from transformers import AutoProcessor, AutoTokenizer
 
-    if data.checked_exposure() != "vlm":
+    if not data.shows_images():
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
     if getattr(processor, "image_processor", None) is None:
-        raise ValueError(f"{path} has no image processor: the vlm exposure needs a vision-language judge "
-                         "(a Qwen3-VL checkpoint, say), or a text exposure such as minimal")  # fmt: skip
+        raise ValueError(f"{path} has no image processor: a judge shown images (the vlm exposure, the {data.method} "
+                         "method) needs a vision-language checkpoint (a Qwen3-VL, say)")  # fmt: skip
     return processor
 
 
@@ -104,23 +122,25 @@ def prepare_judge_model(data: JudgeDataArguments, training: Any, model_args: Any
 
 def judge_datasets(
     data: JudgeDataArguments,
-    build: Callable[[JudgeExample, Exposure], dict[str, Any]],
+    build: Callable[[Any, Exposure], dict[str, Any]],
     columns: Sequence[str],
     processing: Any,
     max_tokens: int,
 ) -> tuple[Any, Any]:
-    """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the examples.
+    """The train dataset (and the eval one, when ``data.eval_file`` is set) of ``build`` records of the method's
+    examples.
 
-    Under the ``vlm`` exposure the records keep an ``images`` column of decoded images (relative paths are read
-    against the data file's folder); an unreadable image stops with a message naming its example.
+    When the judge is shown images (:meth:`JudgeDataArguments.shows_images`) the records keep an ``images`` column of
+    decoded images (relative paths are read against the data file's folder); an unreadable image stops with a
+    message naming its example.
     """
-    exposure = data.checked_exposure()
-    if exposure == "vlm":
+    exposure, example_model, images = data.checked_exposure(), data.training().example_model, data.shows_images()
+    if images:
         columns = (*columns, IMAGES_COLUMN)
 
     def dataset(path: str, limit: int | None) -> Any:
-        records = [build(example, exposure) for example in load_examples(path, limit)]
-        if exposure == "vlm":
+        records = [build(example, exposure) for example in load_examples(path, limit, example_model)]
+        if images:
             records = [_with_pixels(record, Path(path).parent) for record in records]
         return records_dataset(records, columns, processing, max_tokens, path)
 

@@ -1,4 +1,5 @@
-"""RLVR of the judge with TRL's ``GRPOTrainer`` on two verifiable rewards: format and content.
+"""RLVR of the judge with TRL's ``GRPOTrainer`` on the method's verifiable rewards (rubric: format and content;
+claimdiff: format and the F1 of its differences, :mod:`genrm.methods.claimdiff.judge_training`).
 
     genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml
 
@@ -20,13 +21,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genrm.data.judge_data import LABEL_COLUMN, rlvr_record
+from genrm.data.judge_data import LABEL_COLUMN
 from genrm.training.common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
-from genrm.training.rewards import content_reward_func, format_reward_func
 
 logger = logging.getLogger(__name__)
-
-REWARD_FUNCS = (format_reward_func, content_reward_func)
 
 
 def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
@@ -46,11 +44,13 @@ def run_rlvr(data: JudgeDataArguments, training: Any, model_args: Any) -> Path:
     config = AutoConfig.from_pretrained(path, trust_remote_code=training.trust_remote_code)
     positions = getattr(config.get_text_config(), "max_position_embeddings", None) or 32_768
     max_prompt_tokens = positions - training.max_completion_length
-    train, evaluation = judge_datasets(data, rlvr_record, ("prompt", LABEL_COLUMN), processing, max_prompt_tokens)
+    method = data.training()
+    train, evaluation = judge_datasets(data, method.rlvr_record, ("prompt", LABEL_COLUMN), processing,
+                                       max_prompt_tokens)  # fmt: skip
     logger.info("RLVR of %s on %d prompts, %d samples each", path, len(train), training.num_generations)
     trainer = MixedImageGRPOTrainer(
-        model=path, reward_funcs=list(REWARD_FUNCS), args=training, train_dataset=train, eval_dataset=evaluation,
-        processing_class=processing, peft_config=get_peft_config(model_args),
+        model=path, reward_funcs=list(method.reward_funcs), args=training, train_dataset=train,
+        eval_dataset=evaluation, processing_class=processing, peft_config=get_peft_config(model_args),
     )  # fmt: skip
-    keys = [f"rewards/{f.__name__}/mean" for f in REWARD_FUNCS] + ["reward", "loss"]
+    keys = [f"rewards/{f.__name__}/mean" for f in method.reward_funcs] + ["reward", "loss"]
     return train_and_save(trainer, processing, data, keys, f"RLVR of {Path(path).name}")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genrm.engine import Judge, Reader, Reply, ask
-from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
+from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
@@ -205,6 +205,15 @@ class ClaimDiffMethod:
     ) -> dict[str, Any]:
         """The source's reply for the payload's caption (:mod:`.judge_payload`)."""
         return judge_payload.payload_reply(payload, result, failure_reward, self.rewards.format_ratio)
+
+    def judge_training(self) -> JudgeTraining:
+        """The claimdiff judge's training: teacher differences as labels, the format and F1 rewards
+        (:mod:`.judge_training`); every record shows the image."""
+        from genrm.methods.claimdiff import judge_training as training
+
+        rewards = (training.format_reward_func, training.f1_reward_func)
+        return JudgeTraining(training.DiffExample, training.sft_record, training.rlvr_record, rewards, True,
+                             training.label_captions)  # fmt: skip
 
     def tally(self, result: ClaimDiffResult) -> ResultTally:
         """The judge failures met (this method runs no verifier)."""

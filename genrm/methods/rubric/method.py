@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from genrm.engine.judge import Judge
-from genrm.methods.base import ResultTally, UnknownReward
+from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
 from genrm.methods.config import MethodConfig
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import rubric_judge
@@ -102,6 +102,16 @@ class RubricMethod:
         record = result.records[index]
         return {"content_mask": float(record.content_mask or 0), "format_mask": float(record.format_mask),
                 "length_ok": float(record.length_ok)}  # fmt: skip
+
+    def judge_training(self) -> JudgeTraining:
+        """The rubric judge's training: labelled criteria (:mod:`genrm.data.judge_data`), the format and content
+        rewards (:mod:`genrm.training.rewards`), labels from several teachers (:mod:`genrm.data.teacher_labels`)."""
+        from genrm.data.judge_data import JudgeExample, rlvr_record, sft_record
+        from genrm.data.teacher_labels import label_with_teachers
+        from genrm.training.rewards import content_reward_func, format_reward_func
+
+        return JudgeTraining(JudgeExample, sft_record, rlvr_record, (format_reward_func, content_reward_func), False,
+                             label_with_teachers)  # fmt: skip
 
     def tally(self, result: InstanceResult) -> ResultTally:
         """Judge failures (of whole answers and of criteria) and the verifier statuses of the other criteria."""

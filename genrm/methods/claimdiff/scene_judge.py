@@ -1,6 +1,9 @@
-"""A scripted claimdiff judge that answers from a synthetic scene: each image is a set of atomic facts, a caption is
-a list of sentences (one claim each; ``Possibly <fact>`` is the fact, hedged), and the differences and verdicts follow
-from the captions and the scene alone, the way a careful judge would rule.
+"""A scripted claimdiff judge over synthetic scenes, for tests, benchmarks and demonstrations: each image is a set of
+atomic facts, a caption is a list of sentences (one claim each; ``Possibly <fact>`` is the fact, hedged), and the
+differences and verdicts follow from the captions and the scene alone, the way a careful judge would rule. It is no
+model and judges no real image: it gives the method's arithmetic, prompts, reader and plumbing a judge whose answers
+are known in advance (run it with :class:`genrm.engine.scripted.ScriptedEngine` and :func:`scripted`, or behind an
+OpenAI-compatible endpoint with :func:`responder`).
 
 Rules, per fact that either caption states: the same fact stated plainly by both is no difference; otherwise a
 caption errs when it states a fact the scene does not hold (``object_hallucination``), hedges a fact the scene holds
@@ -10,12 +13,14 @@ otherwise); the overall winner has fewer errors. For ``hall_vs_miss``: a fact on
 ``extra_info``, one only the ground truth states ``missing_fact``, a fact one of them hedges a ``contradiction``;
 verified when the scene holds it.
 
-It answers the JSON object when the request carries a schema, and the plain-text blocks when it does not.
+It answers the JSON object when the request carries a schema, and the plain-text blocks when it does not. Scenes are
+:data:`SCENES` unless a caller passes its own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from genrm.engine.types import ChatRequest
@@ -122,10 +127,11 @@ def _split(user: str) -> tuple[bool, str, str]:
     return False, reference, caption
 
 
-def answer(image: str, user: str, schema: dict[str, Any] | None) -> str:
-    """The judge's answer to one claimdiff request (JSON with a schema, blocks without)."""
+def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
+    """The judge's answer to one claimdiff request (JSON with a schema, blocks without) about an image of
+    ``scenes``."""
     hall, reference, caption = _split(user)
-    scene = SCENES[image]
+    scene = scenes[image]
     if hall:
         found = hall_answer(scene, reference, caption)
     else:
@@ -134,13 +140,13 @@ def answer(image: str, user: str, schema: dict[str, Any] | None) -> str:
     return json.dumps(found) if schema is not None else as_blocks(found, hall)
 
 
-def scripted(request: ChatRequest) -> str:
-    """For a :class:`genrm.engine.scripted.ScriptedEngine`."""
-    return answer(request.prompt.image or "", request.prompt.user, request.schema)
+def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
+    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for other scenes)."""
+    return answer(request.prompt.image or "", request.prompt.user, request.schema, scenes)
 
 
-def responder(body: dict[str, Any]) -> str:
-    """For the fake OpenAI-compatible judge server (``FakeJudgeServer.state.responder``)."""
+def responder(body: dict[str, Any], scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
+    """For an OpenAI-compatible chat-completions server: the answer to a request body."""
     image_part, text_part = body["messages"][-1]["content"]
     schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
-    return answer(image_part["image_url"]["url"], text_part["text"], schema)
+    return answer(image_part["image_url"]["url"], text_part["text"], schema, scenes)
