@@ -87,8 +87,10 @@ def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
     if getattr(processor, "image_processor", None) is None:
-        raise ValueError(f"{path} has no image processor: a judge shown images (the vlm exposure, the {data.method} "
-                         "method) needs a vision-language checkpoint (a Qwen3-VL, say)")  # fmt: skip
+        vlm = data.checked_exposure() == "vlm"
+        why = "the vlm exposure" if vlm else f"the {data.method} method (its judge sees the image)"
+        raise ValueError(f"{path} has no image processor: {why} needs a vision-language judge "
+                         "(a Qwen3-VL checkpoint, say)")  # fmt: skip
     return processor
 
 
