@@ -1,0 +1,253 @@
+"""The claimdiff method's cost: judged captions per second through the reward server, and the judge's output per
+difference in each answer form.
+
+    python benchmarks/claimdiff.py [--seconds 5] [--concurrency 8] [--captions 400]
+
+The judge is the scripted scene judge (:mod:`genrm.methods.claimdiff.scene_judge`), which answers at once: the rates
+are the stack's own cost per caption (HTTP, validation, prompts, reading the answer, the reward arithmetic), what a
+served judge's latency adds on top of. The server runs in its own process pinned to one core, the load generator on
+the other. Rows:
+
+- in process: ``score_instance`` over groups of G = 8 captions, no HTTP (the method's own cost);
+- ``/v1/score``: one group of G = 8 captions per request, ``--concurrency`` requests in flight;
+- ``/judge``: the source's protocol, one caption per request, ``--concurrency`` in flight.
+
+Then the judge's answers to ``--captions`` captions drawn from the synthetic scenes (facts kept, dropped, hedged and
+made up, seeded) in both answer forms: output characters and tokens per difference (tokens of the tiny judge's
+byte-level BPE, made here from the method's own prompts and answers, since no real tokenizer can be downloaded;
+ratios between the forms are what carries over).
+
+Target: at least 1,000 captions/s through ``/v1/score`` on one core (the stack must not be what a served judge waits
+on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import httpx  # noqa: E402
+
+from genrm.engine import Judge  # noqa: E402
+from genrm.engine.scripted import ScriptedEngine  # noqa: E402
+from genrm.methods import make_method, score_instance  # noqa: E402
+from genrm.methods.claimdiff.models import ClaimDiffInstance  # noqa: E402
+from genrm.methods.claimdiff.prompts import caption_requests  # noqa: E402
+from genrm.methods.claimdiff.scene_judge import answer, scripted  # noqa: E402
+
+G = 8
+TARGET = 1_000.0
+_FACTS = ["a red car", "two dogs", "a green bench", "a man in a hat", "a white fridge", "three apples",
+          "a wooden table", "a blue boat", "a yellow kite", "an old lamp", "four chairs", "a striped cat"]  # fmt: skip
+
+
+def scenes(count: int, seed: int) -> dict[str, frozenset[str]]:
+    """``count`` synthetic scenes of 4 to 7 facts each."""
+    rng = random.Random(seed)
+    return {f"scene-{i}.png": frozenset(rng.sample(_FACTS, rng.randint(4, 7))) for i in range(count)}
+
+
+def caption(scene: frozenset[str], rng: random.Random) -> str:
+    """A caption of ``scene``: most facts kept, some dropped, some hedged, sometimes one made up."""
+    sentences = []
+    for fact in sorted(scene):
+        roll = rng.random()
+        if roll < 0.15:
+            continue
+        sentences.append(("Possibly " + fact) if roll < 0.25 else fact.capitalize())
+    if rng.random() < 0.4:
+        sentences.append(rng.choice([f for f in _FACTS if f not in scene]).capitalize())
+    return ". ".join(sentences) + "."
+
+
+def reference(scene: frozenset[str]) -> str:
+    """The reference caption: the scene's facts but the last."""
+    return ". ".join(f.capitalize() for f in sorted(scene)[:-1]) + "."
+
+
+def instances(scene_map: dict[str, frozenset[str]], seed: int) -> list[ClaimDiffInstance]:
+    """One instance of G captions per scene."""
+    rng = random.Random(seed)
+    return [ClaimDiffInstance(id=image, image=image, reference=reference(scene),
+                              responses=[caption(scene, rng) for _ in range(G)])
+            for image, scene in scene_map.items()]  # fmt: skip
+
+
+def _serve(port: int, scene_seed: int, scene_count: int) -> None:
+    import uvicorn
+
+    from serving.app import create_app
+    from serving.settings import ServerSettings
+
+    script = functools.partial(scripted, scenes=scenes(scene_count, scene_seed))
+    app = create_app(ServerSettings(method="claimdiff", port=port), Judge(ScriptedEngine(script)))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(core: int | None, scene_seed: int, scene_count: int) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    command = [sys.executable, __file__, "--serve", str(port), "--scene-seed", str(scene_seed), "--scenes",
+               str(scene_count)]  # fmt: skip
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    process = subprocess.Popen(command, preexec_fn=pin, cwd=_HERE.parent)  # noqa: PLW1509 - pinning only
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the claimdiff server did not start")
+        time.sleep(0.2)
+
+
+async def _throughput(url: str, path: str, bodies: list[bytes], per_body: int, concurrency: int,
+                      seconds: float) -> float:  # fmt: skip
+    done = [0]
+    headers = {"content-type": "application/json"}
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+
+        async def worker(offset: int) -> None:
+            i = offset
+            while time.perf_counter() < stop_at:
+                response = await http.post(path, content=bodies[i % len(bodies)], headers=headers)
+                response.raise_for_status()
+                done[0] += per_body
+                i += concurrency
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(concurrency)))
+        return done[0] / (time.perf_counter() - start)
+
+
+def _payload(instance: ClaimDiffInstance, text: str, index: int) -> bytes:
+    body = {"data_source": instance.id, "query": instance.prompt, "prompt": instance.prompt, "answer": "",
+            "solution": instance.reference, "response": text, "reward_verifier": "gemini_caption_diff",
+            "reward_verifier_parm": json.dumps({"image_path": [instance.image]}), "fmt_ratio": 0.0,
+            "data_index": index}  # fmt: skip
+    return json.dumps(body).encode()
+
+
+def in_process_rate(groups: list[ClaimDiffInstance], scene_map: dict[str, frozenset[str]], seconds: float) -> float:
+    """Captions per second of ``score_instance`` with the scene judge, in this process."""
+    method = make_method("claimdiff")
+    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for group in groups:
+            score_instance(method, group, judge)
+            done += len(group.responses)
+    return done / (time.perf_counter() - start)
+
+
+def output_per_difference(scene_map: dict[str, frozenset[str]], count: int, seed: int) -> dict[str, dict[str, float]]:
+    """Output characters and tokens per difference of the scene judge's answers, in each form."""
+    from genrm.training.tiny_model import build_tokenizer
+
+    rng = random.Random(seed)
+    images = sorted(scene_map)
+    asked = []
+    for _ in range(count):
+        image = rng.choice(images)
+        asked.append((image, reference(scene_map[image]), caption(scene_map[image], rng)))
+    answers: dict[str, list[str]] = {"json": [], "blocks": []}
+    differences = []
+    for image, ref, text in asked:
+        (request,) = caption_requests(image, ref, [text], False, False, "json")
+        found = answer(image, request.prompt.user, request.schema, scene_map)
+        differences.append(len(json.loads(found)["differences"]))
+        answers["json"].append(found)
+        answers["blocks"].append(answer(image, request.prompt.user, None, scene_map))
+    corpus = [request.prompt.system] + answers["json"][: count // 2] + answers["blocks"][: count // 2]
+    tokenizer = build_tokenizer(corpus, vocab_size=2048)
+    total = sum(differences)
+    out = {}
+    for form, texts in answers.items():
+        chars = sum(len(t) for t in texts)
+        tokens = sum(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+        out[form] = {"answers": len(texts), "differences": total, "chars_per_difference": chars / total,
+                     "tokens_per_difference": tokens / total, "tokens_per_answer": tokens / len(texts)}  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each throughput run")
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight")
+    parser.add_argument("--captions", type=int, default=400, help="captions whose answers are measured")
+    parser.add_argument("--scenes", type=int, default=24, help="synthetic scenes")
+    parser.add_argument("--scene-seed", type=int, default=0)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        _serve(args.serve, args.scene_seed, args.scenes)
+        return
+    scene_map = scenes(args.scenes, args.scene_seed)
+    groups = instances(scene_map, 1)
+    rows = [("in process (score_instance, G = 8)", in_process_rate(groups, scene_map, args.seconds))]
+    cores = sorted(os.sched_getaffinity(0))
+    server_core = cores[0] if len(cores) > 1 else None
+    if server_core is not None:
+        os.sched_setaffinity(0, set(cores[1:]))
+    process, url = _start(server_core, args.scene_seed, args.scenes)
+    try:
+        score_bodies = [('{"groups": [' + g.model_dump_json() + "]}").encode() for g in groups]
+        judge_bodies = [_payload(g, text, i) for g in groups for i, text in enumerate(g.responses)]
+        asyncio.run(_throughput(url, "/v1/score", score_bodies, G, args.concurrency, 1.0))  # warm-up
+        rows.append(
+            (
+                f"/v1/score, G = {G}, {args.concurrency} in flight",
+                asyncio.run(_throughput(url, "/v1/score", score_bodies, G, args.concurrency, args.seconds)),
+            )
+        )
+        rows.append(
+            (
+                f"/judge, 1 caption per request, {args.concurrency} in flight",
+                asyncio.run(_throughput(url, "/judge", judge_bodies, 1, args.concurrency, args.seconds)),
+            )
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    print(f"{'path':<46} {'captions/s':>11}")
+    for name, rate in rows:
+        print(f"{name:<46} {rate:>11,.0f}")
+    sizes = output_per_difference(scene_map, args.captions, 2)
+    print()
+    print(f"{'answer form':<12} {'answers':>8} {'differences':>12} {'chars/diff':>11} {'tokens/diff':>12} "
+          f"{'tokens/answer':>14}")  # fmt: skip
+    for form, size in sizes.items():
+        print(f"{form:<12} {size['answers']:>8} {size['differences']:>12} {size['chars_per_difference']:>11.1f} "
+              f"{size['tokens_per_difference']:>12.1f} {size['tokens_per_answer']:>14.1f}")  # fmt: skip
+    served = rows[1][1]
+    ratio = sizes["json"]["tokens_per_difference"] / sizes["blocks"]["tokens_per_difference"]
+    verdict = "meets" if served >= TARGET else "misses"
+    print(f"\nsummary: {served:,.0f} captions/s through /v1/score on one core ({verdict} the {TARGET:,.0f} target), "
+          f"{sizes['json']['tokens_per_difference']:.1f} output tokens per difference in JSON "
+          f"(x{ratio:.2f} the source's plain-text blocks)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
