@@ -3,6 +3,7 @@
 genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--per-category N]
 genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
 genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
+genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--setting NAME=JSON ...]
 """
 
 from __future__ import annotations
@@ -125,6 +126,43 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_captions(args: argparse.Namespace) -> int:
+    from genrm.cli.data import read_model_lines
+    from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.evaluation.caption_audit import parse_settings, run_caption_audit
+    from genrm.methods import check_judge, make_method
+    from genrm.methods.claimdiff.models import ClaimDiffInstance
+
+    instances = read_model_lines(args.captions, ClaimDiffInstance)
+    if instances is None:
+        return 2
+    try:
+        settings = parse_settings(args.setting) if args.setting else None
+        judge = judge_from_args(args, args.captions)
+        check_judge(make_method("claimdiff"), judge)
+    except ValueError as exc:
+        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = run_caption_audit(instances, judge, settings, progress=not args.quiet)
+    except ValueError as exc:
+        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
+        return 2
+    except BackendUnavailable as exc:
+        print(f"genrm audit captions: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        run_blocking(judge.aclose())
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    table = report.markdown()
+    (out / "caption_audit.md").write_text(table + "\n", encoding="utf-8")
+    (out / "caption_audit.json").write_text(json.dumps(report.counts(), indent=1) + "\n", encoding="utf-8")
+    print(table)
+    print(f"\nwrote {out / 'caption_audit.md'} and {out / 'caption_audit.json'}")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
     from genrm.evaluation.audit_run import SETTINGS
@@ -168,3 +206,19 @@ def register(sub: Any) -> None:
     run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=_cmd_run)
+
+    captions = audit_sub.add_parser(
+        "captions", help="false positives of a caption reward (claimdiff) on abnormal captions, per setting",
+        description="From each regular caption (the instances' responses) build abnormal ones (a made-up object, "
+        "the first sentence dropped, every sentence hedged, the reference copied, a self-praising sentence), score "
+        "both under each setting (the claimdiff method's options) and report how often the abnormal caption is "
+        "rewarded at least as well as its regular one, per category; failed judgements are counted apart.",
+    )  # fmt: skip
+    captions.add_argument("captions", metavar="CAPTIONS.jsonl", help="claimdiff instances with regular captions")
+    captions.add_argument("-o", "--output", required=True, metavar="DIR")
+    judge_backend_options(captions)
+    captions.add_argument("--setting", action="append", metavar="NAME=JSON",
+                          help="a setting: a name and the method's options; repeat (default: normalized_diff "
+                          "with and without the hedging penalty, normalized_a_only, a_only)")  # fmt: skip
+    captions.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    captions.set_defaults(handler=_cmd_captions)

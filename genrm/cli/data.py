@@ -137,7 +137,7 @@ def _teachers(args: argparse.Namespace) -> list[Any]:
     return [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.teacher]
 
 
-def _read_lines(path: str, model: Any) -> list[Any] | None:
+def read_model_lines(path: str, model: Any) -> list[Any] | None:
     """Every line of a JSONL file as ``model``; None (after saying which line and why) when one is invalid."""
     from pydantic import ValidationError
 
@@ -176,7 +176,7 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
     from genrm.data.teacher_rubrics import RubricTask, build_rubrics
     from genrm.data.teachers import teacher_engine, teacher_judge
 
-    tasks = _read_lines(args.input, RubricTask)
+    tasks = read_model_lines(args.input, RubricTask)
     if tasks is None:
         return 2
     teachers = _teachers(args)
@@ -224,7 +224,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
         print(f"genrm data labels: error: the {method.name} method has no judge training", file=sys.stderr)
         return 2
     training = method.judge_training()
-    instances = _read_lines(args.input, method.instance_model)
+    instances = read_model_lines(args.input, method.instance_model)
     if instances is None:
         return 2
     teachers = _teachers(args)
