@@ -29,7 +29,6 @@ import functools
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -38,8 +37,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-import httpx  # noqa: E402
-
+from benchmarks.loopback import closed_loop, free_port, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
 from genrm.methods import make_method, score_instance  # noqa: E402
@@ -96,50 +94,16 @@ def _serve(port: int, scene_seed: int, scene_count: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start(core: int | None, scene_seed: int, scene_count: int) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, __file__, "--serve", str(port), "--scene-seed", str(scene_seed), "--scenes",
                str(scene_count)]  # fmt: skip
-    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
-    process = subprocess.Popen(command, preexec_fn=pin, cwd=_HERE.parent)  # noqa: PLW1509 - pinning only
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the claimdiff server did not start")
-        time.sleep(0.2)
+    return start_server(command, port, core, "claimdiff")
 
 
-async def _throughput(url: str, path: str, bodies: list[bytes], per_body: int, concurrency: int,
-                      seconds: float) -> float:  # fmt: skip
-    done = [0]
-    headers = {"content-type": "application/json"}
-    stop_at = time.perf_counter() + seconds
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
-
-        async def worker(offset: int) -> None:
-            i = offset
-            while time.perf_counter() < stop_at:
-                response = await http.post(path, content=bodies[i % len(bodies)], headers=headers)
-                response.raise_for_status()
-                done[0] += per_body
-                i += concurrency
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker(k) for k in range(concurrency)))
-        return done[0] / (time.perf_counter() - start)
+def _rate(url: str, path: str, bodies: list[bytes], per_body: int, concurrency: int, seconds: float) -> float:
+    requests, elapsed = asyncio.run(closed_loop(url, path, bodies, concurrency, seconds))
+    return requests * per_body / elapsed
 
 
 def _payload(instance: ClaimDiffInstance, text: str, index: int) -> bytes:
@@ -215,19 +179,11 @@ def main() -> None:
     try:
         score_bodies = [('{"groups": [' + g.model_dump_json() + "]}").encode() for g in groups]
         judge_bodies = [_payload(g, text, i) for g in groups for i, text in enumerate(g.responses)]
-        asyncio.run(_throughput(url, "/v1/score", score_bodies, G, args.concurrency, 1.0))  # warm-up
-        rows.append(
-            (
-                f"/v1/score, G = {G}, {args.concurrency} in flight",
-                asyncio.run(_throughput(url, "/v1/score", score_bodies, G, args.concurrency, args.seconds)),
-            )
-        )
-        rows.append(
-            (
-                f"/judge, 1 caption per request, {args.concurrency} in flight",
-                asyncio.run(_throughput(url, "/judge", judge_bodies, 1, args.concurrency, args.seconds)),
-            )
-        )
+        _rate(url, "/v1/score", score_bodies, G, args.concurrency, 1.0)  # warm-up
+        score_rate = _rate(url, "/v1/score", score_bodies, G, args.concurrency, args.seconds)
+        judge_rate = _rate(url, "/judge", judge_bodies, 1, args.concurrency, args.seconds)
+        rows.append((f"/v1/score, G = {G}, {args.concurrency} in flight", score_rate))
+        rows.append((f"/judge, 1 caption per request, {args.concurrency} in flight", judge_rate))
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 import httpx  # noqa: E402
 
+from benchmarks.loopback import closed_loop, free_port, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
 from genrm.methods.rubric.judges import call_string  # noqa: E402
@@ -83,14 +83,8 @@ def _serve_zero(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start(kind: str, core: int | None, model: str | None = None) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     serve = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning"]
     if kind == "rule":
         command = serve
@@ -99,19 +93,7 @@ def _start(kind: str, core: int | None, model: str | None = None) -> tuple[subpr
         command = [*serve, *options, "--max-batch-size", "64"]
     else:
         command = [sys.executable, __file__, "--serve-zero", str(port)]
-    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
-    process = subprocess.Popen(command, preexec_fn=pin, cwd=_HERE.parent)  # noqa: PLW1509 - pinning only
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the {kind} server did not start")
-        time.sleep(0.2)
+    return start_server(command, port, core, kind)
 
 
 def _bodies() -> list[bytes]:
@@ -137,23 +119,7 @@ async def _latency(url: str, bodies: list[bytes], count: int) -> list[float]:
 
 
 async def _throughput(url: str, bodies: list[bytes], concurrency: int, seconds: float) -> tuple[int, float]:
-    done = [0]
-    headers = {"content-type": "application/json"}
-    stop_at = time.perf_counter() + seconds
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
-
-        async def worker(offset: int) -> None:
-            i = offset
-            while time.perf_counter() < stop_at:
-                response = await http.post("/v1/score", content=bodies[i % len(bodies)], headers=headers)
-                response.raise_for_status()
-                done[0] += 1
-                i += concurrency
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker(k) for k in range(concurrency)))
-        return done[0], time.perf_counter() - start
+    return await closed_loop(url, "/v1/score", bodies, concurrency, seconds)
 
 
 _HOSTILE = ("{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900, "\\frac{{" * 600 + "{k}" + "}}{{2}}" * 600)

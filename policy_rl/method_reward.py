@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from genrm.methods.base import GroupResult, RewardMethod
+from genrm.training.completions import completion_text
 
 logger = logging.getLogger(__name__)
 
@@ -46,20 +47,6 @@ class RowScore:
     reward: float | None
     error: str | None = None
     extra: dict[str, float] = field(default_factory=dict)
-
-
-def completion_text(completion: Any) -> str:
-    """The text of a TRL completion: a string, or the content of its assistant messages (text parts)."""
-    if isinstance(completion, str):
-        return completion
-    parts = []
-    for message in completion:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return "".join(parts)
 
 
 def group_key(raw: str | dict[str, Any], own_key: Any = None) -> str:

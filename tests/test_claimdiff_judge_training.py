@@ -107,7 +107,7 @@ def labelled(tmp_path):
 
 def test_teacher_labels_are_the_teachers_differences(labelled):
     report = json.loads((labelled / "labels_report.json").read_text())
-    assert report == {"captions": 6, "labelled": 6, "dropped": 0, "drop_reasons": {}, "teacher_failures": {}}
+    assert report == {"responses": 6, "labelled": 6, "dropped": 0, "drop_reasons": {}, "teacher_failures": {}}
     examples = [DiffExample.model_validate_json(line) for name in ("train.jsonl", "test.jsonl")
                 for line in (labelled / name).read_text().splitlines()]  # fmt: skip
     assert len(examples) == 6 and len({e.input_id for e in examples}) == 2

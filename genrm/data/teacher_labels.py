@@ -28,7 +28,8 @@ from genrm.methods.rubric.planning import plan_rubric
 
 @dataclass
 class LabelReport:
-    """What came of every response: how many were labelled, why the others were dropped, how often teachers agreed."""
+    """What came of every response: how many were labelled, why the others were dropped, how teachers failed and,
+    for labels per criterion, how often they agreed (any method's teacher labels report this way)."""
 
     responses: int = 0
     labelled: int = 0
@@ -36,26 +37,27 @@ class LabelReport:
     teacher_failures: dict[str, Counter[str]] = field(default_factory=dict)
     criteria: int = 0
     unanimous: int = 0
+    per_criterion: bool = True  # labels per criterion (the rubric method's), with teacher agreement counted
 
     def counts(self) -> dict[str, Any]:
         """The report as plain data (for JSON)."""
-        return {
+        counts: dict[str, Any] = {
             "responses": self.responses,
             "labelled": self.labelled,
             "dropped": self.responses - self.labelled,
             "drop_reasons": dict(self.drop_reasons),
             "teacher_failures": {name: dict(c) for name, c in self.teacher_failures.items()},
-            "criteria_labelled": self.criteria,
-            "unanimous_share": self.unanimous / self.criteria if self.criteria else None,
         }
+        if self.per_criterion:
+            counts["criteria_labelled"] = self.criteria
+            counts["unanimous_share"] = self.unanimous / self.criteria if self.criteria else None
+        return counts
 
     def markdown(self) -> str:
         """A short markdown summary."""
         share = f"{100 * self.unanimous / self.criteria:.1f}%" if self.criteria else "n/a"
-        lines = [
-            f"labels: {self.labelled} of {self.responses} responses labelled; teachers unanimous on {share} of "
-            f"{self.criteria} criteria",
-        ]
+        agreement = f"; teachers unanimous on {share} of {self.criteria} criteria" if self.per_criterion else ""
+        lines = [f"labels: {self.labelled} of {self.responses} responses labelled{agreement}"]
         lines += [f"- dropped ({count}): {reason}" for reason, count in self.drop_reasons.most_common()]
         for name, failures in self.teacher_failures.items():
             lines.append(f"- {name} failed: " + ", ".join(f"{k} {v}" for k, v in failures.most_common()))

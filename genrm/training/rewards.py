@@ -27,6 +27,7 @@ from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
+from genrm.training.completions import completion_text
 from verifiers import VerifierError, get_spec, parse_call, run_verifier
 
 
@@ -102,15 +103,6 @@ def content_reward(text: str, example: JudgeExample, exposure: Exposure = "minim
     return judgement_content(parse_judge_output(text, example.plans(exposure)), example)
 
 
-def _completion_text(completion: Any) -> str:
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
-        content = completion[-1].get("content", "")
-        return content if isinstance(content, str) else ""
-    return ""
-
-
 def read_label(raw: str) -> tuple[JudgeExample, Exposure]:
     """The example and exposure of a ``judge_label`` column value."""
     value = json.loads(raw)
@@ -127,10 +119,10 @@ def _labels(name: str, completions: Sequence[Any], columns: dict[str, Any]) -> l
 def format_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
     """TRL reward function: :func:`format_reward` of each completion against its row's rubric (``judge_label``)."""
     labels = _labels("format_reward_func", completions, columns)
-    return [format_reward(_completion_text(c), e.plans(x)) for c, (e, x) in zip(completions, labels, strict=True)]
+    return [format_reward(completion_text(c), e.plans(x)) for c, (e, x) in zip(completions, labels, strict=True)]
 
 
 def content_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
     """TRL reward function: :func:`content_reward` of each completion against its row's ``judge_label``."""
     labels = _labels("content_reward_func", completions, columns)
-    return [content_reward(_completion_text(c), e, x) for c, (e, x) in zip(completions, labels, strict=True)]
+    return [content_reward(completion_text(c), e, x) for c, (e, x) in zip(completions, labels, strict=True)]

@@ -29,15 +29,17 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.data.teacher_labels import LabelReport
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, read_answer
 from genrm.methods.claimdiff.rewards import answer_text, has_error
+from genrm.training.completions import completion_text
 
 #: The judge-label column of RLVR records (the name the rubric method's records use too).
 LABEL_COLUMN = "judge_label"
@@ -141,18 +143,9 @@ def diff_f1(predicted: DiffAnswer, gold: DiffAnswer, threshold: float = MATCH_SI
     return DiffF1(len(pred), len(truth), matched, precision, recall, f1)
 
 
-def _completion_text(completion: Any) -> str:
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
-        content = completion[-1].get("content", "")
-        return content if isinstance(content, str) else ""
-    return ""
-
-
 def format_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
     """TRL reward function: 1.0 for each completion that reads as a diff answer, else 0.0."""
-    return [float(read_answer(_completion_text(c)).failure is None) for c in completions]
+    return [float(read_answer(completion_text(c)).failure is None) for c in completions]
 
 
 def f1_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
@@ -163,34 +156,10 @@ def f1_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
         raise ValueError(f"f1_reward_func needs the {LABEL_COLUMN!r} column, one value per completion")
     rewards = []
     for completion, label in zip(completions, labels, strict=True):
-        reading = read_answer(_completion_text(completion))
+        reading = read_answer(completion_text(completion))
         gold = DiffAnswer.model_validate_json(label)
         rewards.append(0.0 if not isinstance(reading.answer, DiffAnswer) else diff_f1(reading.answer, gold).f1)
     return rewards
-
-
-@dataclass
-class DiffLabelReport:
-    """What came of every caption: how many were labelled, why the others were dropped, how teachers failed."""
-
-    captions: int = 0
-    labelled: int = 0
-    drop_reasons: Counter[str] = field(default_factory=Counter)
-    teacher_failures: dict[str, Counter[str]] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, Any]:
-        """The report as plain data (for JSON)."""
-        return {"captions": self.captions, "labelled": self.labelled, "dropped": self.captions - self.labelled,
-                "drop_reasons": dict(self.drop_reasons),
-                "teacher_failures": {name: dict(c) for name, c in self.teacher_failures.items()}}  # fmt: skip
-
-    def markdown(self) -> str:
-        """A short markdown summary."""
-        lines = [f"labels: {self.labelled} of {self.captions} captions labelled"]
-        lines += [f"- dropped ({count}): {reason}" for reason, count in self.drop_reasons.most_common()]
-        for name, failures in self.teacher_failures.items():
-            lines.append(f"- {name} failed: " + ", ".join(f"{k} {v}" for k, v in failures.most_common()))
-        return "\n".join(lines)
 
 
 async def _teacher_readings(teacher: Any, instance: ClaimDiffInstance, captions: list[str]) -> list[Reading]:
@@ -208,7 +177,7 @@ async def label_captions(
     min_teachers: int | None = None,
     concurrency: int = 8,
     progress: bool = False,
-) -> tuple[list[DiffExample], DiffLabelReport]:
+) -> tuple[list[DiffExample], LabelReport]:
     """Label every caption (response) of ``instances`` with the teacher engines (see the module docstring);
     ``min_teachers`` defaults to 1."""
     from tqdm import tqdm
@@ -218,7 +187,7 @@ async def label_captions(
     needed = 1 if min_teachers is None else min_teachers
     if not 1 <= needed <= len(teachers):
         raise ValueError(f"min_teachers must be between 1 and the number of teachers ({len(teachers)}), got {needed}")
-    report, slots = DiffLabelReport(), asyncio.Semaphore(concurrency)
+    report, slots = LabelReport(per_criterion=False), asyncio.Semaphore(concurrency)
     bar = tqdm(total=sum(len(i.responses) for i in instances), unit="caption", desc="labelling", disable=not progress)
 
     async def one(instance: ClaimDiffInstance) -> list[DiffExample]:
@@ -227,7 +196,7 @@ async def label_captions(
             per_teacher = await asyncio.gather(*(_teacher_readings(t, instance, captions) for t in teachers))
         examples = []
         for index, caption in enumerate(captions):
-            report.captions += 1
+            report.responses += 1
             readings = [readings[index] for readings in per_teacher]
             for teacher, reading in zip(teachers, readings, strict=True):
                 if reading.failure is not None:

@@ -1,0 +1,68 @@
+"""What the benchmarks that load a server share: a free loopback port, a server process pinned to one core and
+waited for until healthy, and a closed-loop load of requests in flight for a while.
+
+Imported by the benchmark scripts beside it (they put this folder's parent first on ``sys.path`` and import it as
+``benchmarks.loopback``); not a benchmark itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(command: Sequence[str], port: int, core: int | None, what: str,
+                 timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:  # fmt: skip
+    """Start ``command`` (a server listening on ``port``), pinned to ``core`` when given, and wait until its
+    ``/health`` answers 200; returns the process and its base URL. Raises RuntimeError when it does not start."""
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    process = subprocess.Popen(list(command), preexec_fn=pin, cwd=Path(__file__).resolve().parents[1])  # noqa: PLW1509
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"the {what} server did not start")
+        time.sleep(0.2)
+
+
+async def closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int,
+                      seconds: float) -> tuple[int, float]:  # fmt: skip
+    """POST ``bodies`` (in turn) to ``path`` with ``concurrency`` requests in flight for ``seconds``; returns the
+    requests answered (each must be a 2xx) and the time taken, in seconds."""
+    done = [0]
+    headers = {"content-type": "application/json"}
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+
+        async def worker(offset: int) -> None:
+            i = offset
+            while time.perf_counter() < stop_at:
+                response = await http.post(path, content=bodies[i % len(bodies)], headers=headers)
+                response.raise_for_status()
+                done[0] += 1
+                i += concurrency
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(concurrency)))
+        return done[0], time.perf_counter() - start
