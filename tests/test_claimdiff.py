@@ -218,3 +218,17 @@ def test_the_judge_route_is_mounted_only_for_a_method_that_answers_it():
     assert "/judge" not in rubric and "/" not in rubric
     assert {"/judge", "/", "/v1/score", "/get_reward"} <= set(schema["paths"])
     assert {"ClaimDiffInstance", "JudgePayload"} <= set(schema["components"]["schemas"])
+
+
+def test_the_shipped_example_set_reads_and_its_images_load_for_a_vision_policy():
+    from pathlib import Path
+
+    from policy_rl.data import policy_dataset
+
+    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "claimdiff" / "captions.jsonl"
+    instances = [ClaimDiffInstance.model_validate_json(line) for line in path.read_text().splitlines()]
+    assert len(instances) == 4 and all(len(i.responses) == 2 for i in instances)
+    dataset = policy_dataset(path, vision=True, model=ClaimDiffInstance)
+    assert [images[0].size for images in dataset["images"]] == [(64, 64)] * 4
+    assert dataset["prompt"][0] == [{"role": "user", "content": "Describe this image in detail."}]
+    assert json.loads(dataset["genrm_instance"][0])["reference"] == instances[0].reference
