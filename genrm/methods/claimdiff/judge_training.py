@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from genrm.data.teacher_labels import LabelReport
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
-from genrm.methods.claimdiff.reading import Reading, read_answer
+from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
 from genrm.methods.claimdiff.rewards import answer_text, has_error
 from genrm.training.completions import completion_text
 
@@ -163,12 +163,10 @@ def f1_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
 
 
 async def _teacher_readings(teacher: Any, instance: ClaimDiffInstance, captions: list[str]) -> list[Reading]:
-    from genrm.engine import Reader, ask
+    from genrm.engine import ask
 
     requests = caption_requests(instance.image, instance.reference, captions, False, False, "json")
-    reader = Reader(lambda reply: ((r := read_answer(reply.text)), r.failure is None),
-                    lambda reason: Reading(None, "backend_error", reason))  # fmt: skip
-    return await ask(teacher, requests, reader, parse_retries=1)
+    return await ask(teacher, requests, answer_reader(), parse_retries=1)
 
 
 async def label_captions(

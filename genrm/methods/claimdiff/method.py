@@ -33,12 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from genrm.engine import Judge, Reader, Reply, ask
+from genrm.engine import Judge, ask
 from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
-from genrm.methods.claimdiff.reading import Reading, read_answer
+from genrm.methods.claimdiff.reading import Reading, answer_reader
 from genrm.methods.claimdiff.rewards import (
     ClaimDiffConfig,
     DiffTally,
@@ -120,13 +120,7 @@ class ClaimDiffMethod:
         instance = prepared.instance
         requests = caption_requests(instance.image, instance.reference, prepared.captions, self.hall_vs_miss,
                                     self.rewards.judge_severity, self.answer_format)  # fmt: skip
-
-        def read(reply: Reply) -> tuple[Reading, bool]:
-            reading = read_answer(reply.text, self.hall_vs_miss)
-            return reading, reading.failure is None
-
-        reader = Reader(read, lambda reason: Reading(None, "backend_error", reason))
-        return await ask(judge.engine, requests, reader, judge.parse_retries)
+        return await ask(judge.engine, requests, answer_reader(self.hall_vs_miss), judge.parse_retries)
 
     def uses_workers(self, prepared: PreparedCaptions) -> bool:
         """Never: no verifier of this method runs in the expression workers."""

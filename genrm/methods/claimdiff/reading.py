@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from genrm.engine import Reader, Reply
 from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object
 from genrm.methods.claimdiff.models import DiffAnswer, HallMissAnswer
 
@@ -143,3 +144,14 @@ def read_answer(text: str, hall_vs_miss: bool = False) -> Reading:
         return Reading(model.model_validate(raw))  # type: ignore[arg-type]
     except ValidationError as exc:
         return Reading(None, "schema", f"the judge's {form} answer is not of the expected form: {_problems(exc)}")
+
+
+def answer_reader(hall_vs_miss: bool = False) -> Reader[Reading]:
+    """How :func:`genrm.engine.ask` reads the judge's replies: an unreadable answer is asked for again, a failed call
+    is a ``backend_error`` reading with the engine's reason."""
+
+    def read(reply: Reply) -> tuple[Reading, bool]:
+        reading = read_answer(reply.text, hall_vs_miss)
+        return reading, reading.failure is None
+
+    return Reader(read, lambda reason: Reading(None, "backend_error", reason))
