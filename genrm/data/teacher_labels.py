@@ -142,6 +142,17 @@ async def label_instance(
     return examples
 
 
+def teachers_needed(min_teachers: int | None, teachers: int, default: int) -> int:
+    """How many teachers must answer for a label: ``min_teachers``, else ``default``; ValueError when there is no
+    teacher or the number is not between 1 and ``teachers``."""
+    if teachers == 0:
+        raise ValueError("at least one teacher is needed")
+    needed = default if min_teachers is None else min_teachers
+    if not 1 <= needed <= teachers:
+        raise ValueError(f"min_teachers must be between 1 and the number of teachers ({teachers}), got {needed}")
+    return needed
+
+
 async def label_instances(
     instances: Sequence[Instance],
     judges: Sequence[RubricJudge],
@@ -152,11 +163,7 @@ async def label_instances(
     """Label every response of ``instances`` with the teachers ``judges``; ``min_teachers`` defaults to a majority."""
     from tqdm import tqdm
 
-    if not judges:
-        raise ValueError("at least one teacher is needed")
-    needed = min_teachers if min_teachers is not None else len(judges) // 2 + 1
-    if not 1 <= needed <= len(judges):
-        raise ValueError(f"min_teachers must be between 1 and the number of teachers ({len(judges)}), got {needed}")
+    needed = teachers_needed(min_teachers, len(judges), len(judges) // 2 + 1)
     report, slots = LabelReport(), asyncio.Semaphore(concurrency)
     bar = tqdm(total=sum(len(i.responses) for i in instances), unit="response", desc="labelling", disable=not progress)
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.data.teacher_labels import LabelReport
+from genrm.data.teacher_labels import LabelReport, teachers_needed
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
@@ -180,11 +180,7 @@ async def label_captions(
     ``min_teachers`` defaults to 1."""
     from tqdm import tqdm
 
-    if not teachers:
-        raise ValueError("at least one teacher is needed")
-    needed = 1 if min_teachers is None else min_teachers
-    if not 1 <= needed <= len(teachers):
-        raise ValueError(f"min_teachers must be between 1 and the number of teachers ({len(teachers)}), got {needed}")
+    needed = teachers_needed(min_teachers, len(teachers), 1)
     report, slots = LabelReport(per_criterion=False), asyncio.Semaphore(concurrency)
     bar = tqdm(total=sum(len(i.responses) for i in instances), unit="caption", desc="labelling", disable=not progress)
 
