@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import check_exposure
-from genrm.methods.base import RewardMethod
+from genrm.methods.base import CountsPolicyTokens, RewardMethod
+from genrm.methods.columns import HasRewardColumns
 from genrm.methods.rubric.scoring import ScoringConfig
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,13 @@ class PolicyRLArguments:
     )
     length_low: float = field(default=0.5, metadata={"help": "length rule: lowest length / reference length"})
     length_high: float = field(default=2.0, metadata={"help": "length rule: highest length / reference length"})
+    decoupled: bool = field(
+        default=True,
+        metadata={
+            "help": "a method with several reward columns (balcap): normalize each column over its group before the "
+            "weighted sum (c-GDPO: TRL's multi_objective_aggregation normalize_then_sum); false sums first (GRPO)"
+        },
+    )
     max_prompts: int | None = field(default=None, metadata={"help": "use only the first N instances"})
     build_tiny_policy: bool = field(
         default=False, metadata={"help": "when model_name_or_path does not exist, save a tiny random policy there"}
@@ -92,9 +100,10 @@ def build_method(args: PolicyRLArguments) -> RewardMethod:
     return make_method(args.method, config, method_options(args.method_options))
 
 
-def build_reward(args: PolicyRLArguments, method: RewardMethod | None = None) -> Any:
-    """The reward the arguments describe (its scorer connected): the rubric method's group-remapped reward, or any
-    other method's own."""
+def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -> list[Any]:
+    """The TRL reward functions the arguments describe (their scorer connected): the rubric method's group-remapped
+    reward, one function per reward column of a method that has columns (one judging per batch), or any other
+    method's own reward."""
     from genrm.methods.rubric.method import RubricMethod
     from policy_rl.method_reward import MethodReward
     from policy_rl.rubric_reward import LengthRule, RubricReward
@@ -107,10 +116,28 @@ def build_reward(args: PolicyRLArguments, method: RewardMethod | None = None) ->
     scorer = make_scorer(args.judge, method, api_key)
     if isinstance(method, RubricMethod):  # its remap needs whole groups, also across processes
         rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
-        return RubricReward(scorer, args.tau, rule)
+        return [RubricReward(scorer, args.tau, rule)]
     if args.length_rule:
-        raise ValueError(f"length_rule is the rubric method's; the {method.name} method does not take it")
-    return MethodReward(method, scorer)
+        raise ValueError(f"length_rule is the rubric method's; the {method.name} method does not take it "
+                         "(a method with a length rule of its own sets it in method_options)")  # fmt: skip
+    reward = MethodReward(method, scorer)
+    return reward.columns() if isinstance(method, HasRewardColumns) else [reward]
+
+
+def set_column_aggregation(args: PolicyRLArguments, training: Any, method: RewardMethod) -> None:
+    """For a method with reward columns: TRL's ``reward_weights`` (the method's weights unless the recipe gives
+    some) and ``multi_objective_aggregation`` (``normalize_then_sum`` when ``decoupled``)."""
+    if not isinstance(method, HasRewardColumns):
+        return
+    weights = list(method.reward_columns.values())
+    if training.reward_weights is None:
+        training.reward_weights = weights
+    elif len(training.reward_weights) != len(weights):
+        raise ValueError(f"reward_weights has {len(training.reward_weights)} weights; the {method.name} method has "
+                         f"{len(weights)} reward columns ({', '.join(method.reward_columns)})")  # fmt: skip
+    training.multi_objective_aggregation = "normalize_then_sum" if args.decoupled else "sum_then_normalize"
+    logger.info("%s reward columns %s, weights %s, %s", method.name, ", ".join(method.reward_columns),
+                training.reward_weights, training.multi_objective_aggregation)  # fmt: skip
 
 
 def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
@@ -143,17 +170,20 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
                              method.instance_model)  # fmt: skip
     loader = AutoProcessor if args.vision else AutoTokenizer
     processing = loader.from_pretrained(path, trust_remote_code=training.trust_remote_code)
-    reward = build_reward(args, method)
+    if isinstance(method, CountsPolicyTokens):  # lengths in the policy's own tokens
+        method.count_tokens_with(processing)
+    rewards = build_rewards(args, method)
+    set_column_aggregation(args, training, method)
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("GRPO of %s on %d prompts x %d samples, judge %s", path, len(dataset), training.num_generations,
                 args.judge)  # fmt: skip
     trainer = RubricGRPOTrainer(
-        model=path, reward_funcs=[reward], args=training, train_dataset=dataset, processing_class=processing,
+        model=path, reward_funcs=rewards, args=training, train_dataset=dataset, processing_class=processing,
         peft_config=get_peft_config(model_args),
     )  # fmt: skip
-    name = reward.__name__
-    keys = ["reward", f"rewards/{name}/mean", f"{name}/raw_essential", f"{name}/accuracy", f"{name}/judge_failed",
-            f"{name}/reward_unknown", "completions/mean_length"]  # fmt: skip
+    name = method.name if isinstance(method, HasRewardColumns) else rewards[0].__name__
+    keys = ["reward", *(f"rewards/{r.__name__}/mean" for r in rewards), f"{name}/raw_essential", f"{name}/accuracy",
+            f"{name}/judge_failed", f"{name}/reward_unknown", "completions/mean_length"]  # fmt: skip
     try:
         return train_and_save(trainer, processing, args, keys, f"GRPO of {Path(path).name} ({args.judge} judge)")
     finally:

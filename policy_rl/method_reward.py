@@ -13,6 +13,11 @@ across processes (:mod:`policy_rl.rubric_reward`).
 
 A completion whose group could not be scored, or whose reward the method left unknown, gets ``None`` with the reason;
 it is never a 0 or a 1.
+
+**Reward columns.** A method with several rewards per response (:class:`genrm.methods.columns.HasRewardColumns`, the
+balcap method) gives TRL one reward function per column (:meth:`MethodReward.columns`). TRL calls them one after the
+other on the same batch; the first call scores the batch (one judge call per completion), the others read the same
+results, so the columns never cost more judging than the scalar reward.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from genrm.methods.base import GroupResult, RewardMethod
+from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
 from genrm.training.completions import completion_text
 
 logger = logging.getLogger(__name__)
@@ -47,6 +53,8 @@ class RowScore:
     reward: float | None
     error: str | None = None
     extra: dict[str, float] = field(default_factory=dict)
+    columns: dict[str, float | None] = field(default_factory=dict)
+    penalty: float = 0.0
 
 
 def group_key(raw: str | dict[str, Any], own_key: Any = None) -> str:
@@ -112,10 +120,14 @@ class MethodReward:
             return [RowScore(None, f"judge failed: {exc}")] * len(texts)
         if result.error is not None or result.rewards is None:
             return [RowScore(None, result.error or "no rewards")] * len(texts)
-        scores = []
+        method, scores = self.method, []
         for index, reward in enumerate(result.rewards):
-            error = None if reward is not None else self.method.unknown_reward(result, index).message
-            scores.append(RowScore(reward, error, self.method.extra_logs(result, index)))
+            error = None if reward is not None else method.unknown_reward(result, index).message
+            columns = method.column_values(result, index) if isinstance(method, HasRewardColumns) else {}
+            # A completion with no reward gets no advantage from TRL, so no penalty either.
+            penalized = isinstance(method, PenalizesAdvantages) and reward is not None
+            penalty = method.advantage_penalty(result, index) if penalized else 0.0
+            scores.append(RowScore(reward, error, method.extra_logs(result, index), columns, penalty))
         return scores
 
     def __call__(
@@ -130,6 +142,17 @@ class MethodReward:
         """TRL's reward function contract: one reward (or None) per completion, from the ``genrm_instance`` column;
         consecutive rows of one instance are one group. Batch means of the method's figures and the share of
         unknown rewards go to ``log_metric``; each unknown reward's reason goes to ``log_extra``."""
+        return [s.reward for s in self.score_batch(completions, log_metric=log_metric, log_extra=log_extra, **columns)]
+
+    def score_batch(
+        self,
+        completions: Sequence[Any],
+        *,
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list[Any]], None] | None = None,
+        **columns: Any,
+    ) -> list[RowScore]:
+        """Score one TRL batch (see :meth:`__call__`), logging as it does; every row's :class:`RowScore`."""
         if INSTANCE_COLUMN not in columns:
             raise ValueError(f"the dataset has no {INSTANCE_COLUMN!r} column: build it with policy_rl.data")
         instances = list(columns[INSTANCE_COLUMN])
@@ -145,7 +168,59 @@ class MethodReward:
                 log_metric(f"{name}/{metric}", value)
         if log_extra is not None:
             log_extra(f"{name}_unknown", [s.error or "" for s in scores])
-        return [s.reward for s in scores]
+        return scores
+
+    def columns(self) -> list[ColumnReward]:
+        """One TRL reward function per reward column of the method, in its order, sharing one scoring per batch
+        (their weights: ``method.reward_columns``). Raises ValueError for a method with one reward."""
+        if not isinstance(self.method, HasRewardColumns):
+            raise ValueError(f"the {self.method.name} method has one reward per response, not reward columns")
+        return ColumnBatch(self, list(self.method.reward_columns)).functions
+
+
+class ColumnBatch:
+    """The column reward functions of one :class:`MethodReward`, and the batch they share (scored at the first
+    column's call, handed to each column once, then dropped).
+
+    Attributes:
+        functions: one :class:`ColumnReward` per column.
+        penalties: the advantage penalty of each row of the last batch scored
+            (:class:`genrm.methods.columns.PenalizesAdvantages`; 0 for none).
+    """
+
+    def __init__(self, reward: MethodReward, names: Sequence[str]) -> None:
+        self.reward = reward
+        self.functions = [ColumnReward(self, name) for name in names]
+        self.penalties: list[float] = []
+        self._scores: list[RowScore] | None = None
+        self._left: set[str] = set()
+        self._batch: int | None = None
+
+    def column(self, name: str, completions: Sequence[Any], kwargs: dict[str, Any]) -> list[float | None]:
+        """Column ``name`` of the batch (scored now when no column of it was asked for yet). TRL hands every
+        reward function the same ``completions`` list, so its identity tells a batch from the next."""
+        if self._scores is None or name not in self._left or self._batch != id(completions):
+            self._scores = self.reward.score_batch(completions, **kwargs)
+            self._batch = id(completions)
+            self._left = {f.column for f in self.functions}
+            self.penalties = [s.penalty for s in self._scores]
+        self._left.discard(name)
+        scores = self._scores
+        if not self._left:
+            self._scores = None
+        return [s.columns.get(name) if s.reward is not None else None for s in scores]
+
+
+class ColumnReward:
+    """One reward column as a TRL reward function (``__name__`` is the column's name)."""
+
+    def __init__(self, batch: ColumnBatch, column: str) -> None:
+        self.batch, self.column = batch, column
+        self.__name__ = column
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        """TRL's reward function contract: this column's value (or None) per completion."""
+        return self.batch.column(self.column, completions, kwargs)
 
 
 class JudgeDown(RuntimeError):

@@ -14,6 +14,10 @@ Other ways were weighed: grouping on the reward server by a group id would need 
 in one place and wait for each other (a barrier over HTTP); and normalizing advantages ourselves would duplicate
 TRL's options (``scale_rewards``, ``multi_objective_aggregation``). The hook changes only the reward values.
 
+A method's advantage penalty (the balcap method's linear length rule, BalCapRL A.5: subtracted from the normalized
+advantage, which no reward value can express) is subtracted from TRL's advantages of the process's own rows, right
+after TRL forms them.
+
 A vision-language policy may train on prompts with and without images in one batch
 (:class:`genrm.training.grpo_images.MixedImageGRPOTrainer`).
 
@@ -25,11 +29,27 @@ from __future__ import annotations
 from typing import Any
 
 from genrm.training.grpo_images import MixedImageGRPOTrainer
+from policy_rl.method_reward import ColumnReward
 from policy_rl.rubric_reward import RubricReward
 
 
 class RubricGRPOTrainer(MixedImageGRPOTrainer):
-    """``GRPOTrainer`` whose :class:`RubricReward` columns are remapped and aggregated over whole groups."""
+    """``GRPOTrainer`` whose :class:`RubricReward` columns are remapped and aggregated over whole groups, and whose
+    advantages carry a method's advantage penalty."""
+
+    def _generate_and_score_completions(self, inputs: Any) -> Any:
+        import torch
+
+        output = super()._generate_and_score_completions(inputs)
+        columns = next((f for f in self.reward_funcs if isinstance(f, ColumnReward)), None)
+        if columns is not None and any(columns.batch.penalties):
+            advantages = output["advantages"]
+            penalties = columns.batch.penalties
+            if len(penalties) != advantages.shape[0]:
+                raise RuntimeError(f"{len(penalties)} advantage penalties for {advantages.shape[0]} advantages")
+            output["advantages"] = advantages - torch.tensor(penalties, dtype=advantages.dtype,
+                                                             device=advantages.device)  # fmt: skip
+        return output
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
         import torch

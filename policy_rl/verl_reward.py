@@ -20,10 +20,22 @@ verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` 
 the figures the method logs with each reward (the rubric method: ``content_mask``, ``format_mask``, ``length_ok``),
 which verl logs as reward extra info.
 
+**Reward columns, decoupled (c-GDPO).** verl's advantage estimators see one scalar per response, so for a method
+with reward columns (the balcap method) the decoupling is done here, where the whole batch and its groups are seen:
+with ``aggregation: normalize_then_sum`` the ``score`` of a response is
+``sum_k w_k (r_k - mean_k) / (std_k + eps)`` over its group (BalCapRL eq. 2.4-2.5, TRL's arithmetic:
+:func:`genrm.methods.columns.group_normalized_sum`), less the method's advantage penalty; each column and the
+method's scalar ``reward`` go along as extra info. Run it with
+``algorithm.adv_estimator=reinforce_plus_plus_baseline``, which subtracts the group mean (already 0) and whitens
+over the batch: eq. 2.6, with verl's token-weighted batch statistics. The default, ``aggregation: weighted_mean``,
+scores with the method's scalar reward (plain GRPO on it). The per-response form cannot normalize over a group and
+refuses ``normalize_then_sum``.
+
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
 in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
-``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``) and ``method_options``.
+``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options`` and
+``aggregation``.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from genrm.methods.columns import HasRewardColumns, group_normalized_sum
 from genrm.methods.registry import DEFAULT_METHOD
 from genrm.methods.rubric.models import Instance
 from policy_rl.method_reward import MethodReward, RowScore, group_key
@@ -78,16 +91,26 @@ def compute_score_batch(
     unknown_reward: float | None = None,
     method: str = DEFAULT_METHOD,
     method_options: Mapping[str, Any] | None = None,
+    aggregation: str = "weighted_mean",
     **_: Any,
 ) -> list[dict[str, float]]:
     """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
-    (found by key, see the module docstring, wherever its rows are) scored together by the reward method."""
+    (found by key, see the module docstring, wherever its rows are) scored together by the reward method;
+    ``aggregation`` (``weighted_mean`` or ``normalize_then_sum``) for a method with reward columns."""
+    if aggregation not in _AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
     options = json.dumps(dict(method_options or {}), sort_keys=True)  # verl hands a config mapping
     reward = _reward(judge, api_key_env, tau, method, options)
+    decoupled = aggregation == "normalize_then_sum"
+    if decoupled and not isinstance(reward.method, HasRewardColumns):
+        raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "
+                         f"{reward.method.name} method has one reward")  # fmt: skip
     infos = [None] * len(ground_truths) if extra_infos is None else list(extra_infos)  # verl: a numpy object array
     keys = [group_key(truth, info.get("uid") if isinstance(info, dict) else None)
             for truth, info in zip(ground_truths, infos, strict=True)]  # fmt: skip
     scores = reward.score_rows(list(solution_strs), list(ground_truths), keys)
+    if decoupled:
+        scores = _decoupled(scores, keys, list(reward.method.reward_columns.values()))  # type: ignore[attr-defined]
     # verl gathers each figure into one list over the batch: every row gets every figure (NaN where it has none).
     names = sorted({name for score in scores for name in score.extra})
     return [_result(score, key, names, unknown_reward) for score, key in zip(scores, keys, strict=True)]
@@ -97,7 +120,29 @@ def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, float]:
     """verl's per-response reward function (see the module docstring for the settings)."""
+    if kwargs.get("aggregation") == "normalize_then_sum":
+        raise ValueError("aggregation normalize_then_sum normalizes over a group: use verl's batch reward manager "
+                         "(reward_model.reward_manager=batch) with compute_score_batch")  # fmt: skip
     return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
+
+
+_AGGREGATIONS = ("weighted_mean", "normalize_then_sum")
+
+
+def _decoupled(scores: list[RowScore], keys: list[str], weights: list[float]) -> list[RowScore]:
+    # Each group's decoupled sum (eq. 2.4-2.5), less the advantage penalty; the scalar reward kept as extra info.
+    groups: dict[str, list[int]] = {}
+    for row, key in enumerate(keys):
+        groups.setdefault(key, []).append(row)
+    out = list(scores)
+    for rows in groups.values():
+        columns = [[None if scores[r].reward is None else v for v in scores[r].columns.values()] for r in rows]
+        for row, value in zip(rows, group_normalized_sum(columns, weights), strict=True):
+            score = scores[row]
+            if value is not None and score.reward is not None:
+                extra = {**score.extra, "reward": score.reward}
+                out[row] = RowScore(value - score.penalty, score.error, extra, score.columns, score.penalty)
+    return out
 
 
 def _result(score: RowScore, key: str, names: Sequence[str], unknown_reward: float | None) -> dict[str, float]:

@@ -1,6 +1,4 @@
-"""Remapping and hierarchical aggregation, computed by hand; the policy-side helpers (RubiCap, c-GDPO, length mask)."""
-
-import math
+"""Remapping and hierarchical aggregation, computed by hand; the policy-side helpers (RubiCap, length mask)."""
 
 import pytest
 
@@ -9,7 +7,6 @@ from genrm.methods.rubric.aggregation import (
     aggregate_group,
     aggregate_response,
     content_mask,
-    decoupled_advantages,
     length_conditional_mask,
     remap_group,
     severity_weighted_mean,
@@ -123,34 +120,6 @@ def test_severity_weighted_mean():
     assert severity_weighted_mean([1, 0, 1], [3, 2, 1]) == pytest.approx(4 / 6)
     with pytest.raises(ValueError):
         severity_weighted_mean([1], [0])
-
-
-def test_decoupled_advantages_by_hand():
-    rewards = [[0.5, 0.5], [0.2, 0.85], [0.82, 0.18]]
-    mean = [sum(r[k] for r in rewards) / 3 for k in range(2)]
-    std = [math.sqrt(sum((r[k] - mean[k]) ** 2 for r in rewards) / 3) for k in range(2)]
-    expected = [sum((r[k] - mean[k]) / (std[k] + 1e-6) for k in range(2)) for r in rewards]
-    assert decoupled_advantages(rewards) == pytest.approx(expected)
-
-
-def test_decoupled_advantages_separate_equal_sums():
-    # The BalCapRL example: two first rollouts with the same summed reward get the same summed-then-normalized
-    # advantage, but different decoupled advantages.
-    others = [[0.2, 0.85], [0.82, 0.18]]
-    first = decoupled_advantages([[0.5, 0.5], *others])[0]
-    second = decoupled_advantages([[0.9, 0.1], *others])[0]
-    assert abs(first - second) > 0.05
-
-    def summed_then_normalized(rewards):
-        sums = [sum(r) for r in rewards]
-        mean = sum(sums) / len(sums)
-        std = math.sqrt(sum((v - mean) ** 2 for v in sums) / len(sums))
-        return [(v - mean) / (std + 1e-6) for v in sums]
-
-    assert summed_then_normalized([[0.5, 0.5], *others])[0] == pytest.approx(
-        summed_then_normalized([[0.9, 0.1], *others])[0]
-    )
-    assert decoupled_advantages([[1.0, 0.0], [1.0, 0.0]]) == [0.0, 0.0]
 
 
 @pytest.mark.parametrize("length, keep", [(100, True), (50, True), (200, True), (40, False), (250, False)])

@@ -202,6 +202,16 @@ class TrainsItsJudge(Protocol):
         ...
 
 
+@runtime_checkable
+class CountsPolicyTokens(Protocol):
+    """A method whose rewards depend on lengths in tokens (the balcap method's length rule): a trainer hands it the
+    policy's tokenizer so that it counts as the policy does."""
+
+    def count_tokens_with(self, tokenizer: Any) -> None:
+        """Count tokens with ``tokenizer`` from now on (unless the method's options name another)."""
+        ...
+
+
 def failed_result(method: RewardMethod, ident: str | None, error: str, line: int | None = None) -> GroupResult:
     """``method``'s result for a group that could not be scored at all: no rewards, and the error."""
     return method.result_model(id=ident, rewards=None, error=error, line=line)

@@ -28,6 +28,7 @@ ENTRY_POINT_GROUP = "genrm.methods"
 BUILTIN: dict[str, str] = {
     "rubric": "genrm.methods.rubric.method:RubricMethod",
     "claimdiff": "genrm.methods.claimdiff.method:ClaimDiffMethod",
+    "balcap": "genrm.methods.balcap.method:BalCapMethod",
 }
 
 #: The method used when none is named.

@@ -5,7 +5,8 @@ caption A of its own comparison); one line of the instance JSONL that ``genrm sc
 
     {"id": str, "image": str, "reference": str, "prompt": str, "responses": [str]}
 
-``prompt`` is what the policy is asked (:data:`DEFAULT_CAPTION_PROMPT` when left out); the judge is not shown it.
+``prompt`` is what the policy is asked (the common caption instance, :mod:`genrm.methods.captions`); the judge is not
+shown it.
 
 The judge's answer (:class:`DiffAnswer`) carries what the source's plain-text blocks carry: per difference an aspect,
 the claim of each caption, a judgment (``A``, ``B``, ``both_wrong``, ``both_supported``), each caption's error (its
@@ -24,10 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.methods.base import MAX_RESPONSES, GroupResult
+from genrm.methods.base import GroupResult
+from genrm.methods.captions import CaptionInstance
 
-#: The captioning prompt of an instance that gives none.
-DEFAULT_CAPTION_PROMPT = "Describe this image in detail."
 #: The most differences one answer may list (an answer with more is not read: a judge that loops).
 MAX_DIFFERENCES = 64
 _TEXT = 2_000
@@ -38,16 +38,9 @@ DiffType = Literal["contradiction", "extra_info", "missing_fact"]
 Verification = Literal["verified", "false", "ambiguous", "missing"]
 
 
-class ClaimDiffInstance(BaseModel):
-    """One image, its reference caption, and the policy's captions of it (one line of the instance JSONL)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1, max_length=256)
-    image: str = Field(min_length=1, max_length=10_000_000, description="path, URL or data URI of the image")
-    reference: str = Field(min_length=1, max_length=100_000, description="the reference caption (caption B)")
-    prompt: str = Field(default=DEFAULT_CAPTION_PROMPT, max_length=100_000, description="what the policy is asked")
-    responses: list[str] = Field(default_factory=list, max_length=MAX_RESPONSES)
+class ClaimDiffInstance(CaptionInstance):
+    """One image, its reference caption (caption B), and the policy's captions of it (each is caption A of its own
+    comparison)."""
 
 
 class CaptionError(BaseModel):

@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from genrm.methods.captions import answer_text
+
 RewardMode = Literal["normalized_diff", "normalized_a_only", "a_only", "judgment_based", "raw_diff", "hall_vs_miss"]
 """How a judge's differences become a reward (see the module docstring)."""
 REWARD_MODES: tuple[RewardMode, ...] = get_args(RewardMode)
@@ -273,17 +275,6 @@ def hedging(caption: str, config: ClaimDiffConfig) -> Hedging:
     else:
         free = len(caption.split()) / config.ambiguity_words_per_free
     return Hedging(count, free, math.exp(-config.ambiguity_decay * max(0.0, count - free)))
-
-
-def answer_text(response: str) -> str:
-    """The caption in a response: the text of its first ``<answer>...</answer>`` block, else the whole response,
-    stripped."""
-    opening = _ANSWER_OPEN.search(response)
-    if opening is not None:
-        closing = _ANSWER_CLOSE.search(response, opening.end())
-        if closing is not None:
-            return response[opening.end() : closing.start()].strip()
-    return response.strip()
 
 
 def _has_block(response: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> bool:

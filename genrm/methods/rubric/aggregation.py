@@ -21,13 +21,12 @@ out of the group statistics of step 1, and a response's reward is ``None`` whene
 when a rule that does not depend on them already decides it (a format or length violation, or a scored essential
 criterion that fails), and the explanation says so.
 
-Also here, as helpers for the policy side: RubiCap's severity-weighted pass rate and BalCapRL's reward-decoupled
-group normalization (c-GDPO) and length-conditional masking.
+Also here, as helpers for the policy side: RubiCap's severity-weighted pass rate and the length-conditional mask of
+the rubric method's length rule (c-GDPO is in :mod:`genrm.methods.columns`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -195,36 +194,6 @@ def severity_weighted_mean(satisfied: Sequence[float], weights: Sequence[float])
         weights: per criterion, its severity weight (1 minor, 2 important, 3 critical).
     """
     return sum(w * y for w, y in zip(normalized_weights(weights), satisfied, strict=True))
-
-
-def decoupled_advantages(
-    rewards: Sequence[Sequence[float]], weights: Sequence[float] | None = None, eps: float = 1e-6
-) -> list[float]:
-    """Reward-decoupled group normalization (c-GDPO): ``A_i = sum_k w_k (r_ik - mean_k) / (std_k + eps)``.
-
-    Each reward dimension is normalized over the group before the weighted sum, so two responses whose summed rewards
-    tie still get different advantages when their reward vectors differ. A dimension with no spread contributes 0.
-
-    Args:
-        rewards: G x K matrix: per response, its K reward values.
-        weights: K weights (default: all 1).
-        eps: added to the population standard deviation to avoid dividing by zero.
-    """
-    if not rewards:
-        return []
-    k = len(rewards[0])
-    weights = list(weights) if weights is not None else [1.0] * k
-    if len(weights) != k or any(len(row) != k for row in rewards):
-        raise ValueError("every response needs one value per reward dimension, and one weight per dimension")
-    g = len(rewards)
-    advantages = [0.0] * g
-    for j in range(k):
-        column = [row[j] for row in rewards]
-        mean = sum(column) / g
-        std = math.sqrt(sum((v - mean) ** 2 for v in column) / g)
-        for i, value in enumerate(column):
-            advantages[i] += weights[j] * (value - mean) / (std + eps)
-    return advantages
 
 
 def length_conditional_mask(length: float, reference_length: float, low: float = 0.5, high: float = 2.0) -> bool:

@@ -1,0 +1,204 @@
+"""The balcap method (BalCapRL) as a reward method: one judge call per caption decomposes it into atomic assertions
+(each checked as pointable and true of the image), checks which of the reference's assertions it covers, and scores
+its clarity, fluency and coherency; :mod:`.rewards` turns the answer into three rewards.
+
+Options (``method_options``; the fields of :class:`.rewards.BalCapConfig`): ``w_prec`` (0.1), ``w_rec`` (0.3),
+``w_ling`` (0.3), ``ling_scale`` (``affine``), ``empty_precision`` (0), ``length_rule`` (``mask``), ``length_low``
+(0.5), ``length_high`` (2), ``length_lambda`` (1), ``length_tokenizer`` (none: words and punctuation),
+``split_checks`` (false), ``prompt`` (``train``; ``eval`` for b-CapScore).
+
+Three reward columns (``precision``, ``recall``, ``linguistic``: :class:`genrm.methods.columns.HasRewardColumns`),
+all from the same judge answer: a trainer normalizes them apart (c-GDPO) with the weights above. The scalar reward is
+their weighted mean, for callers that take one number.
+
+Choices this method makes where the source leaves room:
+
+- **The judge sees the image** under every exposure it accepts (``minimal``, the default, and ``vlm``);
+  ``unlimited`` and ``no_verifier`` are refused: the reference caption is part of the judge's task by design, and the
+  arithmetic is ours, so they would change nothing. A judge that cannot see images fails each caption, with the
+  reason.
+- **A failed judgement is not a reward**: every column of the caption is null with the failure's class and reason.
+- **The empty cases**, the mapping of 1-10 scores and the token counter are in :mod:`.rewards` and :mod:`.lengths`.
+- **No group remap**: each caption is judged against the reference alone; the group matters only in the advantage.
+
+Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading answers (:mod:`.reading`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from genrm.engine import Judge, ask
+from genrm.methods.balcap import rewards as formulas
+from genrm.methods.balcap.lengths import TokenCounter, make_counter
+from genrm.methods.balcap.models import BalCapInstance, BalCapRecord, BalCapResult
+from genrm.methods.balcap.prompts import caption_requests
+from genrm.methods.balcap.reading import Reading, answer_reader
+from genrm.methods.balcap.rewards import BalCapConfig
+from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
+from genrm.methods.captions import answer_text
+from genrm.methods.config import MethodConfig
+
+_EXPOSURES = ("minimal", "vlm")
+_OPTIONS = tuple(f.name for f in dataclasses.fields(BalCapConfig))
+#: The reward columns, in the order a trainer lists them.
+COLUMNS = ("precision", "recall", "linguistic")
+
+
+def parse_options(options: Mapping[str, Any]) -> BalCapConfig:
+    """The settings ``options`` give; raises ValueError naming an unknown option or a value out of range."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"the balcap method takes no option {', '.join(unknown)}; it takes {', '.join(_OPTIONS)}")
+    try:
+        return TypeAdapter(BalCapConfig).validate_python(dict(options), strict=False)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        if not error["loc"]:  # a range check of the settings, which names its options
+            raise ValueError(error["msg"].removeprefix("Value error, ")) from None
+        raise ValueError(f"balcap option {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+
+
+@dataclass(frozen=True)
+class PreparedCaptions:
+    """An instance ready to judge: the captions cut from its responses, and the token counts of each and of the
+    reference."""
+
+    instance: BalCapInstance
+    captions: list[str]
+    caption_tokens: list[int]
+    reference_tokens: int
+
+
+class BalCapMethod:
+    """The balcap method (see the module docstring); registered as ``balcap``.
+
+    Args:
+        config: the common settings (only ``exposure`` applies: ``minimal`` or ``vlm``).
+        options: this method's settings (see the module docstring).
+    """
+
+    name = "balcap"
+    instance_model = BalCapInstance
+    result_model = BalCapResult
+    reads_without_engine = False
+
+    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+        config = config or MethodConfig()
+        if config.exposure not in _EXPOSURES:
+            allowed = " or ".join(_EXPOSURES)
+            raise ValueError(f"the balcap method shows its judge the image and both captions; the {config.exposure} "
+                             f"exposure means nothing for it (use {allowed})")  # fmt: skip
+        self.config = config
+        self.settings = parse_options(options or {})
+        self.reward_columns = dict(zip(COLUMNS, self.settings.weights, strict=True))
+        self._counter: TokenCounter | None = None
+
+    @property
+    def counter(self) -> TokenCounter:
+        """How tokens are counted (loaded at first use: a tokenizer named in the options is read then)."""
+        if self._counter is None:
+            self._counter = make_counter(self.settings.length_tokenizer)
+        return self._counter
+
+    def count_tokens_with(self, tokenizer: Any) -> None:
+        """Count lengths with ``tokenizer`` (the policy's, which ``genrm rl`` hands over) unless the options name
+        one."""
+        if self.settings.length_tokenizer is None:
+            self._counter = make_counter(tokenizer)
+
+    def prepare(self, instance: BalCapInstance) -> PreparedCaptions:
+        """Cut each response's caption and count tokens; raises :class:`MethodInputError` for a reference caption
+        with no token."""
+        reference_tokens = self.counter(instance.reference)
+        if not instance.reference.strip() or reference_tokens == 0:
+            raise MethodInputError("the reference caption is blank", ["reference"], kind="reference")
+        captions = [answer_text(response) for response in instance.responses]
+        return PreparedCaptions(instance, captions, [self.counter(c) for c in captions], reference_tokens)
+
+    async def judge(self, prepared: PreparedCaptions, judge: Judge) -> list[Reading]:
+        """One reading per caption: the judge asked once per caption (with the image), its answer read."""
+        if judge.engine is None or not judge.sees_images:
+            reason = f"{judge.model} cannot see the image, and the balcap judge checks assertions against it"
+            return [Reading(None, "backend_error", reason)] * len(prepared.captions)
+        instance, settings = prepared.instance, self.settings
+        requests = caption_requests(instance.image, instance.reference, prepared.captions, settings.prompt,
+                                    settings.split_checks)  # fmt: skip
+        return await ask(judge.engine, requests, answer_reader(), judge.parse_retries)
+
+    def uses_workers(self, prepared: PreparedCaptions) -> bool:
+        """Never: no verifier of this method runs in the expression workers."""
+        return False
+
+    def score(self, prepared: PreparedCaptions, readings: Sequence[Reading]) -> BalCapResult:
+        """Each caption's rewards from its reading (null where the judge failed)."""
+        records = [self._record(tokens, prepared.reference_tokens, reading)
+                   for tokens, reading in zip(prepared.caption_tokens, readings, strict=True)]  # fmt: skip
+        return BalCapResult(id=prepared.instance.id, rewards=[r.reward for r in records], records=records,
+                            precision=[r.precision for r in records], recall=[r.recall for r in records],
+                            linguistic=[r.linguistic for r in records])  # fmt: skip
+
+    def _record(self, tokens: int, reference_tokens: int, reading: Reading) -> BalCapRecord:
+        settings = self.settings
+        rho = formulas.length_ratio(tokens, reference_tokens)
+        band = formulas.in_band(rho, settings.length_low, settings.length_high)
+        penalty = 0.0
+        if settings.length_rule == "linear":
+            penalty = settings.length_lambda * formulas.band_deviation(rho, settings.length_low, settings.length_high)
+        common = {"length_ratio": rho, "length_in_band": band, "length_penalty": penalty, "caption_tokens": tokens,
+                  "reference_tokens": reference_tokens}  # fmt: skip
+        answer = reading.answer
+        if answer is None:
+            return BalCapRecord(reward=None, failure=reading.failure, failure_reason=reading.reason, **common)
+        prec = formulas.precision(answer, settings.empty_precision)
+        rec = formulas.recall(answer)
+        ling = formulas.linguistic(answer, settings.ling_scale)
+        masked = 0.0 if settings.length_rule == "mask" and not band else ling
+        assertions = answer.synthetic_features.atomic_assertions
+        pointable = None
+        if settings.split_checks:
+            pointable = sum(a.is_pointable is True for a in assertions)
+        reference = answer.gt_features.atomic_assertions
+        return BalCapRecord(
+            reward=formulas.weighted_mean((prec, rec, masked), settings.weights), precision=prec, recall=rec,
+            linguistic=masked, linguistic_unmasked=ling, assertions=len(assertions),
+            verified=sum(a.is_verified for a in assertions), pointable=pointable,
+            reference_assertions=len(reference), covered=sum(a.is_covered for a in reference), answer=answer, **common,
+        )  # fmt: skip
+
+    def column_values(self, result: BalCapResult, index: int) -> dict[str, float | None]:
+        """Response ``index``'s precision, recall and (masked) linguistic reward."""
+        record = result.records[index]
+        return {"precision": record.precision, "recall": record.recall, "linguistic": record.linguistic}
+
+    def advantage_penalty(self, result: BalCapResult, index: int) -> float:
+        """What the linear length rule subtracts from response ``index``'s advantage (0 under the other rules)."""
+        return result.records[index].length_penalty
+
+    def unknown_reward(self, result: BalCapResult, index: int) -> UnknownReward:
+        """Every unknown reward of this method is the judge's failure (retry)."""
+        record = result.records[index]
+        return UnknownReward(f"the judge failed on this caption ({record.failure}: {record.failure_reason}); retry",
+                             True, kind="judge_failure")  # fmt: skip
+
+    def extra_logs(self, result: BalCapResult, index: int) -> dict[str, float]:
+        """The caption's three rewards (when known), its length ratio, whether it is in the band, and the linear
+        penalty."""
+        record = result.records[index]
+        logs = {"length_ratio": record.length_ratio, "length_in_band": float(record.length_in_band)}
+        if self.settings.length_rule == "linear":
+            logs["length_penalty"] = record.length_penalty
+        for name in (*COLUMNS, "linguistic_unmasked", "assertions"):
+            value = getattr(record, name)
+            if value is not None:
+                logs[name] = float(value)
+        return logs
+
+    def tally(self, result: BalCapResult) -> ResultTally:
+        """The judge failures met (this method runs no verifier)."""
+        return ResultTally(judge_failures=[r.failure for r in result.records if r.failure])

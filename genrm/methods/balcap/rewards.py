@@ -1,0 +1,150 @@
+"""The balcap method's rewards (BalCapRL, section 2 and appendix A.5, A.9), from one judge answer per caption.
+
+For a caption with N atomic assertions, of which V pass both tests (pointable, and true of the image), and a reference
+with M atomic assertions, of which C the caption covers:
+
+- **Precision** ``R_prec = V / N``. A caption with no assertion (empty, or only filler the judge could not cut into
+  claims) gets ``empty_precision`` (0 by default): it asserts nothing correct, and an empty caption must not earn
+  full precision. The source does not say; this is our choice, a setting.
+- **Recall** ``R_rec = C / M``. M is at least 1: a judge answer whose reference has no assertion is not read (a
+  failed decomposition of a reference the method checked to be non-blank), so recall is never 0/0.
+- **Linguistic** ``R_ling``: the mean of clarity, fluency and coherency (each 1-10) mapped to [0, 1]. The source says
+  only "normalized to [0, 1]"; ``ling_scale`` chooses: ``affine`` (default) ``(s - 1) / 9``, so 1 is 0 and 10 is 1
+  and the whole range is used; ``tenths`` ``s / 10``, whose floor is 0.1.
+- **Length** ``rho = l_pred / l_ref``, in tokens (:mod:`.lengths`). ``length_rule``:
+
+  - ``mask`` (default, eq. in section 2.3): ``R_ling`` is 0 when rho is outside ``[length_low, length_high]``
+    (0.5 and 2 by default); precision and recall are never masked.
+  - ``linear`` (the baseline of A.9): no mask; ``length_penalty = lambda * d(rho)`` with
+    ``d(rho) = max(rho - length_high, 0) + max(length_low - rho, 0)``, which the source subtracts from the
+    normalized advantage. It is reported beside the rewards and applied where the advantage is formed
+    (``genrm rl`` subtracts it from TRL's advantages; the verl adapter from its c-GDPO score); the scalar reward
+    does not include it.
+  - ``none``: neither.
+
+- **The scalar reward** (for callers that take one number): the weighted mean
+  ``(w_prec R_prec + w_rec R_rec + w_ling R~_ling) / (w_prec + w_rec + w_ling)``, in [0, 1]. Training uses the three
+  columns instead, normalized apart (:mod:`genrm.methods.columns`), with the same weights (0.1, 0.3, 0.3 by default,
+  the source's A.1).
+- **b-CapScore** (A.5): the harmonic mean of the three, ``3 / (1/R_prec + 1/R_rec + 1/R_ling)``, 0 when any is 0.
+
+Not here: the judge's prompt (:mod:`.prompts`), reading its answer (:mod:`.reading`), counting tokens
+(:mod:`.lengths`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from genrm.methods.balcap.models import BalCapAnswer
+
+LingScale = Literal["affine", "tenths"]
+LengthRule = Literal["mask", "linear", "none"]
+PromptKind = Literal["train", "eval"]
+LING_SCALES: tuple[LingScale, ...] = get_args(LingScale)
+LENGTH_RULES: tuple[LengthRule, ...] = get_args(LengthRule)
+PROMPT_KINDS: tuple[PromptKind, ...] = get_args(PromptKind)
+
+
+@dataclass(frozen=True)
+class BalCapConfig:
+    """The balcap method's settings (its ``method_options``).
+
+    Attributes:
+        w_prec, w_rec, w_ling: the weight of each reward (>= 0, not all 0); the source's 0.1, 0.3, 0.3.
+        ling_scale: how a 1-10 score maps to [0, 1] (module docstring).
+        empty_precision: the precision of a caption with no assertion, in [0, 1].
+        length_rule: ``mask``, ``linear`` or ``none`` (module docstring).
+        length_low, length_high: the band of rho (0 <= low <= high); the source's 0.5 and 2.
+        length_lambda: lambda of the linear rule (>= 0).
+        length_tokenizer: a tokenizer (path or hub id) to count tokens with; None counts words and punctuation marks
+            (:mod:`.lengths`).
+        split_checks: ask the judge for the two tests of an assertion apart (``is_pointable``, ``is_visible``).
+        prompt: ``train`` (the source's A.2 rubric: strict pointability) or ``eval`` (A.4: visible evidence that
+            justifies an inference passes too; b-CapScore's).
+    """
+
+    w_prec: float = 0.1
+    w_rec: float = 0.3
+    w_ling: float = 0.3
+    ling_scale: LingScale = "affine"
+    empty_precision: float = 0.0
+    length_rule: LengthRule = "mask"
+    length_low: float = 0.5
+    length_high: float = 2.0
+    length_lambda: float = 1.0
+    length_tokenizer: str | None = None
+    split_checks: bool = False
+    prompt: PromptKind = "train"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("ling_scale", LING_SCALES), ("length_rule", LENGTH_RULES), ("prompt", PROMPT_KINDS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"balcap option {name} must be one of {', '.join(allowed)}; "
+                                 f"got {getattr(self, name)!r:.40}")  # fmt: skip
+        weights = self.weights
+        checks = [("w_prec, w_rec, w_ling", min(weights) >= 0 and sum(weights) > 0),
+                  ("empty_precision", 0 <= self.empty_precision <= 1),
+                  ("length_low, length_high", 0 <= self.length_low <= self.length_high),
+                  ("length_lambda", self.length_lambda >= 0)]  # fmt: skip
+        for name, ok in checks:
+            if not ok:
+                values = ", ".join(repr(getattr(self, n.strip())) for n in name.split(","))
+                raise ValueError(f"balcap option {name} out of range: {values}")
+
+    @property
+    def weights(self) -> tuple[float, float, float]:
+        """The weights of precision, recall and linguistic quality, in that order."""
+        return (float(self.w_prec), float(self.w_rec), float(self.w_ling))
+
+
+def precision(answer: BalCapAnswer, empty_precision: float = 0.0) -> float:
+    """R_prec: the share of the caption's assertions that are verified and pointable (``empty_precision`` when it
+    has none)."""
+    assertions = answer.synthetic_features.atomic_assertions
+    if not assertions:
+        return empty_precision
+    return sum(a.is_verified for a in assertions) / len(assertions)
+
+
+def recall(answer: BalCapAnswer) -> float:
+    """R_rec: the share of the reference's assertions that the caption covers (the answer has at least one)."""
+    found = answer.gt_features.atomic_assertions
+    return sum(a.is_covered for a in found) / len(found)
+
+
+def linguistic(answer: BalCapAnswer, scale: LingScale = "affine") -> float:
+    """R_ling before the length mask: the mean of the three 1-10 scores, mapped to [0, 1] by ``scale``."""
+    features = answer.synthetic_features
+    mean = (features.clarity_score + features.fluency_score + features.coherency_score) / 3
+    return (mean - 1) / 9 if scale == "affine" else mean / 10
+
+
+def length_ratio(caption_tokens: int, reference_tokens: int) -> float:
+    """rho = caption tokens / reference tokens (the reference has at least one token)."""
+    if reference_tokens <= 0:
+        raise ValueError(f"the reference has {reference_tokens} tokens; a ratio needs at least one")
+    return caption_tokens / reference_tokens
+
+
+def in_band(rho: float, low: float, high: float) -> bool:
+    """Whether ``low <= rho <= high`` (the linguistic reward is kept under the mask rule)."""
+    return low <= rho <= high
+
+
+def band_deviation(rho: float, low: float, high: float) -> float:
+    """d(rho) of A.3: how far rho lies outside ``[low, high]`` (0 inside)."""
+    return max(rho - high, 0.0) + max(low - rho, 0.0)
+
+
+def weighted_mean(values: tuple[float, float, float], weights: tuple[float, float, float]) -> float:
+    """The scalar reward: the weighted mean of (precision, recall, linguistic), in [0, 1]."""
+    return sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
+
+
+def b_capscore(prec: float, rec: float, ling: float) -> float:
+    """b-CapScore (A.5): the harmonic mean of the three rewards, each in [0, 1]; 0 when any of them is 0."""
+    if min(prec, rec, ling) <= 0:
+        return 0.0
+    return 3 / (1 / prec + 1 / rec + 1 / ling)

@@ -1,0 +1,49 @@
+"""What every caption reward method shares: the instance (an image, a reference caption, the policy's captions) and
+the caption cut from a policy's response.
+
+An instance is one line of the instance JSONL that ``genrm score`` and ``/v1/score`` read for a caption method:
+
+    {"id": str, "image": str, "reference": str, "prompt": str, "responses": [str]}
+
+``prompt`` is what the policy is asked (:data:`DEFAULT_CAPTION_PROMPT` when left out); the judge is not shown it.
+A method's own instance model derives from :class:`CaptionInstance` (the claimdiff and balcap methods), so that the
+caption audit (:mod:`genrm.evaluation.caption_audit`) reads any of them.
+
+Not here: what a method asks its judge, or how it turns answers into rewards.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from genrm.methods.base import MAX_RESPONSES
+
+#: The captioning prompt of an instance that gives none.
+DEFAULT_CAPTION_PROMPT = "Describe this image in detail."
+
+_ANSWER_OPEN, _ANSWER_CLOSE = re.compile("<answer>", re.I), re.compile("</answer>", re.I)
+
+
+class CaptionInstance(BaseModel):
+    """One image, its reference caption, and the policy's captions of it (one line of the instance JSONL)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=256)
+    image: str = Field(min_length=1, max_length=10_000_000, description="path, URL or data URI of the image")
+    reference: str = Field(min_length=1, max_length=100_000, description="the reference caption")
+    prompt: str = Field(default=DEFAULT_CAPTION_PROMPT, max_length=100_000, description="what the policy is asked")
+    responses: list[str] = Field(default_factory=list, max_length=MAX_RESPONSES)
+
+
+def answer_text(response: str) -> str:
+    """The caption in a response: the text of its first ``<answer>...</answer>`` block, else the whole response,
+    stripped."""
+    opening = _ANSWER_OPEN.search(response)
+    if opening is not None:
+        closing = _ANSWER_CLOSE.search(response, opening.end())
+        if closing is not None:
+            return response[opening.end() : closing.start()].strip()
+    return response.strip()

@@ -1,0 +1,176 @@
+"""The balcap method end to end: a scripted judge that rules from a synthetic scene graph
+(:mod:`genrm.methods.balcap.scene_judge`), in process and behind a real OpenAI-compatible endpoint on loopback;
+hand-checked rewards; the length mask on the linguistic column only; the same rewards through ``genrm score``, the
+reward server, TRL's reward functions (three columns from one judge call per completion) and verl's (decoupled);
+failed judgements reported as failed, never as a reward."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fake_judge import AppServer, FakeJudgeServer
+
+from genrm.cli import main
+from genrm.engine import Judge
+from genrm.engine.scripted import ScriptedEngine
+from genrm.methods import make_method, score_instance
+from genrm.methods.balcap.models import BalCapInstance
+from genrm.methods.balcap.scene_judge import responder, scripted
+from genrm.methods.columns import group_normalized_sum
+from serving.app import create_app
+from serving.settings import ServerSettings
+
+REFERENCE = "A red car. Two dogs. A green bench."  # 11 pre-tokens
+CAPTIONS = [
+    "A red car. Two dogs. A green bench. A man in a hat.",  # all 4 verified, covers 3/3, 17 tokens
+    "A red car. Two dogs.",  # 2/2 verified, covers 2/3, 7 tokens
+    "A red car. The image evokes a calm mood. Two dogs. A green bench.",  # meta-commentary: 3/4, 18 tokens
+    "A blue boat.",  # 0/1, covers 0/3, 4 tokens: rho 0.36, below the band
+    "A red car. A red car. A red car. Two dogs. A green bench.",  # 2 repeats: clarity 5, coherency 7, 19 tokens
+    "",  # nothing said: precision 0 (empty_precision), 0 tokens
+    "A red car. Two dogs. A green bench. A man in a hat. A red car. Two dogs. A green bench.",  # 28 tokens: rho 2.5
+]
+W = (0.1, 0.3, 0.3)
+PRECISION = [1.0, 1.0, 0.75, 0.0, 1.0, 0.0, 1.0]
+RECALL = [1.0, 2 / 3, 1.0, 0.0, 1.0, 0.0, 1.0]
+UNMASKED = [8 / 9, 8 / 9, 8 / 9, 8 / 9, 6 / 9, 8 / 9, 5 / 9]  # (mean score - 1) / 9
+IN_BAND = [True, True, True, False, True, False, False]
+LINGUISTIC = [ling if band else 0.0 for ling, band in zip(UNMASKED, IN_BAND, strict=True)]
+EXPECTED = [(W[0] * p + W[1] * r + W[2] * ling) / sum(W) for p, r, ling in zip(PRECISION, RECALL, LINGUISTIC,
+                                                                                 strict=True)]  # fmt: skip
+
+
+def _instance(captions=CAPTIONS) -> BalCapInstance:
+    return BalCapInstance(id="park", image="park.png", reference=REFERENCE, responses=list(captions))
+
+
+def _score(options=None, captions=CAPTIONS, script=scripted):
+    return score_instance(make_method("balcap", options=options or {}), _instance(captions),
+                          Judge(ScriptedEngine(script)))  # fmt: skip
+
+
+def test_the_hand_checked_rewards():
+    result = _score()
+    assert result.precision == pytest.approx(PRECISION) and result.recall == pytest.approx(RECALL)
+    assert result.linguistic == pytest.approx(LINGUISTIC) and result.rewards == pytest.approx(EXPECTED)
+    first = result.records[0]
+    assert (first.assertions, first.verified, first.reference_assertions, first.covered) == (4, 4, 3, 3)
+    assert (first.caption_tokens, first.reference_tokens) == (17, 11)
+    assert result.records[6].length_ratio == pytest.approx(28 / 11)
+
+
+def test_the_length_mask_zeroes_only_the_linguistic_column():
+    masked, unmasked = _score(), _score({"length_rule": "none"})
+    assert masked.precision == unmasked.precision and masked.recall == unmasked.recall
+    assert unmasked.linguistic == pytest.approx(UNMASKED)
+    changed = [i for i in range(len(CAPTIONS)) if masked.linguistic[i] != unmasked.linguistic[i]]
+    assert changed == [3, 5, 6]  # too short (the boat, the empty caption) and too long
+    assert all(masked.records[i].linguistic_unmasked == unmasked.linguistic[i] for i in range(len(CAPTIONS)))
+    wide = _score({"length_low": 0.0, "length_high": 3.0})
+    assert wide.linguistic == pytest.approx(UNMASKED)
+
+
+def test_the_linear_rule_reports_a_penalty_and_masks_nothing():
+    result = _score({"length_rule": "linear", "length_lambda": 2.0})
+    assert result.linguistic == pytest.approx(UNMASKED)
+    penalties = [r.length_penalty for r in result.records]
+    assert penalties == pytest.approx([0, 0, 0, 2 * (0.5 - 4 / 11), 0, 2 * 0.5, 2 * (28 / 11 - 2)])
+    method = make_method("balcap", options={"length_rule": "linear"})
+    assert method.advantage_penalty(_score({"length_rule": "linear"}), 3) == pytest.approx(0.5 - 4 / 11)
+
+
+def test_split_checks_tell_meta_commentary_from_hallucination():
+    result = _score({"split_checks": True})
+    assert result.precision == pytest.approx(PRECISION)
+    meta, boat = result.records[2], result.records[3]
+    assert (meta.assertions, meta.pointable, meta.verified) == (4, 3, 3)
+    assert (boat.assertions, boat.pointable, boat.verified) == (1, 1, 0)
+
+
+def test_one_request_per_caption_with_the_image_and_a_shared_prefix():
+    engine = ScriptedEngine(scripted)
+    score_instance(make_method("balcap"), _instance(), Judge(engine))
+    requests = engine.requests
+    assert len(requests) == len(CAPTIONS) and {r.prompt.image for r in requests} == {"park.png"}
+    assert {r.schema_name for r in requests} == {"balcap"} and len({r.prompt.system for r in requests}) == 1
+    prefix = requests[0].prompt.user.split("SYNTHETIC CAPTION")[0]
+    assert REFERENCE in prefix and all(r.prompt.user.startswith(prefix) for r in requests)
+
+
+def test_a_failed_judgement_is_no_reward_in_any_column():
+    garbled = _score(script=lambda request: "Looks good to me.")
+    assert garbled.rewards == [None] * len(CAPTIONS)
+    assert garbled.precision == garbled.recall == garbled.linguistic == [None] * len(CAPTIONS)
+    method = make_method("balcap")
+    assert method.column_values(garbled, 0) == {"precision": None, "recall": None, "linguistic": None}
+    assert method.unknown_reward(garbled, 0).retry and "unreadable" in method.unknown_reward(garbled, 0).message
+    blind = score_instance(method, _instance(), Judge(ScriptedEngine(scripted, sees_images=False)))
+    assert blind.rewards == [None] * len(CAPTIONS) and "cannot see the image" in blind.records[0].failure_reason
+
+
+def test_a_blank_reference_is_refused_naming_the_field():
+    from genrm.methods import MethodInputError
+
+    method = make_method("balcap")
+    with pytest.raises(MethodInputError) as raised:
+        method.prepare(_instance().model_copy(update={"reference": "   "}))
+    assert raised.value.loc == ("reference",)
+
+
+def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_completion(tmp_path):
+    from policy_rl.method_reward import MethodReward
+    from policy_rl.scorers import make_scorer
+    from policy_rl.verl_reward import compute_score, compute_score_batch
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(_instance().model_dump_json() + "\n")
+    n = len(CAPTIONS)
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        spec = f"openai:fake-judge@{judge.url}"
+        code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "balcap", "--judge", spec,
+                     "-q"])  # fmt: skip
+        with AppServer(create_app(ServerSettings(method="balcap", judge=spec))) as server:
+            scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance().model_dump()]}).json()
+            method = make_method("balcap")
+            columns = MethodReward(method, make_scorer(server.root, method)).columns()
+            before = len(judge.state.requests)
+            instance_column = [_instance([]).model_dump_json()] * n
+            completions = [[{"role": "assistant", "content": c}] for c in CAPTIONS]
+            trl = [f(["Describe the image."] * n, completions, genrm_instance=instance_column) for f in columns]
+            trl_calls = len(judge.state.requests) - before
+        verl = compute_score_batch(["park"] * n, CAPTIONS, instance_column, [{"uid": "u"}] * n, judge=spec,
+                                   method="balcap", aggregation="normalize_then_sum")  # fmt: skip
+        plain = compute_score_batch(["park"] * n, CAPTIONS, instance_column, None, judge=spec, method="balcap")
+    assert code == 0
+    cli = json.loads((tmp_path / "out.jsonl").read_text())
+    assert cli["rewards"] == pytest.approx(EXPECTED) and scored["groups"][0]["rewards"] == pytest.approx(EXPECTED)
+    assert [f.__name__ for f in columns] == ["precision", "recall", "linguistic"]
+    assert trl == [pytest.approx(PRECISION), pytest.approx(RECALL), pytest.approx(LINGUISTIC)]
+    assert trl_calls == n  # three columns, one judge call per completion
+    decoupled = group_normalized_sum([list(r) for r in zip(PRECISION, RECALL, LINGUISTIC, strict=True)], list(W))
+    assert [row["score"] for row in verl] == pytest.approx(decoupled)
+    assert [row["reward"] for row in verl] == pytest.approx(EXPECTED)
+    assert [row["precision"] for row in verl] == pytest.approx(PRECISION)
+    assert [row["score"] for row in plain] == pytest.approx(EXPECTED)
+    with pytest.raises(ValueError, match="batch reward manager"):
+        compute_score("park", CAPTIONS[0], instance_column[0], judge=spec, method="balcap",
+                      aggregation="normalize_then_sum")  # fmt: skip
+    with pytest.raises(ValueError, match="needs a method with reward columns"):
+        compute_score_batch(["x"], ["y"], ["{}"], None, aggregation="normalize_then_sum")
+
+
+def test_the_openrlhf_route_gives_the_scalar_reward_and_the_columns_as_extra_logs():
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        settings = ServerSettings(method="balcap", judge=f"openai:fake-judge@{judge.url}")
+        with AppServer(create_app(settings)) as server:
+            body = {"query": ["Describe. " + c for c in CAPTIONS[:2]], "prompts": ["Describe. "] * 2,
+                    "labels": [_instance([]).model_dump_json()] * 2}  # fmt: skip
+            answer = httpx.post(f"{server.root}/get_reward", json=body)
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()
+    assert reply["rewards"] == pytest.approx(EXPECTED[:2])
+    assert reply["extra_logs"]["recall"] == pytest.approx(RECALL[:2])
