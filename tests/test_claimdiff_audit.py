@@ -12,24 +12,25 @@ from fake_judge import FakeJudgeServer
 from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
-from genrm.evaluation.caption_audit import CATEGORIES, abnormal_captions, parse_settings, run_caption_audit
+from genrm.evaluation.caption_audit import abnormal_captions, audit_plan, parse_settings, run_caption_audit
 from genrm.methods.claimdiff.models import ClaimDiffInstance
 from genrm.methods.claimdiff.scene_judge import responder, scripted
 
 REFERENCE = "A red car. Two dogs. A green bench."
 REGULAR = "A red car. Two dogs. A green bench. A man in a hat."  # the scene, all of it
 PARK = ClaimDiffInstance(id="park", image="park.png", reference=REFERENCE, responses=[REGULAR])
+CATEGORIES = audit_plan("claimdiff").categories
 
 
 def test_abnormal_captions_of_every_category():
-    made = {category: text for _, category, text in abnormal_captions(PARK)}
+    made = {category: text for _, category, text in abnormal_captions(PARK, CATEGORIES)}
     assert set(made) == set(CATEGORIES)
     assert made["hallucinated_object"] == REGULAR + " A giraffe is there too."
     assert made["missing_salient_fact"] == "Two dogs. A green bench. A man in a hat."
     assert made["hedged"] == "Possibly a red car. Possibly two dogs. Possibly a green bench. Possibly a man in a hat."
     assert made["copied_reference"] == REFERENCE and made["self_praise"].startswith(REGULAR + " This caption is")
     one_sentence = PARK.model_copy(update={"responses": [REFERENCE]})
-    assert {c for _, c, _ in abnormal_captions(one_sentence)} == set(CATEGORIES) - {"copied_reference"}
+    assert {c for _, c, _ in abnormal_captions(one_sentence, CATEGORIES)} == set(CATEGORIES) - {"copied_reference"}
 
 
 def test_the_scene_judge_charges_every_defect_but_what_the_reference_shares():

@@ -106,3 +106,50 @@ def test_verls_own_reordering_and_batch_reward_manager_give_genrm_scores_rewards
     for row, score in result["rewards"]:
         assert score == pytest.approx(expected[row], abs=1e-6), (row, score, expected[row])
     assert result["extra_keys"] == ["content_mask", "format_mask", "judge_failed", "length_ok", "score"]
+
+
+@pytest.mark.skipif(not os.environ.get("GENRM_VERL_PYTHON"), reason="GENRM_VERL_PYTHON: an environment with verl")
+def test_verls_own_manager_and_estimator_take_the_decoupled_balcap_score(tmp_path):
+    # c-GDPO through verl: the reward function's score is each group's decoupled sum (eq. 2.4-2.5); verl's
+    # reinforce_plus_plus_baseline estimator whitens it over the batch's tokens (eq. 2.6, token-weighted)
+    from fake_judge import FakeJudgeServer
+
+    from genrm.engine import Judge
+    from genrm.engine.scripted import ScriptedEngine
+    from genrm.methods import make_method, score_instance
+    from genrm.methods.balcap.models import BalCapInstance
+    from genrm.methods.balcap.scene_judge import responder, scripted
+    from genrm.methods.columns import group_normalized_sum
+
+    instances = [
+        BalCapInstance(id="park", image="park.png", reference="A red car. Two dogs. A green bench.", responses=[
+            "A red car. Two dogs. A green bench. A man in a hat.", "A red car. Two dogs.", "A blue boat.",
+            "A red car. The image evokes a calm mood. Two dogs."]),
+        BalCapInstance(id="kitchen", image="kitchen.png", reference="A white fridge. Three apples.", responses=[
+            "A white fridge. Three apples. A wooden table.", "A white fridge.", "Three apples. Three apples.",
+            "A green bench. A white fridge. Three apples. A wooden table. A red car. Two dogs."]),
+    ]  # fmt: skip
+    source = tmp_path / "instances.jsonl"
+    source.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
+    method = make_method("balcap")
+    expected = []
+    for instance in instances:
+        result = score_instance(method, instance, Judge(ScriptedEngine(scripted)))
+        columns = [list(method.column_values(result, i).values()) for i in range(len(instance.responses))]
+        expected += group_normalized_sum(columns, list(method.reward_columns.values()))
+    script = Path(__file__).with_name("verl_cgdpo_contract.py")
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        done = subprocess.run([os.environ["GENRM_VERL_PYTHON"], str(script), str(source),
+                               f"openai:fake-judge@{judge.url}"], capture_output=True, text=True, timeout=600,
+                              cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    rows, scores, lengths = result["rows"], result["scores"], result["lengths"]
+    assert rows != sorted(rows)  # verl really reordered the batch
+    assert scores == pytest.approx([expected[row] for row in rows], abs=1e-5)
+    total = sum(lengths)
+    mean = sum(s * n for s, n in zip(scores, lengths, strict=True)) / total
+    var = sum(n * (s - mean) ** 2 for s, n in zip(scores, lengths, strict=True)) / total * total / (total - 1)
+    assert result["advantages"] == pytest.approx([(s - mean) / (var + 1e-8) ** 0.5 for s in scores], abs=1e-4)
+    assert {"precision", "recall", "linguistic", "reward", "judge_failed"} <= set(result["extra"])

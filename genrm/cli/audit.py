@@ -3,7 +3,7 @@
 genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--per-category N]
 genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
 genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
-genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--setting NAME=JSON ...]
+genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--method balcap] [--setting NAME=JSON ...]
 """
 
 from __future__ import annotations
@@ -129,22 +129,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_captions(args: argparse.Namespace) -> int:
     from genrm.cli.data import read_model_lines
     from genrm.engine import BackendUnavailable, run_blocking
-    from genrm.evaluation.caption_audit import parse_settings, run_caption_audit
+    from genrm.evaluation.caption_audit import audit_plan, parse_settings, run_caption_audit
     from genrm.methods import check_judge, make_method
-    from genrm.methods.claimdiff.models import ClaimDiffInstance
 
-    instances = read_model_lines(args.captions, ClaimDiffInstance)
+    try:
+        audit_plan(args.method)
+        method = make_method(args.method)
+    except ValueError as exc:
+        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
+        return 2
+    instances = read_model_lines(args.captions, method.instance_model)
     if instances is None:
         return 2
     try:
         settings = parse_settings(args.setting) if args.setting else None
         judge = judge_from_args(args, args.captions)
-        check_judge(make_method("claimdiff"), judge)
+        check_judge(method, judge)
     except ValueError as exc:
         print(f"genrm audit captions: error: {exc}", file=sys.stderr)
         return 2
     try:
-        report = run_caption_audit(instances, judge, settings, progress=not args.quiet)
+        report = run_caption_audit(instances, judge, settings, progress=not args.quiet, method=args.method)
     except ValueError as exc:
         print(f"genrm audit captions: error: {exc}", file=sys.stderr)
         return 2
@@ -208,17 +213,20 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=_cmd_run)
 
     captions = audit_sub.add_parser(
-        "captions", help="false positives of a caption reward (claimdiff) on abnormal captions, per setting",
-        description="From each regular caption (the instances' responses) build abnormal ones (a made-up object, "
-        "the first sentence dropped, every sentence hedged, the reference copied, a self-praising sentence), score "
-        "both under each setting (the claimdiff method's options) and report how often the abnormal caption is "
-        "rewarded at least as well as its regular one, per category; failed judgements are counted apart.",
+        "captions", help="false positives of a caption reward (claimdiff, balcap) on abnormal captions, per setting",
+        description="From each regular caption (the instances' responses) build the abnormal ones that test the "
+        "method (claimdiff: a made-up object, the first sentence dropped, every sentence hedged, the reference "
+        "copied, a self-praising sentence; balcap: meta-commentary, length padding, repetition, hedging, a made-up "
+        "object, self-praise), score both under each setting (the method's options) and report how often the "
+        "abnormal caption is rewarded at least as well as its regular one, per category; failed judgements are "
+        "counted apart.",
     )  # fmt: skip
-    captions.add_argument("captions", metavar="CAPTIONS.jsonl", help="claimdiff instances with regular captions")
+    captions.add_argument("captions", metavar="CAPTIONS.jsonl", help="the method's instances with regular captions")
     captions.add_argument("-o", "--output", required=True, metavar="DIR")
+    captions.add_argument("--method", default="claimdiff", help="the caption reward method audited (claimdiff)")
     judge_backend_options(captions)
     captions.add_argument("--setting", action="append", metavar="NAME=JSON",
-                          help="a setting: a name and the method's options; repeat (default: normalized_diff "
-                          "with and without the hedging penalty, normalized_a_only, a_only)")  # fmt: skip
+                          help="a setting: a name and the method's options; repeat (default: the method's own "
+                          "comparison, its safeguards on and off)")  # fmt: skip
     captions.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     captions.set_defaults(handler=_cmd_captions)

@@ -41,7 +41,7 @@ from genrm.methods.balcap.prompts import caption_requests
 from genrm.methods.balcap.reading import Reading, answer_reader
 from genrm.methods.balcap.rewards import BalCapConfig
 from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
-from genrm.methods.captions import answer_text
+from genrm.methods.captions import CaptionAuditPlan, answer_text
 from genrm.methods.config import MethodConfig
 
 _EXPOSURES = ("minimal", "vlm")
@@ -87,6 +87,14 @@ class BalCapMethod:
     instance_model = BalCapInstance
     result_model = BalCapResult
     reads_without_engine = False
+    #: The caption audit: the attacks the source's design answers (meta-commentary that is not pointable, padding,
+    #: repetition, hedging) and two it does not name; the default settings, the two tests asked apart, no length mask
+    #: and the evaluation prompt.
+    caption_audit = CaptionAuditPlan(
+        ("meta_commentary", "length_padding", "repetition", "hedged", "hallucinated_object", "self_praise"),
+        {"default": {}, "split_checks": {"split_checks": True}, "no_length_mask": {"length_rule": "none"},
+         "eval_prompt": {"prompt": "eval"}},
+    )  # fmt: skip
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()

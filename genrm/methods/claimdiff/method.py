@@ -35,6 +35,7 @@ from typing import Any
 
 from genrm.engine import Judge, ask
 from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward
+from genrm.methods.captions import CaptionAuditPlan
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
@@ -95,6 +96,13 @@ class ClaimDiffMethod:
     result_model = ClaimDiffResult
     reads_without_engine = False
     payload_model = judge_payload.JudgePayload
+    #: The caption audit: the default mode with and without the hedging penalty, and the modes that count only
+    #: caption A's errors.
+    caption_audit = CaptionAuditPlan(
+        ("hallucinated_object", "missing_salient_fact", "hedged", "copied_reference", "self_praise"),
+        {"normalized_diff": {}, "normalized_diff+hedging_penalty": {"ambiguity_penalty": True},
+         "normalized_a_only": {"mode": "normalized_a_only"}, "a_only": {"mode": "a_only"}},
+    )  # fmt: skip
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()
