@@ -10,10 +10,14 @@ the rule backend, a checkpoint run in process or a reward server (:mod:`policy_r
 :class:`policy_rl.rubric_reward.RubricReward`, remapped over whole groups by
 :class:`policy_rl.trainer.RubricGRPOTrainer` even when a group spans processes; for any other method
 :class:`policy_rl.method_reward.MethodReward`, which keeps the method's rewards as it computed them (a method whose
-reward depends on the whole group is scored per process, with the completions each process holds: the claimdiff
-method's does not). The method's defaults are TRL's where they agree (``beta: 0``, no
+reward depends on the whole group is scored per process, with the completions each process holds: the claimdiff and
+balcap methods' do not). A method with reward columns (balcap) gives TRL one reward function per column, all from one
+judge call per completion, with its weights as ``reward_weights`` and ``multi_objective_aggregation:
+normalize_then_sum`` when ``decoupled`` (c-GDPO); its advantage penalty is subtracted from TRL's advantages. A method
+that counts tokens gets the policy's tokenizer. The method's defaults are TRL's where they agree (``beta: 0``, no
 reference model; ``num_iterations: 1``, strictly on-policy) and the recipe's otherwise; the length rule is the
-instance's ``max_response_chars``, plus length-conditional masking when ``length_rule`` is set.
+instance's ``max_response_chars``, plus the rubric method's length-conditional masking (the whole reward, in
+characters) when ``length_rule`` is set.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ class PolicyRLArguments:
     judge_api_key_env: str | None = field(
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
-    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, ...)"})
+    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, ...)"})
     method_options: str | None = field(
         default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
     )

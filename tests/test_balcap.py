@@ -174,3 +174,33 @@ def test_the_openrlhf_route_gives_the_scalar_reward_and_the_columns_as_extra_log
     reply = answer.json()
     assert reply["rewards"] == pytest.approx(EXPECTED[:2])
     assert reply["extra_logs"]["recall"] == pytest.approx(RECALL[:2])
+
+
+def test_the_shipped_example_set_reads_and_its_images_load_for_a_vision_policy():
+    from pathlib import Path
+
+    from policy_rl.data import policy_dataset
+
+    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "balcap" / "captions.jsonl"
+    instances = [BalCapInstance.model_validate_json(line) for line in path.read_text().splitlines()]
+    assert len(instances) == 4 and all(len(i.responses) == 2 for i in instances)
+    dataset = policy_dataset(path, vision=True, model=BalCapInstance)
+    assert [images[0].size for images in dataset["images"]] == [(64, 64)] * 4
+    assert json.loads(dataset["genrm_instance"][0])["reference"] == instances[0].reference
+
+
+def test_genrm_rl_hands_the_policy_tokenizer_to_the_length_rule():
+    method = make_method("balcap")
+
+    class Letters:  # counts characters, so that the counter in use is plain to see
+        name_or_path = "letters"
+
+        def __call__(self, text, add_special_tokens=True):
+            return {"input_ids": list(text)}
+
+    method.count_tokens_with(Letters())
+    prepared = method.prepare(_instance(["A car."]))
+    assert (prepared.reference_tokens, prepared.caption_tokens) == (len(REFERENCE), [6])
+    named = make_method("balcap", options={"length_tokenizer": "some/tokenizer"})
+    named.count_tokens_with(Letters())  # the options' own tokenizer wins
+    assert named.settings.length_tokenizer == "some/tokenizer" and named._counter is None
