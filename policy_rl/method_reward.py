@@ -194,14 +194,15 @@ class ColumnBatch:
         self.penalties: list[float] = []
         self._scores: list[RowScore] | None = None
         self._left: set[str] = set()
-        self._batch: int | None = None
+        self._batch: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def column(self, name: str, completions: Sequence[Any], kwargs: dict[str, Any]) -> list[float | None]:
-        """Column ``name`` of the batch (scored now when no column of it was asked for yet). TRL hands every
-        reward function the same ``completions`` list, so its identity tells a batch from the next."""
-        if self._scores is None or name not in self._left or self._batch != id(completions):
+        """Column ``name`` of the batch (scored now when no column of it was asked for yet, or when the
+        completions or instances differ from the batch held)."""
+        batch = (tuple(completion_text(c) for c in completions), tuple(map(str, kwargs.get(INSTANCE_COLUMN, ()))))
+        if self._scores is None or name not in self._left or self._batch != batch:
             self._scores = self.reward.score_batch(completions, **kwargs)
-            self._batch = id(completions)
+            self._batch = batch
             self._left = {f.column for f in self.functions}
             self.penalties = [s.penalty for s in self._scores]
         self._left.discard(name)

@@ -20,6 +20,15 @@ group's reward as the method (or the server behind ``GENRM_JUDGE``, which must s
 
 The dataset needs the ``genrm_instance`` column (``genrm policy-data`` writes it).
 
+**Reward columns.** For a method with several rewards per response (``GENRM_METHOD=balcap``: precision, recall,
+linguistic quality), :func:`reward_column_1`, :func:`reward_column_2` and :func:`reward_column_3` are its columns in
+order, sharing one judge call per completion; c-GDPO is then TRL's own::
+
+    GENRM_METHOD=balcap GENRM_JUDGE=http://127.0.0.1:8000 trl grpo ... --reward_funcs \
+        policy_rl.trl_rewards.reward_column_1 policy_rl.trl_rewards.reward_column_2 \
+        policy_rl.trl_rewards.reward_column_3 --reward_weights 0.1 0.3 0.3 \
+        --multi_objective_aggregation normalize_then_sum
+
 **Groups and processes.** The remap of a response depends on its whole group (the prompt's ``num_generations``
 completions). TRL calls a reward function on each process with that process's slice of the batch, in which a
 group's rows are consecutive; a group cut by a slice boundary is remapped in two parts, silently. Plain ``trl grpo``
@@ -92,3 +101,31 @@ def method_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: 
     ``GENRM_METHOD_OPTIONS`` as JSON): each group's rewards as the method computes them (None when unknown), with the
     judge named by ``GENRM_JUDGE``. Groups must be whole on each process (see the module docstring)."""
     return _method_reward()(prompts, completions, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)
+def _columns() -> list[Any]:
+    return _method_reward().columns()
+
+
+def _column(number: int, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    columns = _columns()
+    if number > len(columns):
+        raise ValueError(f"the {_method_reward().method.name} method has {len(columns)} reward columns, not {number}")
+    return columns[number - 1](prompts, completions, **kwargs)
+
+
+def reward_column_1(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    """TRL reward function: the first reward column of ``GENRM_METHOD`` (balcap: precision), None when unknown."""
+    return _column(1, prompts, completions, kwargs)
+
+
+def reward_column_2(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    """TRL reward function: the second reward column of ``GENRM_METHOD`` (balcap: recall), None when unknown."""
+    return _column(2, prompts, completions, kwargs)
+
+
+def reward_column_3(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    """TRL reward function: the third reward column of ``GENRM_METHOD`` (balcap: linguistic quality), None when
+    unknown."""
+    return _column(3, prompts, completions, kwargs)

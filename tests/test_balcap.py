@@ -204,3 +204,24 @@ def test_genrm_rl_hands_the_policy_tokenizer_to_the_length_rule():
     named = make_method("balcap", options={"length_tokenizer": "some/tokenizer"})
     named.count_tokens_with(Letters())  # the options' own tokenizer wins
     assert named.settings.length_tokenizer == "some/tokenizer" and named._counter is None
+
+
+def test_trls_command_line_reward_columns_share_one_judge_call(monkeypatch):
+    from policy_rl import trl_rewards
+
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        monkeypatch.setenv("GENRM_JUDGE", f"openai:fake-judge@{judge.url}")
+        monkeypatch.setenv("GENRM_METHOD", "balcap")
+        trl_rewards._method_reward.cache_clear()
+        trl_rewards._columns.cache_clear()
+        try:
+            column = [_instance([]).model_dump_json()] * 2
+            functions = (trl_rewards.reward_column_1, trl_rewards.reward_column_2, trl_rewards.reward_column_3)
+            got = [f(["p"] * 2, CAPTIONS[:2], genrm_instance=column) for f in functions]
+        finally:
+            trl_rewards._method_reward.cache_clear()
+            trl_rewards._columns.cache_clear()
+        asked = len(judge.state.requests)
+    assert got == [pytest.approx(PRECISION[:2]), pytest.approx(RECALL[:2]), pytest.approx(LINGUISTIC[:2])]
+    assert asked == 2
