@@ -23,9 +23,7 @@ core.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
-import os
 import random
 import sys
 import time
@@ -35,7 +33,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from benchmarks.claimdiff import caption, reference, scenes  # noqa: E402
-from benchmarks.loopback import closed_loop, free_port, start_server  # noqa: E402
+from benchmarks.loopback import free_port, rate, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
 from genrm.methods import make_method, score_instance  # noqa: E402
@@ -136,26 +134,23 @@ def main() -> None:
     for name, value in calls.items():
         print(f"{name:<46} {value:>25.2f}")
     rows = [("in process (score_instance, G = 8)", in_process_rate(groups, scene_map, args.seconds))]
-    cores = sorted(os.sched_getaffinity(0))
-    server_core = cores[0] if len(cores) > 1 else None
-    if server_core is not None:
-        os.sched_setaffinity(0, set(cores[1:]))
+    server_core = split_cores()
     port = free_port()
     command = [sys.executable, __file__, "--serve", str(port), "--scene-seed", str(args.scene_seed), "--scenes",
                str(args.scenes)]  # fmt: skip
     process, url = start_server(command, port, server_core, "balcap")
     try:
         bodies = [('{"groups": [' + g.model_dump_json() + "]}").encode() for g in groups]
-        asyncio.run(closed_loop(url, "/v1/score", bodies, args.concurrency, 1.0))  # warm-up
-        requests, elapsed = asyncio.run(closed_loop(url, "/v1/score", bodies, args.concurrency, args.seconds))
-        rows.append((f"/v1/score, G = {G}, {args.concurrency} in flight", requests * G / elapsed))
+        rate(url, "/v1/score", bodies, G, args.concurrency, 1.0)  # warm-up
+        rows.append((f"/v1/score, G = {G}, {args.concurrency} in flight",
+                     rate(url, "/v1/score", bodies, G, args.concurrency, args.seconds)))  # fmt: skip
     finally:
         process.terminate()
         process.wait(timeout=30)
     print()
     print(f"{'path':<46} {'responses/s':>12}")
-    for name, rate in rows:
-        print(f"{name:<46} {rate:>12,.0f}")
+    for name, per_second in rows:
+        print(f"{name:<46} {per_second:>12,.0f}")
     size = answer_size(groups, scene_map)
     print(f"\njudge answers: {size['answers']}, {size['chars']:.0f} characters and {size['tokens']:.0f} tokens each")
     shared = calls["columns (shared scoring)"]

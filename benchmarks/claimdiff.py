@@ -24,10 +24,8 @@ on).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import json
-import os
 import random
 import subprocess
 import sys
@@ -37,7 +35,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from benchmarks.loopback import closed_loop, free_port, start_server  # noqa: E402
+from benchmarks.loopback import free_port, rate, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
 from genrm.methods import make_method, score_instance  # noqa: E402
@@ -99,11 +97,6 @@ def _start(core: int | None, scene_seed: int, scene_count: int) -> tuple[subproc
     command = [sys.executable, __file__, "--serve", str(port), "--scene-seed", str(scene_seed), "--scenes",
                str(scene_count)]  # fmt: skip
     return start_server(command, port, core, "claimdiff")
-
-
-def _rate(url: str, path: str, bodies: list[bytes], per_body: int, concurrency: int, seconds: float) -> float:
-    requests, elapsed = asyncio.run(closed_loop(url, path, bodies, concurrency, seconds))
-    return requests * per_body / elapsed
 
 
 def _payload(instance: ClaimDiffInstance, text: str, index: int) -> bytes:
@@ -171,25 +164,21 @@ def main() -> None:
     scene_map = scenes(args.scenes, args.scene_seed)
     groups = instances(scene_map, 1)
     rows = [("in process (score_instance, G = 8)", in_process_rate(groups, scene_map, args.seconds))]
-    cores = sorted(os.sched_getaffinity(0))
-    server_core = cores[0] if len(cores) > 1 else None
-    if server_core is not None:
-        os.sched_setaffinity(0, set(cores[1:]))
-    process, url = _start(server_core, args.scene_seed, args.scenes)
+    process, url = _start(split_cores(), args.scene_seed, args.scenes)
     try:
         score_bodies = [('{"groups": [' + g.model_dump_json() + "]}").encode() for g in groups]
         judge_bodies = [_payload(g, text, i) for g in groups for i, text in enumerate(g.responses)]
-        _rate(url, "/v1/score", score_bodies, G, args.concurrency, 1.0)  # warm-up
-        score_rate = _rate(url, "/v1/score", score_bodies, G, args.concurrency, args.seconds)
-        judge_rate = _rate(url, "/judge", judge_bodies, 1, args.concurrency, args.seconds)
+        rate(url, "/v1/score", score_bodies, G, args.concurrency, 1.0)  # warm-up
+        score_rate = rate(url, "/v1/score", score_bodies, G, args.concurrency, args.seconds)
+        judge_rate = rate(url, "/judge", judge_bodies, 1, args.concurrency, args.seconds)
         rows.append((f"/v1/score, G = {G}, {args.concurrency} in flight", score_rate))
         rows.append((f"/judge, 1 caption per request, {args.concurrency} in flight", judge_rate))
     finally:
         process.terminate()
         process.wait(timeout=30)
     print(f"{'path':<46} {'captions/s':>11}")
-    for name, rate in rows:
-        print(f"{name:<46} {rate:>11,.0f}")
+    for name, per_second in rows:
+        print(f"{name:<46} {per_second:>11,.0f}")
     sizes = output_per_difference(scene_map, args.captions, 2)
     print()
     print(f"{'answer form':<12} {'answers':>8} {'differences':>12} {'chars/diff':>11} {'tokens/diff':>12} "

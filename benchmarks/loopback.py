@@ -45,6 +45,22 @@ def start_server(command: Sequence[str], port: int, core: int | None, what: str,
         time.sleep(0.2)
 
 
+def split_cores() -> int | None:
+    """Keep the first core for a server and move this process (the load generator) to the others; returns the
+    server's core, or None when there is only one (then both share it)."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cores) < 2:
+        return None
+    os.sched_setaffinity(0, set(cores[1:]))
+    return cores[0]
+
+
+def rate(url: str, path: str, bodies: Sequence[bytes], per_body: int, concurrency: int, seconds: float) -> float:
+    """Items per second through ``path`` (``per_body`` items in each body) under :func:`closed_loop`."""
+    requests, elapsed = asyncio.run(closed_loop(url, path, bodies, concurrency, seconds))
+    return requests * per_body / elapsed
+
+
 async def closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int,
                       seconds: float) -> tuple[int, float]:  # fmt: skip
     """POST ``bodies`` (in turn) to ``path`` with ``concurrency`` requests in flight for ``seconds``; returns the

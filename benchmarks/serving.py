@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
@@ -43,7 +42,7 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 import httpx  # noqa: E402
 
-from benchmarks.loopback import closed_loop, free_port, start_server  # noqa: E402
+from benchmarks.loopback import closed_loop, free_port, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
 from genrm.methods.rubric.judges import call_string  # noqa: E402
@@ -197,13 +196,10 @@ def main() -> int:
         _serve_zero(args.serve_zero)
         return 0
 
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    server_core = cores[0] if len(cores) >= 2 else None
-    if server_core is not None:
-        os.sched_setaffinity(0, set(cores[1:]))
+    server_core = split_cores()
     bodies = _bodies()
     print(f"G = {G} responses per request, {len(bodies)} distinct groups; server on core {server_core}, "
-          f"load generator on {cores[1:] if server_core is not None else 'all cores'}")  # fmt: skip
+          f"load generator on {'the others' if server_core is not None else 'the same core'}")  # fmt: skip
     print(f"{'backend':<12} {'p50 ms':>8} {'p99 ms':>8} {'p50 ms/resp':>12} {'responses/s':>12} {'requests':>9}")
     figures = {}
     with tempfile.TemporaryDirectory() as scratch:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+from pydantic import ValidationError
+
 #: The most characters of a judge's output that are read.
 MAX_OUTPUT_CHARS = 200_000
 _MAX_JSON_STARTS = 64
@@ -49,3 +51,11 @@ def extract_json_object(text: str) -> dict | None:
             return value
         start, tried = text.find("{", start + 1), tried + 1
     return None
+
+
+def validation_problems(exc: ValidationError, whole: str = "answer", most: int = 5) -> str:
+    """The first ``most`` problems of a pydantic validation error, each as ``where: what`` (``whole`` when the problem
+    is the object itself), joined by semicolons, with a count of the rest."""
+    errors = exc.errors(include_url=False)
+    shown = "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in errors[:most])
+    return shown + (f" (and {len(errors) - most} more)" if len(errors) > most else "")

@@ -26,6 +26,10 @@ from genrm.methods.base import MAX_RESPONSES
 #: The captioning prompt of an instance that gives none.
 DEFAULT_CAPTION_PROMPT = "Describe this image in detail."
 
+#: The exposures a caption method takes: its judge always sees the image and both captions, so ``minimal`` and ``vlm``
+#: mean the same, and the others would change nothing.
+CAPTION_EXPOSURES = ("minimal", "vlm")
+
 _ANSWER_OPEN, _ANSWER_CLOSE = re.compile("<answer>", re.I), re.compile("</answer>", re.I)
 
 
@@ -39,6 +43,21 @@ class CaptionInstance(BaseModel):
     reference: str = Field(min_length=1, max_length=100_000, description="the reference caption")
     prompt: str = Field(default=DEFAULT_CAPTION_PROMPT, max_length=100_000, description="what the policy is asked")
     responses: list[str] = Field(default_factory=list, max_length=MAX_RESPONSES)
+
+
+def check_caption_exposure(method: str, exposure: str) -> None:
+    """Raise ValueError for an exposure that means nothing to a caption method (it names the ones that do)."""
+    if exposure not in CAPTION_EXPOSURES:
+        raise ValueError(f"the {method} method shows its judge the image and both captions; the {exposure} exposure "
+                         f"means nothing for it (use {' or '.join(CAPTION_EXPOSURES)})")  # fmt: skip
+
+
+def chat_body_parts(body: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+    """The image URL, the user text and the JSON schema of an OpenAI chat-completions body whose last message is an
+    image and a text (what a caption method sends), for scripted judges behind an endpoint."""
+    image_part, text_part = body["messages"][-1]["content"]
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    return image_part["image_url"]["url"], text_part["text"], schema
 
 
 def answer_text(response: str) -> str:

@@ -21,6 +21,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from genrm.engine.judge import Judge
+from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
 from genrm.methods.run import score_instance
 
@@ -78,10 +79,7 @@ class ScoreSummary:
 
 
 def _validation_message(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    shown = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'instance'}: {e['msg']}" for e in errors[:5])
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return f"invalid instance: {shown}{more}"
+    return f"invalid instance: {validation_problems(exc, 'instance')}"
 
 
 def score_line(text: str, number: int, method: RewardMethod, judge: Judge) -> GroupResult:

@@ -41,10 +41,9 @@ from genrm.methods.balcap.prompts import caption_requests
 from genrm.methods.balcap.reading import Reading, answer_reader
 from genrm.methods.balcap.rewards import BalCapConfig
 from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
-from genrm.methods.captions import CaptionAuditPlan, answer_text
+from genrm.methods.captions import CaptionAuditPlan, answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
 
-_EXPOSURES = ("minimal", "vlm")
 _OPTIONS = tuple(f.name for f in dataclasses.fields(BalCapConfig))
 #: The reward columns, in the order a trainer lists them.
 COLUMNS = ("precision", "recall", "linguistic")
@@ -98,10 +97,7 @@ class BalCapMethod:
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()
-        if config.exposure not in _EXPOSURES:
-            allowed = " or ".join(_EXPOSURES)
-            raise ValueError(f"the balcap method shows its judge the image and both captions; the {config.exposure} "
-                             f"exposure means nothing for it (use {allowed})")  # fmt: skip
+        check_caption_exposure(self.name, config.exposure)
         self.config = config
         self.settings = parse_options(options or {})
         self.reward_columns = dict(zip(COLUMNS, self.settings.weights, strict=True))

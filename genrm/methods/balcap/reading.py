@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from genrm.engine import Reader, Reply
-from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object
+from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object, validation_problems
 from genrm.methods.balcap.models import BalCapAnswer
 
 Failure = Literal["unreadable", "schema", "backend_error"]
@@ -43,9 +43,7 @@ def read_answer(text: str) -> Reading:
     try:
         return Reading(BalCapAnswer.model_validate(found))
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in errors[:5])
-        return Reading(None, "schema", f"the judge's answer is not of the expected form: {problems}")
+        return Reading(None, "schema", f"the judge's answer is not of the expected form: {validation_problems(exc)}")
 
 
 def answer_reader() -> Reader[Reading]:

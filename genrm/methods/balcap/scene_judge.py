@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from genrm.engine.types import ChatRequest
+from genrm.methods.captions import chat_body_parts
 
 SCENES: dict[str, frozenset[str]] = {
     "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
@@ -97,6 +98,4 @@ def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES
 
 def responder(body: dict[str, Any], scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
     """For an OpenAI-compatible chat-completions server: the answer to a request body."""
-    image_part, text_part = body["messages"][-1]["content"]
-    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
-    return answer(image_part["image_url"]["url"], text_part["text"], schema, scenes)
+    return answer(*chat_body_parts(body), scenes)

@@ -35,7 +35,7 @@ from typing import Any
 
 from genrm.engine import Judge, ask
 from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward
-from genrm.methods.captions import CaptionAuditPlan
+from genrm.methods.captions import CaptionAuditPlan, check_caption_exposure
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
@@ -55,7 +55,6 @@ from genrm.methods.claimdiff.rewards import (
 )
 from genrm.methods.config import MethodConfig
 
-_EXPOSURES = ("minimal", "vlm")
 _OPTIONS = tuple(f.name for f in dataclasses.fields(ClaimDiffConfig)) + ("answer_format",)
 
 
@@ -106,10 +105,7 @@ class ClaimDiffMethod:
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()
-        if config.exposure not in _EXPOSURES:
-            allowed = " or ".join(_EXPOSURES)
-            raise ValueError(f"the claimdiff method shows its judge the image and both captions; the "
-                             f"{config.exposure} exposure means nothing for it (use {allowed})")  # fmt: skip
+        check_caption_exposure(self.name, config.exposure)
         self.config = config
         self.rewards, self.answer_format = parse_options(options or {})
         self.hall_vs_miss = self.rewards.mode == "hall_vs_miss"

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from genrm.engine import Reader, Reply
-from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object
+from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object, validation_problems
 from genrm.methods.claimdiff.models import DiffAnswer, HallMissAnswer
 
 Failure = Literal["unreadable", "schema", "backend_error"]
@@ -45,11 +45,6 @@ class Reading:
     answer: Answer | None
     failure: Failure | None = None
     reason: str = "read"
-
-
-def _problems(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in errors[:5])
 
 
 def _severity(value: str) -> int:
@@ -143,7 +138,8 @@ def read_answer(text: str, hall_vs_miss: bool = False) -> Reading:
     try:
         return Reading(model.model_validate(raw))  # type: ignore[arg-type]
     except ValidationError as exc:
-        return Reading(None, "schema", f"the judge's {form} answer is not of the expected form: {_problems(exc)}")
+        problems = validation_problems(exc)
+        return Reading(None, "schema", f"the judge's {form} answer is not of the expected form: {problems}")
 
 
 def answer_reader(hall_vs_miss: bool = False) -> Reader[Reading]:
