@@ -189,7 +189,7 @@ def test_the_shipped_example_set_reads_and_its_images_load_for_a_vision_policy()
     assert json.loads(dataset["genrm_instance"][0])["reference"] == instances[0].reference
 
 
-def test_genrm_rl_hands_the_policy_tokenizer_to_the_length_rule():
+def test_genrm_rl_hands_the_policy_tokenizer_to_the_length_rule(tmp_path):
     method = make_method("balcap")
 
     class Letters:  # counts characters, so that the counter in use is plain to see
@@ -201,9 +201,18 @@ def test_genrm_rl_hands_the_policy_tokenizer_to_the_length_rule():
     method.count_tokens_with(Letters())
     prepared = method.prepare(_instance(["A car."]))
     assert (prepared.reference_tokens, prepared.caption_tokens) == (len(REFERENCE), [6])
-    named = make_method("balcap", options={"length_tokenizer": "some/tokenizer"})
-    named.count_tokens_with(Letters())  # the options' own tokenizer wins
-    assert named.settings.length_tokenizer == "some/tokenizer" and named._counter is None
+    with pytest.raises(ValueError, match="length_tokenizer: cannot load"):
+        make_method("balcap", options={"length_tokenizer": str(tmp_path)})  # a folder with no tokenizer in it
+
+
+def test_a_tokenizer_named_in_the_options_counts_and_wins_over_the_policys(tmp_path):
+    from genrm.training.tiny_model import build_tokenizer
+
+    build_tokenizer([REFERENCE, *CAPTIONS], vocab_size=300).save_pretrained(tmp_path / "tok")
+    named = make_method("balcap", options={"length_tokenizer": str(tmp_path / "tok")})
+    counted = named.counter(REFERENCE)
+    named.count_tokens_with(None)  # the policy's tokenizer is not taken: the options named one
+    assert named.counter(REFERENCE) == counted > 0
 
 
 def test_trls_command_line_reward_columns_share_one_judge_call(monkeypatch):

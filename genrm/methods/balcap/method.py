@@ -101,20 +101,17 @@ class BalCapMethod:
         self.config = config
         self.settings = parse_options(options or {})
         self.reward_columns = dict(zip(COLUMNS, self.settings.weights, strict=True))
-        self._counter: TokenCounter | None = None
-
-    @property
-    def counter(self) -> TokenCounter:
-        """How tokens are counted (loaded at first use: a tokenizer named in the options is read then)."""
-        if self._counter is None:
-            self._counter = make_counter(self.settings.length_tokenizer)
-        return self._counter
+        try:  # at set-up, so that a server or a run with a tokenizer it cannot load stops at once, saying so
+            self.counter: TokenCounter = make_counter(self.settings.length_tokenizer)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ValueError(f"balcap option length_tokenizer: cannot load {self.settings.length_tokenizer!r:.200}: "
+                             f"{exc}") from None  # fmt: skip
 
     def count_tokens_with(self, tokenizer: Any) -> None:
         """Count lengths with ``tokenizer`` (the policy's, which ``genrm rl`` hands over) unless the options name
         one."""
         if self.settings.length_tokenizer is None:
-            self._counter = make_counter(tokenizer)
+            self.counter = make_counter(tokenizer)
 
     def prepare(self, instance: BalCapInstance) -> PreparedCaptions:
         """Cut each response's caption and count tokens; raises :class:`MethodInputError` for a reference caption
