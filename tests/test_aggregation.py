@@ -1,4 +1,4 @@
-"""Remapping and hierarchical aggregation, computed by hand; the policy-side helpers (RubiCap, length mask)."""
+"""Remapping and hierarchical aggregation, computed by hand; the length mask of the policy side."""
 
 import pytest
 
@@ -9,7 +9,6 @@ from genrm.methods.rubric.aggregation import (
     content_mask,
     length_conditional_mask,
     remap_group,
-    severity_weighted_mean,
 )
 
 E3, E2, A1 = CriterionSlot("essential", 3), CriterionSlot("essential", 2), CriterionSlot("additional", 1)
@@ -114,12 +113,6 @@ def test_mismatched_rows_and_tau_are_rejected():
         aggregate_group([E3], [[1.0, 1.0]])
     with pytest.raises(ValueError, match="tau"):
         aggregate_group([E3], [[1.0]], tau=1.0)
-
-
-def test_severity_weighted_mean():
-    assert severity_weighted_mean([1, 0, 1], [3, 2, 1]) == pytest.approx(4 / 6)
-    with pytest.raises(ValueError):
-        severity_weighted_mean([1], [0])
 
 
 @pytest.mark.parametrize("length, keep", [(100, True), (50, True), (200, True), (40, False), (250, False)])

@@ -42,11 +42,13 @@ def test_the_scene_judge_charges_every_defect_but_what_the_reference_shares():
     # the modes that count only caption A's errors cannot see the fact the reference leaves out: copying the
     # reference (no difference) scores 1.0, at least the regular caption's 1.0 (a_only) or 0.787 (normalized_a_only)
     for mode in ("a_only", "normalized_a_only"):
-        assert rates[mode]["copied_reference"] == {"pairs": 1, "failed": 0, "false_positives": 1, "rate": 1.0}
+        assert rates[mode]["copied_reference"] == {"pairs": 1, "failed": 0, "false_positives": 1, "rate": 1.0,
+                                                   "rises": int(mode == "normalized_a_only"),
+                                                   "rise_rate": float(mode == "normalized_a_only")}  # fmt: skip
         assert all(rates[mode][c]["rate"] == 0.0 for c in CATEGORIES if c != "copied_reference")
     (worst,) = [p for p in report.worst() if p.setting == "normalized_a_only"]
     assert worst.abnormal == REFERENCE and worst.abnormal_reward == 1.0
-    assert "| copied_reference | 0% of 1 | 0% of 1 | 100% of 1 | 100% of 1 |" in report.markdown()
+    assert "| copied_reference | 0% of 1 | 0% of 1 | 100% of 1 | 100% of 1 (0% rise) |" in report.markdown()
 
 
 def test_a_judge_that_sees_no_difference_is_fooled_by_everything_and_failures_are_apart():
@@ -55,7 +57,8 @@ def test_a_judge_that_sees_no_difference_is_fooled_by_everything_and_failures_ar
     assert all(rates[c]["rate"] == 1.0 for c in CATEGORIES)
     broken = Judge(ScriptedEngine(lambda request: "unsure"), parse_retries=0)
     failed = run_caption_audit([PARK], broken, {"default": {}}).rates()["default"]
-    assert all(failed[c] == {"pairs": 1, "failed": 1, "false_positives": 0, "rate": None} for c in CATEGORIES)
+    assert all(failed[c] == {"pairs": 1, "failed": 1, "false_positives": 0, "rate": None, "rises": 0,
+                             "rise_rate": None} for c in CATEGORIES)  # fmt: skip
 
 
 def test_settings_are_named_option_sets():

@@ -1,6 +1,7 @@
 """``genrm captions``: evaluating caption files with a judge.
 
 genrm captions bcapscore CAPTIONS.jsonl --judge SPEC [-o DIR] [--names A,B] [--method-options JSON]
+genrm captions arena A.jsonl B.jsonl --judge SPEC [-o DIR] [--names A,B] [--seed 0]
 """
 
 from __future__ import annotations
@@ -50,11 +51,48 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_arena(args: argparse.Namespace) -> int:
+    from genrm.cli.data import read_model_lines
+    from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.evaluation.caparena import ArenaCaptions, compare_files
+
+    files = [read_model_lines(path, ArenaCaptions) for path in (args.first, args.second)]
+    if files[0] is None or files[1] is None:
+        return 2
+    names = tuple(n.strip() for n in args.names.split(",")) if args.names else (args.first, args.second)
+    if len(names) != 2:
+        print("genrm captions arena: error: --names takes two names, A,B", file=sys.stderr)
+        return 2
+    try:
+        judge = judge_from_args(args, args.first)
+    except ValueError as exc:
+        print(f"genrm captions arena: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = compare_files(files[0], files[1], judge, names, args.seed)  # type: ignore[arg-type]
+    except ValueError as exc:
+        print(f"genrm captions arena: error: {exc}", file=sys.stderr)
+        return 2
+    except BackendUnavailable as exc:
+        print(f"genrm captions arena: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        run_blocking(judge.aclose())
+    print(report.markdown())
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "arena.md").write_text(report.markdown() + "\n", encoding="utf-8")
+        (out / "arena.json").write_text(report.to_json() + "\n", encoding="utf-8")
+        print(f"\nwrote {out / 'arena.md'} and {out / 'arena.json'}")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``captions`` (with its own subcommands) to the ``genrm`` command."""
     from genrm.cli.settings import json_object
 
-    captions = sub.add_parser("captions", help="evaluate caption files with a judge (b-CapScore)")
+    captions = sub.add_parser("captions", help="evaluate caption files with a judge (b-CapScore, CapArena)")
     captions_sub = captions.add_subparsers(dest="captions_command", required=True, metavar="CAPTIONS_COMMAND")
     bcap = captions_sub.add_parser(
         "bcapscore", help="b-CapScore of captions: harmonic mean of precision, recall and linguistic quality",
@@ -71,3 +109,18 @@ def register(sub: Any) -> None:
     judge_backend_options(bcap)
     bcap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     bcap.set_defaults(handler=_cmd_bcapscore)
+
+    arena = captions_sub.add_parser(
+        "arena", help="CapArena-style pairwise comparison of two caption files: win rate, ties, position bias",
+        description="For each image in both files (matched by id; the first response is the caption), the judge "
+        "picks the better caption or a tie, with positions randomised per image (seeded). Reports wins, losses, "
+        "ties, the win rate and win-lose rate of the first file, and how often the judge chose the caption shown "
+        "first. Failed judgements are counted apart.",
+    )  # fmt: skip
+    arena.add_argument("first", metavar="A.jsonl", help="caption instances (id, image, responses)")
+    arena.add_argument("second", metavar="B.jsonl", help="caption instances of the same images")
+    arena.add_argument("-o", "--output", metavar="DIR", help="also write arena.md and arena.json there")
+    arena.add_argument("--names", metavar="A,B", help="the two files' names in the report")
+    arena.add_argument("--seed", type=int, default=0, help="the positions' random order (default: 0)")
+    judge_backend_options(arena)
+    arena.set_defaults(handler=_cmd_arena)

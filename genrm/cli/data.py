@@ -255,6 +255,50 @@ def _cmd_labels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_caption_rubrics(args: argparse.Namespace) -> int:
+    from genrm.data.caption_rubrics import ImageItem, write_caption_rubrics
+    from genrm.data.judge_data import write_jsonl
+    from genrm.data.teachers import teacher_engine
+
+    items = read_model_lines(args.input, ImageItem)
+    if items is None:
+        return 2
+    try:
+        captioners = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.captioner]
+        student = teacher_engine(args.student, args.api_key_env, device=args.device)
+        writer = teacher_engine(args.writer, args.api_key_env, device=args.device)
+    except ValueError as exc:
+        print(f"genrm data caption-rubrics: error: {exc}", file=sys.stderr)
+        return 2
+    engines = [*captioners, student, writer]
+
+    async def run() -> Any:
+        try:
+            return await write_caption_rubrics(items, captioners, student, writer, args.min_teachers,
+                                               args.concurrency, not args.quiet)  # fmt: skip
+        finally:
+            await _close(engines)
+
+    try:
+        result = _run_or_exit(run())
+    except ValueError as exc:
+        print(f"genrm data caption-rubrics: error: {exc}", file=sys.stderr)
+        return 2
+    if result is None:
+        return 1
+    instances, report = result
+    print(report.markdown())
+    if args.report:
+        Path(args.report).write_text(json.dumps(report.counts(), indent=1) + "\n", encoding="utf-8")
+    if not instances:
+        print("genrm data caption-rubrics: no image kept a criterion; nothing written", file=sys.stderr)
+        return 1
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(instances, args.output)
+    print(f"wrote {len(instances)} rubicap instances to {args.output}")
+    return 0
+
+
 def _teacher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--teacher", action="append", required=True, metavar="SPEC",
                         help="a teacher: MODEL@URL[,URL...] (OpenAI-compatible, e.g. SGLang) or transformers:PATH; "
@@ -347,6 +391,30 @@ def register(sub: Any) -> None:
     labels.add_argument("--no-balance", action="store_true", help="keep every labelled example")
     labels.add_argument("--seed", type=int, default=0)
     labels.set_defaults(handler=_cmd_labels)
+
+    caption_rubrics = data_sub.add_parser(
+        "caption-rubrics", help="per-image caption rubrics from a committee of captioners (RubiCap)",
+        description="Every captioner and the student caption each image; the writer turns the student's "
+        "deficiencies against the captioners' consensus (anonymised as Model 1..K) into binary criteria with "
+        "severity weights 1-3; criteria with another weight, that the student already meets, or that fewer than "
+        "--min-teachers captioners support are dropped. Writes rubicap instances (JSONL) and reports what was "
+        "kept and dropped, and why.",
+    )  # fmt: skip
+    cr = caption_rubrics
+    cr.add_argument("input", metavar="IMAGES.jsonl", help="one {id, image, prompt?, reference?} a line")
+    cr.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+    cr.add_argument("--captioner", action="append", required=True, metavar="SPEC",
+                    help="a captioner of the committee (MODEL@URL or transformers:PATH); repeat")  # fmt: skip
+    cr.add_argument("--student", required=True, metavar="SPEC", help="the student policy (the same forms)")
+    cr.add_argument("--writer", required=True, metavar="SPEC", help="the rubric writer (a VLM)")
+    cr.add_argument("--min-teachers", type=int,
+                    help="captioners that must support a criterion (default: half of them, rounded up)")  # fmt: skip
+    cr.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    cr.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
+    cr.add_argument("--concurrency", type=int, default=8, help="images worked on at once (default: 8)")
+    cr.add_argument("--report", metavar="OUT.json", help="also write the report as JSON")
+    cr.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    cr.set_defaults(handler=_cmd_caption_rubrics)
 
     evaluation = sub.add_parser(
         "eval", help="the reliability table of a judge on labelled examples",

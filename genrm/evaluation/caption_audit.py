@@ -119,6 +119,11 @@ class AuditPair:
         """Whether the abnormal caption was rewarded at least as well as its regular caption."""
         return not self.failed and self.abnormal_reward >= self.regular_reward  # type: ignore[operator]
 
+    @property
+    def rise(self) -> bool:
+        """Whether the abnormal caption was rewarded strictly better than its regular caption (the attack pays)."""
+        return not self.failed and self.abnormal_reward > self.regular_reward  # type: ignore[operator]
+
 
 @dataclass
 class CaptionAuditReport:
@@ -129,18 +134,19 @@ class CaptionAuditReport:
     categories: list[str] = field(default_factory=list)
 
     def rates(self) -> dict[str, dict[str, dict[str, float | int | None]]]:
-        """setting -> category -> ``{"pairs", "failed", "false_positives", "rate"}`` (rate over judged pairs; None
-        when none was judged)."""
+        """setting -> category -> ``{"pairs", "failed", "false_positives", "rate", "rises", "rise_rate"}`` (rates
+        over judged pairs; None when none was judged). A rise is a false positive that the attack made pay: the
+        abnormal caption scored strictly higher; the rest are ties (the reward did not see the defect)."""
         out: dict[str, dict[str, dict[str, float | int | None]]] = {}
         for setting in self.settings:
             out[setting] = {}
             for category in self.categories:
                 pairs = [p for p in self.pairs if p.setting == setting and p.category == category]
                 judged = [p for p in pairs if not p.failed]
-                positives = sum(p.false_positive for p in judged)
+                positives, rises = sum(p.false_positive for p in judged), sum(p.rise for p in judged)
                 out[setting][category] = {"pairs": len(pairs), "failed": len(pairs) - len(judged),
-                                          "false_positives": positives,
-                                          "rate": positives / len(judged) if judged else None}  # fmt: skip
+                                          "false_positives": positives, "rate": _share(positives, len(judged)),
+                                          "rises": rises, "rise_rate": _share(rises, len(judged))}  # fmt: skip
         return out
 
     def worst(self, count: int = 5) -> list[AuditPair]:
@@ -149,7 +155,8 @@ class CaptionAuditReport:
         return sorted(positives, key=lambda p: p.regular_reward - p.abnormal_reward)[:count]  # type: ignore[operator]
 
     def markdown(self) -> str:
-        """The rates as a table (settings as columns), failures apart, and the worst cases."""
+        """The rates as a table (settings as columns; where some false positives are ties, the share that rose),
+        failures apart, and the worst cases."""
         rates = self.rates()
         lines = ["| category | " + " | ".join(self.settings) + " |", "|---" * (len(self.settings) + 1) + "|"]
         for category in self.categories:
@@ -158,7 +165,9 @@ class CaptionAuditReport:
                 cell = rates[setting][category]
                 rate = "n/a" if cell["rate"] is None else f"{100 * cell['rate']:.0f}%"
                 failed = f" ({cell['failed']} failed)" if cell["failed"] else ""
-                cells.append(f"{rate} of {cell['pairs']}{failed}")
+                ties = cell["false_positives"] != cell["rises"]  # type: ignore[operator]
+                rises = f" ({100 * cell['rise_rate']:.0f}% rise)" if ties else ""  # type: ignore[operator]
+                cells.append(f"{rate} of {cell['pairs']}{rises}{failed}")
             lines.append(f"| {category} | " + " | ".join(cells) + " |")
         worst = self.worst()
         if worst:
@@ -172,6 +181,10 @@ class CaptionAuditReport:
         """The report as plain data (for JSON)."""
         return {"settings": self.settings, "categories": self.categories, "rates": self.rates(),
                 "worst": [p.__dict__ for p in self.worst(20)]}  # fmt: skip
+
+
+def _share(count: int, judged: int) -> float | None:
+    return count / judged if judged else None
 
 
 def abnormal_captions(instance: CaptionInstance, categories: Sequence[str] = tuple(CONSTRUCTORS)

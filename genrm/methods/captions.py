@@ -53,10 +53,14 @@ def check_caption_exposure(method: str, exposure: str) -> None:
 
 
 def chat_body_parts(body: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
-    """The image URL, the user text and the JSON schema of an OpenAI chat-completions body whose last message is an
-    image and a text (what a caption method sends), for scripted judges behind an endpoint."""
-    image_part, text_part = body["messages"][-1]["content"]
+    """The image URL (empty when there is none), the user text and the JSON schema of an OpenAI chat-completions
+    body whose last message is a text, or an image and a text (what a caption method sends), for scripted judges
+    behind an endpoint."""
+    content = body["messages"][-1]["content"]
     schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    if isinstance(content, str):
+        return "", content, schema
+    image_part, text_part = content
     return image_part["image_url"]["url"], text_part["text"], schema
 
 

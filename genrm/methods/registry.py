@@ -29,6 +29,7 @@ BUILTIN: dict[str, str] = {
     "rubric": "genrm.methods.rubric.method:RubricMethod",
     "claimdiff": "genrm.methods.claimdiff.method:ClaimDiffMethod",
     "balcap": "genrm.methods.balcap.method:BalCapMethod",
+    "rubicap": "genrm.methods.rubicap.method:RubiCapMethod",
 }
 
 #: The method used when none is named.

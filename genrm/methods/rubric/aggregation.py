@@ -21,8 +21,8 @@ out of the group statistics of step 1, and a response's reward is ``None`` whene
 when a rule that does not depend on them already decides it (a format or length violation, or a scored essential
 criterion that fails), and the explanation says so.
 
-Also here, as helpers for the policy side: RubiCap's severity-weighted pass rate and the length-conditional mask of
-the rubric method's length rule (c-GDPO is in :mod:`genrm.methods.columns`).
+Also here, for the policy side: the length-conditional mask of the rubric method's length rule (c-GDPO is in
+:mod:`genrm.methods.columns`, RubiCap's severity-weighted pass rate in :mod:`genrm.methods.rubicap.rewards`).
 """
 
 from __future__ import annotations
@@ -184,16 +184,6 @@ def aggregate_group(
         aggregate_response(slots, [columns[k][i] for k in range(len(slots))], format_violations[i], length_ok[i])
         for i in range(n)
     ]
-
-
-def severity_weighted_mean(satisfied: Sequence[float], weights: Sequence[float]) -> float:
-    """RubiCap's reward: the severity-weighted share of criteria satisfied, ``sum w_m y_m / sum w_m``, in [0, 1].
-
-    Args:
-        satisfied: per criterion, 1 when fully satisfied and 0 otherwise (values in [0, 1] are weighted as given).
-        weights: per criterion, its severity weight (1 minor, 2 important, 3 critical).
-    """
-    return sum(w * y for w, y in zip(normalized_weights(weights), satisfied, strict=True))
 
 
 def length_conditional_mask(length: float, reference_length: float, low: float = 0.5, high: float = 2.0) -> bool:
