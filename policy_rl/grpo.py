@@ -52,7 +52,7 @@ class PolicyRLArguments:
     judge_api_key_env: str | None = field(
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
-    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, ...)"})
+    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, rubicap)"})
     method_options: str | None = field(
         default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
     )

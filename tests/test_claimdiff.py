@@ -225,7 +225,7 @@ def test_the_shipped_example_set_reads_and_its_images_load_for_a_vision_policy()
 
     from policy_rl.data import policy_dataset
 
-    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "claimdiff" / "captions.jsonl"
+    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "captions" / "captions.jsonl"
     instances = [ClaimDiffInstance.model_validate_json(line) for line in path.read_text().splitlines()]
     assert len(instances) == 4 and all(len(i.responses) == 2 for i in instances)
     dataset = policy_dataset(path, vision=True, model=ClaimDiffInstance)

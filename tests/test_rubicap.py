@@ -259,3 +259,15 @@ def test_genrm_captions_arena_and_the_rubicap_audit_over_http(tmp_path):
     # the rubric reward does not rise for self-praise; both Likert judges do
     assert rates["rubric"]["self_praise"]["rises"] == 0
     assert rates["direct_likert"]["self_praise"]["rises"] == rates["reference_likert"]["self_praise"]["rises"] == 1
+
+
+def test_the_shipped_rubric_set_reads_and_its_images_load_for_a_vision_policy():
+    from pathlib import Path
+
+    from policy_rl.data import policy_dataset
+
+    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "captions" / "rubrics.jsonl"
+    instances = [RubiCapInstance.model_validate_json(line) for line in path.read_text().splitlines()]
+    assert len(instances) == 4 and all(len(i.responses) == 2 and i.reference for i in instances)
+    dataset = policy_dataset(path, vision=True, model=RubiCapInstance)
+    assert [images[0].size for images in dataset["images"]] == [(64, 64)] * 4
