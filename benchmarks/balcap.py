@@ -26,14 +26,13 @@ import argparse
 import functools
 import random
 import sys
-import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from benchmarks.claimdiff import caption, reference, scenes  # noqa: E402
-from benchmarks.loopback import free_port, rate, split_cores, start_server  # noqa: E402
+from benchmarks.loopback import free_port, in_process_rate, rate, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
 from genrm.methods import make_method, score_instance  # noqa: E402
@@ -74,18 +73,6 @@ def judge_calls(groups: list[BalCapInstance], scene_map: dict[str, frozenset[str
                 MethodReward(method, JudgeScorer(Judge(engine), method))(prompts, completions, genrm_instance=column)
         out[name] = len(engine.requests) / len(rows)
     return out
-
-
-def in_process_rate(groups: list[BalCapInstance], scene_map: dict[str, frozenset[str]], seconds: float) -> float:
-    """Responses per second of ``score_instance`` with the scene judge, in this process."""
-    method = make_method("balcap")
-    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for group in groups:
-            score_instance(method, group, judge)
-            done += len(group.responses)
-    return done / (time.perf_counter() - start)
 
 
 def answer_size(groups: list[BalCapInstance], scene_map: dict[str, frozenset[str]]) -> dict[str, float]:
@@ -133,7 +120,10 @@ def main() -> None:
     print(f"{'three reward columns of one batch':<46} {'judge calls / completion':>25}")
     for name, value in calls.items():
         print(f"{name:<46} {value:>25.2f}")
-    rows = [("in process (score_instance, G = 8)", in_process_rate(groups, scene_map, args.seconds))]
+    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
+    rows = [
+        ("in process (score_instance, G = 8)", in_process_rate(make_method("balcap"), groups, judge, args.seconds))
+    ]
     server_core = split_cores()
     port = free_port()
     command = [sys.executable, __file__, "--serve", str(port), "--scene-seed", str(args.scene_seed), "--scenes",

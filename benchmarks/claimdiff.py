@@ -29,16 +29,15 @@ import json
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from benchmarks.loopback import free_port, rate, split_cores, start_server  # noqa: E402
+from benchmarks.loopback import free_port, in_process_rate, rate, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
-from genrm.methods import make_method, score_instance  # noqa: E402
+from genrm.methods import make_method  # noqa: E402
 from genrm.methods.claimdiff.models import ClaimDiffInstance  # noqa: E402
 from genrm.methods.claimdiff.prompts import caption_requests  # noqa: E402
 from genrm.methods.claimdiff.scene_judge import answer, scripted  # noqa: E402
@@ -107,18 +106,6 @@ def _payload(instance: ClaimDiffInstance, text: str, index: int) -> bytes:
     return json.dumps(body).encode()
 
 
-def in_process_rate(groups: list[ClaimDiffInstance], scene_map: dict[str, frozenset[str]], seconds: float) -> float:
-    """Captions per second of ``score_instance`` with the scene judge, in this process."""
-    method = make_method("claimdiff")
-    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for group in groups:
-            score_instance(method, group, judge)
-            done += len(group.responses)
-    return done / (time.perf_counter() - start)
-
-
 def output_per_difference(scene_map: dict[str, frozenset[str]], count: int, seed: int) -> dict[str, dict[str, float]]:
     """Output characters and tokens per difference of the scene judge's answers, in each form."""
     from genrm.training.tiny_model import build_tokenizer
@@ -163,7 +150,10 @@ def main() -> None:
         return
     scene_map = scenes(args.scenes, args.scene_seed)
     groups = instances(scene_map, 1)
-    rows = [("in process (score_instance, G = 8)", in_process_rate(groups, scene_map, args.seconds))]
+    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
+    rows = [
+        ("in process (score_instance, G = 8)", in_process_rate(make_method("claimdiff"), groups, judge, args.seconds))
+    ]
     process, url = _start(split_cores(), args.scene_seed, args.scenes)
     try:
         score_bodies = [('{"groups": [' + g.model_dump_json() + "]}").encode() for g in groups]

@@ -1,5 +1,5 @@
 """What the benchmarks that load a server share: a free loopback port, a server process pinned to one core and
-waited for until healthy, and a closed-loop load of requests in flight for a while.
+waited for until healthy, a closed-loop load of requests in flight for a while, and a method's in-process rate.
 
 Imported by the benchmark scripts beside it (they put this folder's parent first on ``sys.path`` and import it as
 ``benchmarks.loopback``); not a benchmark itself.
@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -43,6 +44,19 @@ def start_server(command: Sequence[str], port: int, core: int | None, what: str,
             process.kill()
             raise RuntimeError(f"the {what} server did not start")
         time.sleep(0.2)
+
+
+def in_process_rate(method: Any, groups: Sequence[Any], judge: Any, seconds: float) -> float:
+    """Responses per second of ``genrm.methods.score_instance`` over ``groups`` (in turn) for ``seconds``, in this
+    process: a method's own cost, no HTTP."""
+    from genrm.methods import score_instance
+
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for group in groups:
+            score_instance(method, group, judge)
+            done += len(group.responses)
+    return done / (time.perf_counter() - start)
 
 
 def split_cores() -> int | None:

@@ -18,13 +18,13 @@ import argparse
 import functools
 import random
 import sys
-import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from benchmarks.claimdiff import caption, scenes  # noqa: E402
+from benchmarks.loopback import in_process_rate  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.engine.scripted import ScriptedEngine  # noqa: E402
 from genrm.methods import make_method, score_instance  # noqa: E402
@@ -84,13 +84,9 @@ def measure(groups: list[RubiCapInstance], scene_map: dict[str, frozenset[str]],
             seen.append(ids)
     output = sum(len(tokenizer(a, add_special_tokens=False)["input_ids"]) for a in answers)
     rollouts = sum(len(g.responses) for g in groups)
-    judge = Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map)))
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for group in groups:
-            score_instance(method, group, judge)
-            done += len(group.responses)
-    rate = done / (time.perf_counter() - start)
+    rate = in_process_rate(
+        method, groups, Judge(ScriptedEngine(functools.partial(scripted, scenes=scene_map))), seconds
+    )
     return {"calls": len(flat) / rollouts, "prompt": prompt_tokens / rollouts, "new_prompt": new_tokens / rollouts,
             "output": output / rollouts, "rate": rate, "verdicts": verdicts}  # fmt: skip
 

@@ -127,44 +127,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_captions(args: argparse.Namespace) -> int:
-    from genrm.cli.data import read_model_lines
-    from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.cli.data import read_model_lines, run_judged, write_report
     from genrm.evaluation.caption_audit import audit_plan, parse_settings, run_caption_audit
-    from genrm.methods import check_judge, make_method
+    from genrm.methods import make_method
 
     try:
         audit_plan(args.method)
         method = make_method(args.method)
+        settings = parse_settings(args.setting) if args.setting else None
     except ValueError as exc:
         print(f"genrm audit captions: error: {exc}", file=sys.stderr)
         return 2
     instances = read_model_lines(args.captions, method.instance_model)
     if instances is None:
         return 2
-    try:
-        settings = parse_settings(args.setting) if args.setting else None
-        judge = judge_from_args(args, args.captions)
-        check_judge(method, judge)
-    except ValueError as exc:
-        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        report = run_caption_audit(instances, judge, settings, progress=not args.quiet, method=args.method)
-    except ValueError as exc:
-        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
-        return 2
-    except BackendUnavailable as exc:
-        print(f"genrm audit captions: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_blocking(judge.aclose())
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    table = report.markdown()
-    (out / "caption_audit.md").write_text(table + "\n", encoding="utf-8")
-    (out / "caption_audit.json").write_text(json.dumps(report.counts(), indent=1) + "\n", encoding="utf-8")
-    print(table)
-    print(f"\nwrote {out / 'caption_audit.md'} and {out / 'caption_audit.json'}")
+    report, code = run_judged("audit captions", args, args.captions, lambda judge: run_caption_audit(
+        instances, judge, settings, progress=not args.quiet, method=args.method), method)  # fmt: skip
+    if code:
+        return code
+    print(report.markdown())
+    write_report(args.output, "caption_audit", report.markdown(), json.dumps(report.counts(), indent=1))
     return 0
 
 

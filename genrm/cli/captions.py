@@ -8,52 +8,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from genrm.cli.data import judge_backend_options, judge_from_args
+from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
 
 
 def _cmd_bcapscore(args: argparse.Namespace) -> int:
-    from genrm.cli.data import read_model_lines
-    from genrm.engine import BackendUnavailable, run_blocking
     from genrm.evaluation.bcapscore import score_captions
-    from genrm.methods import check_judge, make_method
+    from genrm.methods import make_method
     from genrm.methods.balcap.models import BalCapInstance
 
     instances = read_model_lines(args.captions, BalCapInstance)
     if instances is None:
         return 2
     names = [n.strip() for n in args.names.split(",")] if args.names else None
-    try:
-        judge = judge_from_args(args, args.captions)
-        check_judge(make_method("balcap"), judge)
-    except ValueError as exc:
-        print(f"genrm captions bcapscore: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        report = score_captions(instances, judge, args.method_options, names, progress=not args.quiet)
-    except ValueError as exc:
-        print(f"genrm captions bcapscore: error: {exc}", file=sys.stderr)
-        return 2
-    except BackendUnavailable as exc:
-        print(f"genrm captions bcapscore: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_blocking(judge.aclose())
+    report, code = run_judged("captions bcapscore", args, args.captions, lambda judge: score_captions(
+        instances, judge, args.method_options, names, progress=not args.quiet), make_method("balcap"))  # fmt: skip
+    if code:
+        return code
     print(report.markdown())
     if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bcapscore.md").write_text(report.markdown() + "\n", encoding="utf-8")
-        (out / "bcapscore.json").write_text(report.to_json() + "\n", encoding="utf-8")
-        print(f"\nwrote {out / 'bcapscore.md'} and {out / 'bcapscore.json'}")
+        write_report(args.output, "bcapscore", report.markdown(), report.to_json())
     return 0
 
 
 def _cmd_arena(args: argparse.Namespace) -> int:
-    from genrm.cli.data import read_model_lines
-    from genrm.engine import BackendUnavailable, run_blocking
     from genrm.evaluation.caparena import ArenaCaptions, compare_files
 
     files = [read_model_lines(path, ArenaCaptions) for path in (args.first, args.second)]
@@ -63,28 +42,13 @@ def _cmd_arena(args: argparse.Namespace) -> int:
     if len(names) != 2:
         print("genrm captions arena: error: --names takes two names, A,B", file=sys.stderr)
         return 2
-    try:
-        judge = judge_from_args(args, args.first)
-    except ValueError as exc:
-        print(f"genrm captions arena: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        report = compare_files(files[0], files[1], judge, names, args.seed)  # type: ignore[arg-type]
-    except ValueError as exc:
-        print(f"genrm captions arena: error: {exc}", file=sys.stderr)
-        return 2
-    except BackendUnavailable as exc:
-        print(f"genrm captions arena: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_blocking(judge.aclose())
+    report, code = run_judged("captions arena", args, args.first,
+                              lambda judge: compare_files(files[0], files[1], judge, names, args.seed))  # fmt: skip
+    if code:
+        return code
     print(report.markdown())
     if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "arena.md").write_text(report.markdown() + "\n", encoding="utf-8")
-        (out / "arena.json").write_text(report.to_json() + "\n", encoding="utf-8")
-        print(f"\nwrote {out / 'arena.md'} and {out / 'arena.json'}")
+        write_report(args.output, "arena", report.markdown(), report.to_json())
     return 0
 
 

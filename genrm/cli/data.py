@@ -137,6 +137,45 @@ def _teachers(args: argparse.Namespace) -> list[Any]:
     return [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.teacher]
 
 
+def run_judged(
+    command: str, args: argparse.Namespace, data_file: str, work: Any, method: Any = None
+) -> tuple[Any, int]:
+    """Open the judge the options name (checked against ``method`` when given), run ``work(judge)``, close the judge.
+
+    Returns ``(result, 0)``, or ``(None, code)`` after saying why on standard error: 2 for a setting or an input that
+    is refused (a ValueError), 1 when the judge cannot be reached at all. ``command`` names the command in messages.
+    """
+    from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.methods import check_judge
+
+    try:
+        judge = judge_from_args(args, data_file)
+        if method is not None:
+            check_judge(method, judge)
+    except ValueError as exc:
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
+        return None, 2
+    try:
+        return work(judge), 0
+    except ValueError as exc:
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
+        return None, 2
+    except BackendUnavailable as exc:
+        print(f"genrm {command}: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+        return None, 1
+    finally:
+        run_blocking(judge.aclose())
+
+
+def write_report(directory: str, stem: str, markdown: str, json_text: str) -> None:
+    """Write ``STEM.md`` and ``STEM.json`` into ``directory`` (made if missing) and say so."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(markdown + "\n", encoding="utf-8")
+    (out / f"{stem}.json").write_text(json_text + "\n", encoding="utf-8")
+    print(f"\nwrote {out / (stem + '.md')} and {out / (stem + '.json')}")
+
+
 def read_model_lines(path: str, model: Any) -> list[Any] | None:
     """Every line of a JSONL file as ``model``; None (after saying which line and why) when one is invalid."""
     from pydantic import ValidationError
