@@ -1,0 +1,49 @@
+"""``genrm pairs``: the pairwise judge (MJ1) on labelled pairs.
+
+genrm pairs eval PAIRS.jsonl --judge SPEC [--conditions real,shuffled,blank] [--seed 0] [-o DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from genrm.evaluation.pairs import evaluate_pairs
+    from genrm.methods.pairwise.models import PairExample
+
+    pairs = read_model_lines(args.pairs, PairExample)
+    if pairs is None:
+        return 2
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    report, code = run_judged("pairs eval", args, args.pairs,
+                              lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed))  # fmt: skip
+    if code:
+        return code
+    print(report.markdown())
+    if args.output:
+        write_report(args.output, "pairs_eval", report.markdown(), report.to_json())
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``pairs`` (with its own subcommands) to the ``genrm`` command."""
+    pairs = sub.add_parser("pairs", help="the pairwise judge (MJ1): evaluate it on labelled pairs")
+    pairs_sub = pairs.add_subparsers(dest="pairs_command", required=True, metavar="PAIRS_COMMAND")
+    evaluation = pairs_sub.add_parser(
+        "eval", help="accuracy, A-rate and swap consistency of a pairwise judge, under image conditions",
+        description="Judge every pair as given and with its responses swapped, and report per image condition the "
+        "accuracy (both orders), the rate of choosing position A, and the share of pairs whose two judgements "
+        "prefer the same response. Conditions: real images, shuffled ones (another pair's image), a blank grey "
+        "square (MJ1's grounding diagnostic). Failed judgements (no readable scores, a tie) are counted apart.",
+    )  # fmt: skip
+    evaluation.add_argument("pairs", metavar="PAIRS.jsonl", help="labelled pairs (id, prompt, image, response_a, "
+                            "response_b, family, label)")  # fmt: skip
+    evaluation.add_argument("--conditions", default="real", help="image conditions, comma-separated (real)")
+    evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")
+    evaluation.add_argument("-o", "--output", metavar="DIR", help="also write pairs_eval.md and pairs_eval.json")
+    judge_backend_options(evaluation)
+    evaluation.set_defaults(handler=_cmd_eval)

@@ -1,0 +1,151 @@
+"""Evaluating a pairwise judge (MJ1) on labelled pairs: accuracy, the rate of choosing position A, swap consistency,
+and the image-condition diagnostic of MJ1's figure 4.
+
+Every pair is judged twice, as given and with its responses swapped. Per image condition:
+
+- **accuracy**: the share of judgements (both orders) that prefer the labelled response;
+- **A-rate**: the share of judgements that prefer whatever is in position A (0.5 for a judge without position bias on
+  balanced data; 1.0 for one that always picks the first);
+- **swap consistency**: the share of pairs judged in both orders whose two judgements prefer the same response;
+- failed judgements (no readable scores, a tie) counted apart, never as a choice.
+
+Image conditions: ``real`` (each pair's own image), ``shuffled`` (each pair with another pair's image: a seeded
+derangement over the pairs that have one) and ``blank`` (a grey square). A judge that reads the image loses accuracy
+on shuffled and blank images; one that does not, loses nothing, which is the point of looking. Pairs without an image
+are judged under ``real`` only.
+
+Not here: the judge (:mod:`genrm.engine`), the prompt and reader (:mod:`genrm.methods.pairwise`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal, get_args
+
+from genrm.engine import Judge, ask, run_blocking
+from genrm.methods.pairwise.models import PairExample
+from genrm.methods.pairwise.prompts import pair_request
+from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
+
+Condition = Literal["real", "shuffled", "blank"]
+CONDITIONS: tuple[Condition, ...] = get_args(Condition)
+
+
+@dataclass(frozen=True)
+class ConditionFigures:
+    """One image condition's figures (rates are None when nothing was judged)."""
+
+    condition: str
+    pairs: int
+    judgements: int
+    failed: int
+    accuracy: float | None
+    a_rate: float | None
+    consistency: float | None
+
+
+def blank_image() -> str:
+    """A 64x64 mid-grey PNG as a data URI."""
+    from PIL import Image
+
+    from genrm.engine.images import png_data_uri
+
+    return png_data_uri(Image.new("RGB", (64, 64), (128, 128, 128)))
+
+
+def derangement(count: int, seed: int) -> list[int]:
+    """A seeded permutation of ``range(count)`` that moves every index (count >= 2)."""
+    if count < 2:
+        raise ValueError("shuffling images needs at least two pairs with an image")
+    rng = random.Random(seed)
+    while True:
+        order = list(range(count))
+        rng.shuffle(order)
+        if all(i != j for i, j in enumerate(order)):
+            return order
+
+
+def images_for(pairs: Sequence[PairExample], condition: Condition, seed: int = 0) -> list[str | None]:
+    """The image each pair is shown under ``condition`` (pairs without an image keep none)."""
+    if condition == "real":
+        return [p.image for p in pairs]
+    if condition == "blank":
+        blank = blank_image()
+        return [blank if p.image else None for p in pairs]
+    with_image = [i for i, p in enumerate(pairs) if p.image]
+    shown: list[str | None] = [p.image for p in pairs]
+    for i, j in zip(with_image, derangement(len(with_image), seed), strict=True):
+        shown[i] = pairs[with_image[j]].image
+    return shown
+
+
+def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple[PairJudgement, PairJudgement]]
+            ) -> ConditionFigures:  # fmt: skip
+    """The figures of one condition from each pair's judgements (as given, swapped)."""
+    choices: list[tuple[str, str | None]] = []  # (position chosen, labelled position)
+    consistent = both = failed = 0
+    for pair, (given, swapped) in zip(pairs, judged, strict=True):
+        flipped = pair.swapped().label
+        for judgement, label in ((given, pair.label), (swapped, flipped)):
+            if judgement.preference is None:
+                failed += 1
+            else:
+                choices.append((judgement.preference, label))
+        if given.preference is not None and swapped.preference is not None:
+            both += 1
+            consistent += given.preference != swapped.preference  # the same response, in the other position
+    labelled = [(c, label) for c, label in choices if label is not None]
+    return ConditionFigures(
+        condition, len(pairs), len(choices) + failed, failed,
+        sum(c == label for c, label in labelled) / len(labelled) if labelled else None,
+        sum(c == "A" for c, _ in choices) / len(choices) if choices else None,
+        consistent / both if both else None,
+    )  # fmt: skip
+
+
+@dataclass
+class PairReport:
+    """The figures of every condition."""
+
+    conditions: list[ConditionFigures]
+
+    def markdown(self) -> str:
+        """The figures as a table, one row per condition."""
+        lines = ["| images | pairs | judgements | failed | accuracy | A-rate | swap consistency |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for f in self.conditions:
+            rates = ["n/a" if v is None else f"{v:.3f}" for v in (f.accuracy, f.a_rate, f.consistency)]
+            lines.append(f"| {f.condition} | {f.pairs} | {f.judgements} | {f.failed} | {' | '.join(rates)} |")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        """The figures as JSON."""
+        return json.dumps({"conditions": [asdict(f) for f in self.conditions]}, indent=1)
+
+
+def evaluate_pairs(
+    pairs: Sequence[PairExample], judge: Judge, conditions: Sequence[str] = ("real",), seed: int = 0
+) -> PairReport:
+    """Judge every pair in both orders under each image condition (see the module docstring).
+
+    Raises ValueError for an unknown condition, or shuffling with fewer than two pairs that have an image;
+    ``genrm.engine.BackendUnavailable`` when the judge cannot be reached at all.
+    """
+    if judge.engine is None:
+        raise ValueError("the pairwise judge is a model; 'rule' runs none")
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown image condition {unknown[0]!r:.40}; known: {', '.join(CONDITIONS)}")
+    report = PairReport([])
+    for condition in conditions:
+        chosen = list(pairs) if condition == "real" else [p for p in pairs if p.image]
+        shown = images_for(chosen, condition, seed)  # type: ignore[arg-type]
+        requests = [pair_request(p, image) for p, image in zip(chosen, shown, strict=True)]
+        requests += [pair_request(p.swapped(), image) for p, image in zip(chosen, shown, strict=True)]
+        read = run_blocking(ask(judge.engine, requests, judgement_reader(), judge.parse_retries))
+        judged = list(zip(read[: len(chosen)], read[len(chosen) :], strict=True))
+        report.conditions.append(figures(condition, chosen, judged))
+    return report
