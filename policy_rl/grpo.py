@@ -52,7 +52,9 @@ class PolicyRLArguments:
     judge_api_key_env: str | None = field(
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
-    method: str = field(default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, rubicap)"})
+    method: str = field(
+        default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, rubicap, pairwise)"}
+    )
     method_options: str | None = field(
         default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
     )

@@ -46,7 +46,7 @@ class ServerSettings(BaseSettings):
     backend: BackendName = Field("rule", description="the judge backend")
     method: str = Field(
         DEFAULT_METHOD, min_length=1, max_length=64,
-        description="the reward method served (rubric, claimdiff, balcap, rubicap, or an installed plug-in)",
+        description="the reward method served (rubric, claimdiff, balcap, rubicap, pairwise, or a plug-in)",
     )  # fmt: skip
     method_options: dict[str, Any] = Field(
         default_factory=dict, description="settings of the reward method itself (see the method's documentation)"

@@ -178,3 +178,67 @@ def test_the_reasoning_prompt_is_the_golden_one():
     # A trained judge reads this format: a change to it is a new format version, made on purpose (update the file).
     golden = (Path(__file__).with_name("golden") / "pairwise_system_reasoning.txt").read_text(encoding="utf-8")
     assert pair_request(PAIRS[0]).prompt.system == golden
+
+
+def _reward_instance(responses):
+    from genrm.methods.pairwise.method import PairwiseInstance
+
+    return PairwiseInstance(id="red", prompt="What colour fills this image?", image="red.png",
+                            reference="The image is filled with green.", responses=responses)  # fmt: skip
+
+
+ROLLOUTS = ["It is red.", "It is blue.", "It is green."]
+
+
+def test_as_a_reward_each_response_is_compared_with_the_reference_in_both_orders():
+    from genrm.methods import make_method, score_instance
+
+    engine = ScriptedEngine(functools.partial(colour_judge, base_dir=PAIRS_FILE.parent))
+    result = score_instance(make_method("pairwise"), _reward_instance(ROLLOUTS), Judge(engine))
+    # red beats the (wrong) green reference in both orders; blue and green name no better colour than it: the colour
+    # judge falls back on position A, so each wins once in two orders
+    assert result.rewards == [1.0, 0.5, 0.5] and len(engine.requests) == 6
+    assert [r.consistent for r in result.records] == [True, False, False]
+    assert result.records[0].scores == [(8, 3), (8, 3)]  # (response, reference) in both orders
+
+
+def test_the_swap_check_cancels_a_position_bias_that_fools_a_single_order():
+    from genrm.methods import make_method, score_instance
+
+    biased = Judge(ScriptedEngine(position_judge))
+    swapped = score_instance(make_method("pairwise"), _reward_instance(ROLLOUTS), biased)
+    single = score_instance(make_method("pairwise", options={"swap": False}), _reward_instance(ROLLOUTS), biased)
+    assert swapped.rewards == [0.5] * 3 and single.rewards == [1.0] * 3
+    with pytest.raises(ValueError, match="swap must be true or false"):
+        make_method("pairwise", options={"swap": "yes"})
+    failed = score_instance(
+        make_method("pairwise"),
+        _reward_instance(ROLLOUTS[:1]),
+        Judge(ScriptedEngine(lambda r: "<scores>\\boxed{4, 4}</scores>"), parse_retries=0),
+    )
+    assert failed.rewards == [None] and failed.records[0].failure == "tie"
+
+
+def test_the_pairwise_reward_through_genrm_score_the_server_and_verl_over_http(tmp_path):
+    import httpx
+    from fake_judge import AppServer
+
+    from policy_rl.verl_reward import compute_score_batch
+    from serving.app import create_app
+    from serving.settings import ServerSettings
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(_reward_instance(ROLLOUTS).model_dump_json() + "\n")
+    column = [_reward_instance([]).model_dump_json()] * 3
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder(colour_judge, PAIRS_FILE.parent)
+        spec = f"openai:judge@{judge.url}"
+        code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "pairwise", "--judge",
+                     spec, "-q"])  # fmt: skip
+        with AppServer(create_app(ServerSettings(method="pairwise", judge=spec))) as server:
+            body = {"groups": [_reward_instance(ROLLOUTS).model_dump()]}
+            scored = httpx.post(f"{server.root}/v1/score", json=body).json()
+        verl = compute_score_batch(["red"] * 3, ROLLOUTS, column, None, judge=spec, method="pairwise")
+    assert code == 0 and json.loads((tmp_path / "out.jsonl").read_text())["rewards"] == [1.0, 0.5, 0.5]
+    assert scored["groups"][0]["rewards"] == [1.0, 0.5, 0.5]
+    assert [r["score"] for r in verl] == [1.0, 0.5, 0.5] and verl[0]["swap_consistent"] == 1.0

@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "claimdiff": "genrm.methods.claimdiff.method:ClaimDiffMethod",
     "balcap": "genrm.methods.balcap.method:BalCapMethod",
     "rubicap": "genrm.methods.rubicap.method:RubiCapMethod",
+    "pairwise": "genrm.methods.pairwise.method:PairwiseMethod",
 }
 
 #: The method used when none is named.
