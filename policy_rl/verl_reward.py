@@ -110,7 +110,7 @@ def compute_score_batch(
             for truth, info in zip(ground_truths, infos, strict=True)]  # fmt: skip
     scores = reward.score_rows(list(solution_strs), list(ground_truths), keys)
     if decoupled:
-        scores = _decoupled(scores, keys, list(reward.method.reward_columns.values()))  # type: ignore[attr-defined]
+        scores = _decoupled(scores, keys, dict(reward.method.reward_columns))  # type: ignore[attr-defined]
     # verl gathers each figure into one list over the batch: every row gets every figure (NaN where it has none).
     names = sorted({name for score in scores for name in score.extra})
     return [_result(score, key, names, unknown_reward) for score, key in zip(scores, keys, strict=True)]
@@ -129,15 +129,16 @@ def compute_score(
 _AGGREGATIONS = ("weighted_mean", "normalize_then_sum")
 
 
-def _decoupled(scores: list[RowScore], keys: list[str], weights: list[float]) -> list[RowScore]:
+def _decoupled(scores: list[RowScore], keys: list[str], weights: dict[str, float]) -> list[RowScore]:
     # Each group's decoupled sum (eq. 2.4-2.5), less the advantage penalty; the scalar reward kept as extra info.
     groups: dict[str, list[int]] = {}
     for row, key in enumerate(keys):
         groups.setdefault(key, []).append(row)
     out = list(scores)
     for rows in groups.values():
-        columns = [[None if scores[r].reward is None else v for v in scores[r].columns.values()] for r in rows]
-        for row, value in zip(rows, group_normalized_sum(columns, weights), strict=True):
+        columns = [[None if scores[r].reward is None else scores[r].columns.get(name) for name in weights]
+                   for r in rows]  # fmt: skip
+        for row, value in zip(rows, group_normalized_sum(columns, list(weights.values())), strict=True):
             score = scores[row]
             if value is not None and score.reward is not None:
                 extra = {**score.extra, "reward": score.reward}

@@ -151,6 +151,8 @@ def test_image_conditions():
         images_for(PAIRS[:1], "shuffled")
     with pytest.raises(ValueError, match="unknown image condition 'dark'"):
         evaluate_pairs(PAIRS, Judge(ScriptedEngine(position_judge)), ["dark"])
+    with pytest.raises(ValueError, match="these pairs have images, and .* cannot see them"):
+        evaluate_pairs(PAIRS, Judge(ScriptedEngine(position_judge, sees_images=False)))
 
 
 def test_failed_judgements_are_counted_apart():

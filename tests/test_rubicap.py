@@ -237,6 +237,8 @@ def test_caparena_counts_wins_ties_and_failures_with_positions_randomised(tmp_pa
     assert 0 < shown_first < 20 and figures["chose_shown_first"] == pytest.approx(shown_first / 20)
     even = compare_files(good, tied, judge).figures()
     assert even["ties"] == 20 and even["win_rate"] == 0.5 and even["chose_shown_first"] is None
+    with pytest.raises(ValueError, match="needs a judge model that sees images"):
+        compare_files(good, weak, Judge(ScriptedEngine(scripted, sees_images=False)))
     failed = compare_files(good[:2], weak[:2], Judge(ScriptedEngine(lambda r: "A is better"), parse_retries=0))
     assert failed.figures()["failed"] == 2 and failed.figures()["win_rate"] is None
 

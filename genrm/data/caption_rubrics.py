@@ -100,7 +100,7 @@ async def rubric_for(
 ) -> RubiCapInstance | None:
     """The rubicap instance of one image (None when it is skipped or keeps no criterion; ``report`` says which)."""
     report.images += 1
-    teachers = [c for c in await asyncio.gather(*(_caption(engine, item) for engine in captioners))]
+    teachers = await asyncio.gather(*(_caption(engine, item) for engine in captioners))
     report.captioner_failures += sum(c is None for c in teachers)
     answered = [c for c in teachers if c is not None]
     if len(answered) < needed:

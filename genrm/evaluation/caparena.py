@@ -160,8 +160,8 @@ def compare_files(
     Raises ValueError for an instance with no caption; ``genrm.engine.BackendUnavailable`` when the judge cannot be
     reached at all.
     """
-    if judge.engine is None:
-        raise ValueError("the arena needs a judge model that sees images; 'rule' runs none")
+    if judge.engine is None or not judge.sees_images:
+        raise ValueError(f"the arena needs a judge model that sees images; {judge.model} does not")
     by_id = {i.id: i for i in second}
     matched = [(a, by_id[a.id]) for a in first if a.id in by_id]
     for a, b in matched:

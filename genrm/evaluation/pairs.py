@@ -136,6 +136,8 @@ def evaluate_pairs(
     """
     if judge.engine is None:
         raise ValueError("the pairwise judge is a model; 'rule' runs none")
+    if any(p.image for p in pairs) and not judge.sees_images:
+        raise ValueError(f"these pairs have images, and {judge.model} cannot see them")
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown image condition {unknown[0]!r:.40}; known: {', '.join(CONDITIONS)}")
