@@ -263,7 +263,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
         print(f"genrm data labels: error: the {method.name} method has no judge training", file=sys.stderr)
         return 2
     training = method.judge_training()
-    instances = read_model_lines(args.input, method.instance_model)
+    instances = read_model_lines(args.input, training.input_model or method.instance_model)
     if instances is None:
         return 2
     teachers = _teachers(args)
@@ -418,8 +418,9 @@ def register(sub: Any) -> None:
         description="Every teacher judges every response of the instances as the method's judge would. Rubric "
         "method: per criterion the median credit is kept and, for verifiable criteria, the extracted value of a "
         "teacher whose credit equals it. Claimdiff method: the differences of the first teacher (in the order "
-        "given) whose answer reads, when at least --min-teachers answers read. Writes train.jsonl, test.jsonl (no "
-        "input in both) and labels_report.json.",
+        "given) whose answer reads, when at least --min-teachers answers read. Pairwise method (its input is "
+        "labelled pairs): the tagged answer of the first teacher whose well-formed answer prefers the label. Writes "
+        "train.jsonl, test.jsonl (no input in both) and labels_report.json.",
     )  # fmt: skip
     labels.add_argument("input", metavar="INSTANCES.jsonl")
     labels.add_argument("--method", default="rubric", help="the reward method whose judge is labelled (rubric)")

@@ -183,6 +183,8 @@ class JudgeTraining:
         images: whether every record shows the judge its image (an ``images`` column), whatever the exposure.
         label: ``async (instances, teachers, min_teachers, concurrency, progress) -> (examples, report)``: labels
             from teacher engines; the report has ``markdown()`` and ``counts()``.
+        input_model: the model of what ``label`` reads (one line of ``genrm data labels``' input); None for the
+            method's instance model.
     """
 
     example_model: type[BaseModel]
@@ -191,6 +193,7 @@ class JudgeTraining:
     reward_funcs: tuple[Callable[..., list[float]], ...]
     images: bool
     label: Callable[..., Any]
+    input_model: type[BaseModel] | None = None
 
 
 @runtime_checkable

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import MAX_RESPONSES, GroupResult, ResultTally, UnknownReward
+from genrm.methods.base import MAX_RESPONSES, GroupResult, JudgeTraining, ResultTally, UnknownReward
 from genrm.methods.config import MethodConfig
 from genrm.methods.pairwise.models import Family, PairExample
 from genrm.methods.pairwise.prompts import pair_request
@@ -163,6 +163,16 @@ class PairwiseMethod:
         """Whether both orders agreed (with the swap), for a judged response."""
         record = result.records[index]
         return {} if record.consistent is None else {"swap_consistent": float(record.consistent)}
+
+    def judge_training(self) -> JudgeTraining:
+        """The pairwise judge's training: teacher traces that prefer the label, the format and correctness rewards
+        (:mod:`.judge_training`); every record shows the prompt's image; ``genrm data labels`` reads labelled
+        pairs."""
+        from genrm.methods.pairwise import judge_training as training
+
+        rewards = (training.format_reward_func, training.correctness_reward_func)
+        return JudgeTraining(training.PairTrace, training.sft_record, training.rlvr_record, rewards, True,
+                             training.label_pairs, input_model=PairExample)  # fmt: skip
 
     def tally(self, result: PairwiseResult) -> ResultTally:
         """The judge failures met."""
