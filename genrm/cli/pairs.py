@@ -1,11 +1,14 @@
 """``genrm pairs``: the pairwise judge (MJ1) on labelled pairs.
 
 genrm pairs eval PAIRS.jsonl --judge SPEC [--conditions real,shuffled,blank] [--seed 0] [-o DIR]
+genrm pairs train --config RECIPE.yaml [--field value ...]      # GRPO of the judge with the swap in the loop
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
@@ -29,6 +32,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def pairs_train_parser() -> Any:
+    """The ``trl.TrlParser`` of ``genrm pairs train`` (recipe keys and ``--flags`` of ``SwapGRPOArguments``)."""
+    from trl import TrlParser
+
+    from genrm.training.pairwise_grpo import SwapGRPOArguments
+
+    return TrlParser((SwapGRPOArguments,), prog="genrm pairs train")
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from genrm.training.pairwise_grpo import run_swap_grpo
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    (arguments,) = pairs_train_parser().parse_args_and_config(args=args.rest)
+    try:
+        run_swap_grpo(arguments)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"genrm pairs train: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``pairs`` (with its own subcommands) to the ``genrm`` command."""
     pairs = sub.add_parser("pairs", help="the pairwise judge (MJ1): evaluate it on labelled pairs")
@@ -47,3 +72,10 @@ def register(sub: Any) -> None:
     evaluation.add_argument("-o", "--output", metavar="DIR", help="also write pairs_eval.md and pairs_eval.json")
     judge_backend_options(evaluation)
     evaluation.set_defaults(handler=_cmd_eval)
+
+    train = pairs_sub.add_parser(
+        "train", help="GRPO of the pairwise judge with MJ1's swap in the loop", add_help=False, prefix_chars="+",
+        description="Arguments go to TRL's parser: --config recipe.yaml and any field of SwapGRPOArguments.",
+    )  # fmt: skip
+    train.add_argument("rest", nargs=argparse.REMAINDER)  # with "+" as prefix, every --flag is left to TRL
+    train.set_defaults(handler=_cmd_train)
