@@ -93,6 +93,12 @@ class UnknownReward:
     kind: str = "unknown"
 
 
+def judge_failed(failure: str | None, reason: str | None, what: str = "this response") -> UnknownReward:
+    """The unknown reward of a response whose judgement failed (``failure``: its class, ``reason``: why), which a
+    retry may mend; ``what`` names what was judged (``this caption``, ``a comparison``)."""
+    return UnknownReward(f"the judge failed on {what} ({failure}: {reason}); retry", True, kind="judge_failure")
+
+
 @dataclass(frozen=True)
 class ResultTally:
     """What a server counts of one scored group: the judge failures and verifier statuses it met."""

@@ -40,7 +40,7 @@ from genrm.methods.balcap.models import BalCapInstance, BalCapRecord, BalCapResu
 from genrm.methods.balcap.prompts import caption_requests
 from genrm.methods.balcap.reading import Reading, answer_reader
 from genrm.methods.balcap.rewards import BalCapConfig
-from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
+from genrm.methods.base import MethodInputError, ResultTally, UnknownReward, judge_failed
 from genrm.methods.captions import CaptionAuditPlan, answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
 
@@ -184,8 +184,7 @@ class BalCapMethod:
     def unknown_reward(self, result: BalCapResult, index: int) -> UnknownReward:
         """Every unknown reward of this method is the judge's failure (retry)."""
         record = result.records[index]
-        return UnknownReward(f"the judge failed on this caption ({record.failure}: {record.failure_reason}); retry",
-                             True, kind="judge_failure")  # fmt: skip
+        return judge_failed(record.failure, record.failure_reason, "this caption")
 
     def extra_logs(self, result: BalCapResult, index: int) -> dict[str, float]:
         """The caption's three rewards (when known), its length ratio, whether it is in the band, and the linear

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward
+from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward, judge_failed
 from genrm.methods.captions import CaptionAuditPlan, check_caption_exposure
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
@@ -179,8 +179,7 @@ class ClaimDiffMethod:
     def unknown_reward(self, result: ClaimDiffResult, index: int) -> UnknownReward:
         """Every unknown reward of this method is the judge's failure (retry)."""
         record = result.records[index]
-        return UnknownReward(f"the judge failed on this caption ({record.failure}: {record.failure_reason}); retry",
-                             True, kind="judge_failure")  # fmt: skip
+        return judge_failed(record.failure, record.failure_reason, "this caption")
 
     def extra_logs(self, result: ClaimDiffResult, index: int) -> dict[str, float]:
         """The caption's accuracy and format parts, error counts, differences and hedging penalty (the counts of a

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import MAX_RESPONSES, GroupResult, JudgeTraining, ResultTally, UnknownReward
+from genrm.methods.base import MAX_RESPONSES, GroupResult, JudgeTraining, ResultTally, UnknownReward, judge_failed
 from genrm.methods.config import MethodConfig
 from genrm.methods.pairwise.models import Family, PairExample
 from genrm.methods.pairwise.prompts import pair_request
@@ -156,8 +156,7 @@ class PairwiseMethod:
     def unknown_reward(self, result: PairwiseResult, index: int) -> UnknownReward:
         """Every unknown reward of this method is the judge's failure (retry)."""
         record = result.records[index]
-        return UnknownReward(f"the judge failed on a comparison ({record.failure}: {record.failure_reason}); retry",
-                             True, kind="judge_failure")  # fmt: skip
+        return judge_failed(record.failure, record.failure_reason, "a comparison")
 
     def extra_logs(self, result: PairwiseResult, index: int) -> dict[str, float]:
         """Whether both orders agreed (with the swap), for a judged response."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import MethodInputError, ResultTally, UnknownReward
+from genrm.methods.base import MethodInputError, ResultTally, UnknownReward, judge_failed
 from genrm.methods.captions import CaptionAuditPlan, answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
 from genrm.methods.rubicap.models import CriterionVerdict, LikertScore, RubiCapInstance, RubiCapRecord, RubiCapResult
@@ -162,8 +162,7 @@ class RubiCapMethod:
     def unknown_reward(self, result: RubiCapResult, index: int) -> UnknownReward:
         """Every unknown reward of this method is the judge's failure (retry)."""
         record = result.records[index]
-        return UnknownReward(f"the judge failed on this caption ({record.failure}: {record.failure_reason}); retry",
-                             True, kind="judge_failure")  # fmt: skip
+        return judge_failed(record.failure, record.failure_reason, "this caption")
 
     def extra_logs(self, result: RubiCapResult, index: int) -> dict[str, float]:
         """The share of criteria met (unweighted) and, for the baselines, the Likert score."""
