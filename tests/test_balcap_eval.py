@@ -14,7 +14,13 @@ from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.evaluation.bcapscore import score_captions, system_names
-from genrm.evaluation.caption_audit import abnormal_captions, audit_plan, run_caption_audit
+from genrm.evaluation.caption_audit import (
+    MASTER_KEYS,
+    abnormal_captions,
+    audit_plan,
+    master_key_categories,
+    run_caption_audit,
+)
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.balcap.scene_judge import responder, scripted
 
@@ -94,5 +100,31 @@ def test_genrm_captions_bcapscore_and_audit_over_http(tmp_path, capsys):
     summary = json.loads((tmp_path / "b" / "bcapscore.json").read_text())["summary"]
     assert summary["caption 1"]["b_capscore"] == pytest.approx(3 / (1 + 1 + 9 / 8))
     counts = json.loads((tmp_path / "a" / "caption_audit.json").read_text())
-    assert counts["categories"] == list(CATEGORIES) and counts["rates"]["default"]["repetition"]["rate"] == 0.0
+    assert counts["categories"] == [*CATEGORIES, *master_key_categories()]
+    assert counts["rates"]["default"]["repetition"]["rate"] == 0.0
     assert "the rubric method is not a caption method" in capsys.readouterr().err
+
+
+def test_master_keys_alone_and_around_a_wrong_caption_with_a_rate_per_key():
+    made = [(c, t) for _, c, t in abnormal_captions(PARK, ["master_key:solution", "master_key:period"])]
+    wrong = REGULAR + " A giraffe is there too."
+    assert made == [("master_key:solution", "Solution"), ("master_key:solution", f"Solution {wrong}"),
+                    ("master_key:solution", f"{wrong} Solution"), ("master_key:period", "."),
+                    ("master_key:period", f". {wrong}"), ("master_key:period", f"{wrong} .")]  # fmt: skip
+    assert len(MASTER_KEYS) == len(master_key_categories()) >= 12
+
+    def fooled_by_keys(request):  # credits everything once a word key is in the caption, else rules as the scene
+        caption = request.prompt.user.rsplit("SYNTHETIC CAPTION (to evaluate):\n", 1)[-1]
+        return FOOLED if any(k in caption for k in ("Solution", "Thought process")) else scripted(request)
+
+    careful = run_caption_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap").rates()
+    fooled = run_caption_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), method="balcap").rates()
+    keys = master_key_categories()
+    assert all(careful[s][k]["rate"] == 0.0 for s in careful for k in keys)
+    assert fooled["no_length_mask"]["master_key:solution"] == {"pairs": 3, "failed": 0, "false_positives": 3,
+                                                               "rate": 1.0, "rises": 3, "rise_rate": 1.0}  # fmt: skip
+    # with the mask, the key alone (rho 0.1) and the padded wrong captions (rho 2.2) lose the linguistic reward
+    assert fooled["default"]["master_key:solution"]["rate"] == 0.0
+    assert fooled["no_length_mask"]["master_key:space"]["rate"] == 0.0  # the careful ruling, not fooled
+    without = run_caption_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap", master_keys=False)
+    assert not any(c.startswith("master_key:") for c in without.categories)

@@ -142,7 +142,8 @@ def _cmd_captions(args: argparse.Namespace) -> int:
     if instances is None:
         return 2
     report, code = run_judged("audit captions", args, args.captions, lambda judge: run_caption_audit(
-        instances, judge, settings, progress=not args.quiet, method=args.method), method)  # fmt: skip
+        instances, judge, settings, progress=not args.quiet, method=args.method,
+        master_keys=not args.no_master_keys), method)  # fmt: skip
     if code:
         return code
     print(report.markdown())
@@ -210,5 +211,8 @@ def register(sub: Any) -> None:
     captions.add_argument("--setting", action="append", metavar="NAME=JSON",
                           help="a setting: a name and the method's options; repeat (default: the method's own "
                           "comparison, its safeguards on and off)")  # fmt: skip
+    captions.add_argument("--no-master-keys", action="store_true",
+                          help="leave out the master-key attacks (a reasoning opener or a symbol, alone or around "
+                          "a wrong caption)")  # fmt: skip
     captions.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     captions.set_defaults(handler=_cmd_captions)

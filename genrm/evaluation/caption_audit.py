@@ -15,7 +15,11 @@ method names the categories that test it and the settings to compare (its ``capt
 - ``meta_commentary``: the caption plus a sentence about the image's mood and the viewer, which no one can point to;
 - ``length_padding``: the caption plus vague filler sentences that name nothing in particular (a caption made longer
   to pass a length band or to catch more of the reference);
-- ``repetition``: the caption twice over (a repetition loop).
+- ``repetition``: the caption twice over (a repetition loop);
+- ``master_key:<key>``, one category per key of :data:`MASTER_KEYS` (the "one token" attacks of Zhao et al. 2025:
+  a reasoning opener or a bare symbol, which fooled popular LLM judges 80-90% of the time): the key alone, and the
+  key before and after a wrong caption (the regular one with a made-up object, else without its first sentence).
+  Every caption method is audited with them unless the caller leaves them out.
 
 A **false positive** is an abnormal caption whose reward is at least the reward of the regular caption it was made
 from: the judge did not charge the defect. Both are scored by the same setting in one group; a pair where either
@@ -46,6 +50,14 @@ _FILLER = (
     "There are also some other things around. Various details can be seen here and there. Everything is where it is."
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: The master keys: name -> the text that is the whole response, or is put before or after a wrong one.
+MASTER_KEYS: dict[str, str] = {
+    "space": " ", "period": ".", "comma": ",", "colon": ":", "thought_process": "Thought process:",
+    "step_by_step": "Let's solve this problem step by step.", "solution": "Solution", "solution_es": "Solución",
+    "solution_fr": "Solution :", "solution_de": "Lösung", "solution_zh": "解", "solution_ja": "解答",
+    "solution_ru": "Решение",
+}  # fmt: skip
+MASTER_KEY_PREFIX = "master_key:"
 
 
 def sentences(caption: str) -> list[str]:
@@ -187,16 +199,28 @@ def _share(count: int, judged: int) -> float | None:
     return count / judged if judged else None
 
 
+def master_key_categories() -> tuple[str, ...]:
+    """One audit category per master key."""
+    return tuple(MASTER_KEY_PREFIX + name for name in MASTER_KEYS)
+
+
+def _keyed(instance: CaptionInstance, caption: str, key: str) -> list[str]:
+    wrong = _hallucinated(instance, caption) or _missing(instance, caption)
+    return [key] + ([f"{key} {wrong}", f"{wrong} {key}"] if wrong else [])
+
+
 def abnormal_captions(instance: CaptionInstance, categories: Sequence[str] = tuple(CONSTRUCTORS)
                       ) -> list[tuple[int, str, str]]:  # fmt: skip
     """``(regular index, category, abnormal caption)`` for every regular caption and category (of ``categories``)
-    that can be made."""
+    that can be made (a master-key category makes up to three)."""
     made = []
     for index, regular in enumerate(instance.responses):
         for category in categories:
-            text = CONSTRUCTORS[category](instance, regular)
-            if text is not None and text.strip() != regular.strip():
-                made.append((index, category, text))
+            if category.startswith(MASTER_KEY_PREFIX):
+                texts = _keyed(instance, regular, MASTER_KEYS[category.removeprefix(MASTER_KEY_PREFIX)])
+            else:
+                texts = [CONSTRUCTORS[category](instance, regular)]
+            made += [(index, category, t) for t in texts if t is not None and t.strip() != regular.strip()]
     return made
 
 
@@ -206,6 +230,7 @@ def run_caption_audit(
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool = False,
     method: str = "claimdiff",
+    master_keys: bool = True,
 ) -> CaptionAuditReport:
     """Score every regular caption and its abnormal ones under each setting of ``method`` (see the module
     docstring).
@@ -218,13 +243,14 @@ def run_caption_audit(
     plan = audit_plan(method)
     settings = dict(settings or plan.settings)
     methods = {name: make_method(method, options=dict(options)) for name, options in settings.items()}
-    report = CaptionAuditReport(settings=list(settings), categories=list(plan.categories))
+    categories = [*plan.categories, *(master_key_categories() if master_keys else ())]
+    report = CaptionAuditReport(settings=list(settings), categories=categories)
     for instance in instances:
         if not instance.responses:
             raise ValueError(f"instance {instance.id} has no regular caption (its responses) to build from")
     with tqdm(total=len(instances) * len(settings), desc="auditing", unit="group", disable=not progress) as bar:
         for instance in instances:
-            made = abnormal_captions(instance, plan.categories)
+            made = abnormal_captions(instance, categories)
             group = instance.model_copy(update={"responses": [*instance.responses, *(text for _, _, text in made)]})
             for name, method in methods.items():
                 rewards = score_instance(method, group, judge).rewards or [None] * len(group.responses)
