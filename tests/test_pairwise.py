@@ -213,6 +213,10 @@ def test_the_swap_check_cancels_a_position_bias_that_fools_a_single_order():
     assert swapped.rewards == [0.5] * 3 and single.rewards == [1.0] * 3
     with pytest.raises(ValueError, match="swap must be true or false"):
         make_method("pairwise", options={"swap": "yes"})
+    from genrm.methods import MethodConfig
+
+    with pytest.raises(ValueError, match="both responses; the no_verifier exposure means nothing"):
+        make_method("pairwise", MethodConfig(exposure="no_verifier"))
     failed = score_instance(
         make_method("pairwise"),
         _reward_instance(ROLLOUTS[:1]),

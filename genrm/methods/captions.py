@@ -22,13 +22,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.methods.base import MAX_RESPONSES
+from genrm.methods.config import check_open_exposure
 
 #: The captioning prompt of an instance that gives none.
 DEFAULT_CAPTION_PROMPT = "Describe this image in detail."
-
-#: The exposures a caption method takes: its judge always sees the image and both captions, so ``minimal`` and ``vlm``
-#: mean the same, and the others would change nothing.
-CAPTION_EXPOSURES = ("minimal", "vlm")
 
 _ANSWER_OPEN, _ANSWER_CLOSE = re.compile("<answer>", re.I), re.compile("</answer>", re.I)
 
@@ -46,10 +43,9 @@ class CaptionInstance(BaseModel):
 
 
 def check_caption_exposure(method: str, exposure: str) -> None:
-    """Raise ValueError for an exposure that means nothing to a caption method (it names the ones that do)."""
-    if exposure not in CAPTION_EXPOSURES:
-        raise ValueError(f"the {method} method shows its judge the image and both captions; the {exposure} exposure "
-                         f"means nothing for it (use {' or '.join(CAPTION_EXPOSURES)})")  # fmt: skip
+    """Raise ValueError for an exposure that means nothing to a caption method: its judge always sees the image and
+    both captions (:func:`genrm.methods.config.check_open_exposure`)."""
+    check_open_exposure(method, exposure, "the image and both captions")
 
 
 def chat_body_parts(body: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:

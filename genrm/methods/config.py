@@ -11,6 +11,18 @@ from genrm.choices import Exposure, check_exposure
 from genrm.methods.format_checks import FormatConfig
 from verifiers import VerifyConfig
 
+#: The exposures a method takes whose judge sees everything it rules on by design (the image and both sides of a
+#: comparison): ``minimal`` and ``vlm`` mean the same for it, and the others would change nothing.
+OPEN_EXPOSURES = ("minimal", "vlm")
+
+
+def check_open_exposure(method: str, exposure: str, shown: str) -> None:
+    """Raise ValueError for an exposure that means nothing to ``method``, whose judge is shown ``shown`` whatever
+    the exposure (the message names the exposures that do)."""
+    if exposure not in OPEN_EXPOSURES:
+        raise ValueError(f"the {method} method shows its judge {shown}; the {exposure} exposure means nothing for it "
+                         f"(use {' or '.join(OPEN_EXPOSURES)})")  # fmt: skip
+
 
 def check_tau(tau: float) -> float:
     """``tau`` when it is a remapping threshold in (0, 1); raises ValueError otherwise."""

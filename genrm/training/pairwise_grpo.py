@@ -129,16 +129,15 @@ class _Judge:
                                                      target_modules=targets, task_type="CAUSAL_LM"))  # fmt: skip
         self.model = model.to(pick_device(args.device))
         self.image_dir = image_dir
+        self._last_image: tuple[str | None, Any] = (None, None)
 
     def inputs(self, pair: PairExample, prefix: str = "") -> dict[str, Any]:
         """The tensors of ``pair``'s prompt (its image included), followed by an answer's beginning ``prefix``."""
-        from genrm.engine.images import load_image
-
         request = pair_request(pair)
         user: Any = request.prompt.user
         image = None
         if self.vision and request.prompt.image is not None:
-            image = load_image(request.prompt.image, self.image_dir)
+            image = self._image(request.prompt.image)
             user = [{"type": "image"}, {"type": "text", "text": request.prompt.user}]  # TRL's vision layout
         messages = [{"role": "system", "content": request.prompt.system}, {"role": "user", "content": user}]
         text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + prefix
@@ -147,6 +146,15 @@ class _Judge:
         else:
             encoded = self.tokenizer([text], add_special_tokens=False, return_tensors="pt")
         return {key: value.to(self.model.device) for key, value in encoded.items()}
+
+    def _image(self, reference: str) -> Any:
+        # A pair's image is shown to its G originals and G continuations in a row: the last one read is kept (one,
+        # so that a long run does not hold every image of its data).
+        from genrm.engine.images import load_image
+
+        if self._last_image[0] != reference:
+            self._last_image = (reference, load_image(reference, self.image_dir))
+        return self._last_image[1]
 
     def generate(self, inputs: dict[str, Any], count: int, temperature: float, max_tokens: int) -> list[list[int]]:
         """``count`` continuations of ``inputs`` (sampled at ``temperature``; greedy at 0), each up to and with its

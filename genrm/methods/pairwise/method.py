@@ -31,12 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine import Judge, ask
 from genrm.methods.base import MAX_RESPONSES, GroupResult, JudgeTraining, ResultTally, UnknownReward, judge_failed
-from genrm.methods.config import MethodConfig
+from genrm.methods.config import MethodConfig, check_open_exposure
 from genrm.methods.pairwise.models import Family, PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
-
-_EXPOSURES = ("minimal", "vlm")
 
 
 class PairwiseInstance(BaseModel):
@@ -95,9 +93,7 @@ class PairwiseMethod:
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()
-        if config.exposure not in _EXPOSURES:
-            raise ValueError(f"the pairwise method shows its judge the prompt, its image and both responses; the "
-                             f"{config.exposure} exposure means nothing for it (use minimal or vlm)")  # fmt: skip
+        check_open_exposure(self.name, config.exposure, "the prompt, its image and both responses")
         options = dict(options or {})
         unknown = sorted(set(options) - {"swap"})
         if unknown:
