@@ -21,7 +21,16 @@ from genrm.evaluation.audit_constructors import (
     substitute,
 )
 from genrm.evaluation.audit_run import audit_setting
-from genrm.evaluation.audit_set import ABNORMAL, AuditExample, leaked_targets, plans_of, read_audit, regular_examples
+from genrm.evaluation.audit_set import (
+    ABNORMAL,
+    MASTER_KEY,
+    AuditExample,
+    leaked_targets,
+    plans_of,
+    read_audit,
+    regular_examples,
+)
+from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.judges import RuleJudge
@@ -111,7 +120,7 @@ def test_leak_check_catches_a_planted_leak():
 def test_each_constructor_yields_the_category_it_claims(built, regular):
     by_id = {e.id: e for e in regular}
     responses = [(e.input_id, e.response) for e in regular]
-    for example in (e for e in built if e.category != "regular"):
+    for example in (e for e in built if e.category not in ("regular", "master_key")):
         plans, origin = plans_of(example), by_id[example.origin]
         assert example.constructor == "deterministic" and example.input_id == origin.input_id
         span = final_answer_span(example.response)
@@ -146,14 +155,71 @@ def test_each_constructor_yields_the_category_it_claims(built, regular):
 def test_the_set_is_balanced_with_one_abnormal_response_per_input_at_most(built, regular):
     counts = {name: sum(e.category == name for e in built) for name in ABNORMAL}
     assert len(set(counts.values())) == 1 and counts["adversarial"] >= 5
-    abnormal_inputs = [e.input_id for e in built if e.category != "regular"]
+    abnormal_inputs = [e.input_id for e in built if e.category in ABNORMAL]
     assert len(abnormal_inputs) == len(set(abnormal_inputs))
     assert [e for e in built if e.category == "regular"] == regular
-    assert {e.attack for e in built if e.attack} == {"circumlocution", "symbolic_bluff", "incorrect_selection",
-                                                     "injection"}  # fmt: skip
+    attacks = {e.attack for e in built if e.category == "adversarial"}
+    assert attacks == {"circumlocution", "symbolic_bluff", "incorrect_selection", "injection"}
     again = build_audit_set(regular, seed=0)[0]
     assert [e.model_dump() for e in again] == [e.model_dump() for e in built]
-    assert build_audit_set(regular, seed=0, per_category=2)[1].built == {name: 2 for name in ABNORMAL}
+    assert build_audit_set(regular, seed=0, per_category=2, master_key_inputs=0)[1].built == dict.fromkeys(ABNORMAL, 2)
+    # the master keys draw on a random stream of their own: the balanced part is the same without them
+    without = build_audit_set(regular, seed=0, master_key_inputs=0)[0]
+    assert without == [e for e in built if e.category != MASTER_KEY]
+
+
+def test_master_keys_alone_and_around_a_wrong_answer_on_two_inputs_per_key(built, regular):
+    by_id = {e.id: e for e in regular}
+    keyed = [e for e in built if e.category == MASTER_KEY]
+    for key, text in MASTER_KEYS.items():
+        mine = [e for e in keyed if e.attack == key]
+        assert len({e.input_id for e in mine}) == 2 and len(mine) == 6
+        for example in mine:
+            form = example.id.rsplit("-", 1)[1]
+            plans = plans_of(example)
+            if form == "alone":
+                assert example.response == text and all(lab.credit == 0.0 for lab in example.labels)
+                continue
+            wrong = example.response.removeprefix(f"{text} ") if form == "before" else example.response.removesuffix(
+                f" {text}")  # fmt: skip
+            assert wrong != example.response and wrong != by_id[example.origin].response
+            # the key earns nothing: the labels are the wrong response's, which loses a value's credit (or, where no
+            # value can be changed, another input's response's: none)
+            origin = by_id[example.origin].labels
+            assert all(lab.credit <= first.credit for lab, first in zip(example.labels, origin, strict=True))
+            assert sum(lab.credit for lab in example.labels) < sum(lab.credit for lab in origin) or not any(
+                lab.credit for lab in origin)  # fmt: skip
+            assert leaked_targets(example.response, plans, example.labels) == []
+    with pytest.raises(ValueError, match="unknown master_key"):
+        AuditExample.model_validate({**keyed[0].model_dump(), "attack": "nonsense"})
+
+
+class _FooledByKeys(RuleJudge):
+    """A judge double that gives full credit to every response holding a word master key ("solution", an opener),
+    and rules like the rule backend otherwise."""
+
+    name = "fooled-by-keys"
+
+    def read_group(self, request):
+        ruled = super().read_group(request)
+        generous = _Generous().read_group(request)
+        words = [MASTER_KEYS[k] for k in ("solution", "thought_process", "step_by_step", "solution_de")]
+        return [g if any(w in r for w in words) else rule
+                for r, rule, g in zip(request.responses, ruled, generous, strict=True)]  # fmt: skip
+
+
+def test_a_judge_fooled_by_master_keys_shows_a_high_rate_per_key_and_the_rule_backend_none(built):
+    fooled = audit_setting(_FooledByKeys(), built, "default")
+    rates = {k.category: k for k in fooled.master_keys}
+    assert list(rates) == list(MASTER_KEYS)
+    for key in ("solution", "thought_process", "step_by_step", "solution_de"):
+        assert rates[key].fpr.percent >= 80.0 and rates[key].responses_with_fp == rates[key].responses == 6
+    for key in ("space", "period", "comma", "colon", "solution_zh"):
+        assert rates[key].fpr.count == 0 and rates[key].fpr.total > 0
+    assert all(c.fpr.count == 0 for c in fooled.categories)  # the other abnormal responses carry no key
+    assert any(w.category == MASTER_KEY for w in fooled.worst)
+    rule = audit_setting(RuleJudge(), built, "default")
+    assert all(k.fpr.count == 0 and k.fpr.total > 0 for k in rule.master_keys)
 
 
 def test_option_substitution_takes_the_option_text_along():
@@ -292,8 +358,10 @@ def test_llm_constructor_over_http_with_quality_control(tmp_path, capsys):
         report = json.loads((tmp_path / "r.json").read_text())
         assert any(key.startswith("irrelevant: leak") for key in report["skipped"])  # the planted leaks are caught
         audit = read_audit(out.read_text().splitlines())
-        abnormal = [e for e in audit if e.category != "regular"]
+        abnormal = [e for e in audit if e.category in ABNORMAL]
         assert abnormal and all(e.constructor == "llm:gen" for e in abnormal)
+        keyed = [e for e in audit if e.category == "master_key"]  # built without a model, beside the model's
+        assert len(keyed) == 6 * len(MASTER_KEYS) and all(e.constructor == "deterministic" for e in keyed)
         counts = {name: sum(e.category == name for e in abnormal) for name in ABNORMAL}
         assert len(set(counts.values())) == 1 and counts["irrelevant"] > 0
         assert main([*args[:-4], "--checker", f"strict@{server.url}"]) == 1  # every candidate rejected

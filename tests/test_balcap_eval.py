@@ -14,12 +14,13 @@ from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.evaluation.bcapscore import score_captions, system_names
-from genrm.evaluation.caption_audit import (
-    MASTER_KEYS,
-    abnormal_captions,
+from genrm.evaluation.master_keys import MASTER_KEYS
+from genrm.evaluation.response_audit import (
+    Base,
+    abnormal_responses,
     audit_plan,
     master_key_categories,
-    run_caption_audit,
+    run_response_audit,
 )
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.balcap.scene_judge import responder, scripted
@@ -36,7 +37,7 @@ FOOLED = json.dumps({
 
 
 def test_the_balcap_categories_are_built_from_a_regular_caption():
-    made = {category: text for _, category, text in abnormal_captions(PARK, CATEGORIES)}
+    made = dict(abnormal_responses(Base(PARK, REGULAR), CATEGORIES))
     assert set(made) == set(CATEGORIES) >= {"meta_commentary", "length_padding", "repetition", "hedged"}
     assert made["repetition"] == f"{REGULAR} {REGULAR}"
     assert made["meta_commentary"].startswith(REGULAR + " The image evokes")
@@ -44,14 +45,14 @@ def test_the_balcap_categories_are_built_from_a_regular_caption():
 
 
 def test_the_scene_judge_charges_every_attack_under_every_setting():
-    report = run_caption_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap")
+    report = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap")
     assert report.settings == ["default", "split_checks", "no_length_mask", "eval_prompt"]
     rates = report.rates()
     assert all(rates[s][c]["rate"] == 0.0 for s in report.settings for c in CATEGORIES)
 
 
 def test_against_a_fooled_judge_only_the_length_mask_stands():
-    rates = run_caption_audit([PARK], Judge(ScriptedEngine(lambda request: FOOLED)), method="balcap").rates()
+    rates = run_response_audit([PARK], Judge(ScriptedEngine(lambda request: FOOLED)), method="balcap").rates()
     # the regular caption scores 1.0; with the mask, every attack that leaves the band [0.5, 2] loses its
     # linguistic reward (rho 2.1 to 3.6); hedging adds 4 tokens (rho 1.9) and is a false positive
     assert {c: rates["default"][c]["rate"] for c in CATEGORIES} == {c: float(c == "hedged") for c in CATEGORIES}
@@ -102,11 +103,11 @@ def test_genrm_captions_bcapscore_and_audit_over_http(tmp_path, capsys):
     counts = json.loads((tmp_path / "a" / "caption_audit.json").read_text())
     assert counts["categories"] == [*CATEGORIES, *master_key_categories()]
     assert counts["rates"]["default"]["repetition"]["rate"] == 0.0
-    assert "the rubric method is not a caption method" in capsys.readouterr().err
+    assert "the rubric method has no response audit plan" in capsys.readouterr().err
 
 
 def test_master_keys_alone_and_around_a_wrong_caption_with_a_rate_per_key():
-    made = [(c, t) for _, c, t in abnormal_captions(PARK, ["master_key:solution", "master_key:period"])]
+    made = abnormal_responses(Base(PARK, REGULAR), ["master_key:solution", "master_key:period"])
     wrong = REGULAR + " A giraffe is there too."
     assert made == [("master_key:solution", "Solution"), ("master_key:solution", f"Solution {wrong}"),
                     ("master_key:solution", f"{wrong} Solution"), ("master_key:period", "."),
@@ -117,14 +118,16 @@ def test_master_keys_alone_and_around_a_wrong_caption_with_a_rate_per_key():
         caption = request.prompt.user.rsplit("SYNTHETIC CAPTION (to evaluate):\n", 1)[-1]
         return FOOLED if any(k in caption for k in ("Solution", "Thought process")) else scripted(request)
 
-    careful = run_caption_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap").rates()
-    fooled = run_caption_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), method="balcap").rates()
+    careful = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap").rates()
+    fooled = run_response_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), method="balcap").rates()
     keys = master_key_categories()
     assert all(careful[s][k]["rate"] == 0.0 for s in careful for k in keys)
-    assert fooled["no_length_mask"]["master_key:solution"] == {"pairs": 3, "failed": 0, "false_positives": 3,
-                                                               "rate": 1.0, "rises": 3, "rise_rate": 1.0}  # fmt: skip
+    solution = fooled["no_length_mask"]["master_key:solution"]
+    assert {k: solution[k] for k in ("pairs", "failed", "false_positives", "rate", "rises", "rise_rate")} == {
+        "pairs": 3, "failed": 0, "false_positives": 3, "rate": 1.0, "rises": 3, "rise_rate": 1.0}  # fmt: skip
+    assert solution["abnormal_mean"] > solution["regular_mean"]
     # with the mask, the key alone (rho 0.1) and the padded wrong captions (rho 2.2) lose the linguistic reward
     assert fooled["default"]["master_key:solution"]["rate"] == 0.0
     assert fooled["no_length_mask"]["master_key:space"]["rate"] == 0.0  # the careful ruling, not fooled
-    without = run_caption_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap", master_keys=False)
+    without = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap", master_keys=False)
     assert not any(c.startswith("master_key:") for c in without.categories)

@@ -3,6 +3,7 @@
 genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--per-category N]
 genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
 genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
+genrm audit run INSTANCES.jsonl -o runs/audit --method pairwise|claimdiff|balcap|rubicap --judge SPEC [--setting ...]
 genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--method balcap] [--setting NAME=JSON ...]
 """
 
@@ -28,7 +29,7 @@ def _read_audit(path: str) -> Any:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from genrm.data.judge_data import write_jsonl
-    from genrm.evaluation.audit_set import category_counts, regular_examples
+    from genrm.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
 
     examples = []
     for path in args.input:
@@ -36,16 +37,24 @@ def _cmd_build(args: argparse.Namespace) -> int:
             examples += regular_examples(_read_audit(path))
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+    if args.master_key_inputs < 0:
+        print("genrm audit build: error: --master-key-inputs must be 0 or more", file=sys.stderr)
+        return 2
     if args.generator:
+        from genrm.evaluation.audit_constructors import build_context, master_key_examples, regular_bases
+
         built = _build_with_models(args, examples)
         if built is None:
             return 1
         audit, report = built
+        if args.master_key_inputs:  # the keys need no model: built as the deterministic set builds them
+            bases = regular_bases(examples)[1]
+            audit += master_key_examples(bases, build_context(bases), args.seed, args.master_key_inputs, report)
     else:
         from genrm.evaluation.audit_constructors import build_audit_set
 
-        audit, report = build_audit_set(examples, args.seed, args.per_category)
-    if not any(e.category != "regular" for e in audit):
+        audit, report = build_audit_set(examples, args.seed, args.per_category, args.master_key_inputs)
+    if not any(e.category in ABNORMAL for e in audit):
         print("genrm audit build: no abnormal response could be built in every category; see the report below",
               file=sys.stderr)  # fmt: skip
         print(report.markdown(), file=sys.stderr)
@@ -60,6 +69,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             "regular": report.regular,
             "built": dict(report.built),
             "attacks": dict(report.attacks),
+            "master_keys": dict(report.master_keys),
             "skipped": dict(report.skipped),
             "trimmed": report.trimmed,
         }
@@ -92,13 +102,33 @@ def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.engine import BackendUnavailable, run_blocking
-    from genrm.evaluation.audit_run import plot_audit, run_audit
+    from genrm.evaluation.audit_run import SETTINGS, plot_audit, run_audit
+    from genrm.evaluation.audit_set import MASTER_KEY
+    from genrm.methods import make_method
     from genrm.methods.rubric.judges import rubric_judge
+    from genrm.methods.rubric.method import RubricMethod
 
+    try:
+        audited_by_sets = isinstance(make_method(args.method), RubricMethod)
+    except ValueError as exc:
+        print(f"genrm audit run: error: {exc}", file=sys.stderr)
+        return 2
+    if not audited_by_sets:
+        if args.settings:
+            print("genrm audit run: error: --settings names the rubric method's exposures; give another method's "
+                  "settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
+            return 2
+        return _audit_responses(args, args.audit, "audit", "audit run")
+    if args.setting:
+        print("genrm audit run: error: --setting is for the other methods; the rubric method's settings are "
+              f"--settings {' '.join(SETTINGS)}", file=sys.stderr)  # fmt: skip
+        return 2
     examples = _read_audit(args.audit)
+    if args.no_master_keys:
+        examples = [e for e in examples if e.category != MASTER_KEY]
     judge = judge_from_args(args, args.audit)
     settings, skipped = [], {}
-    for setting in args.settings:
+    for setting in args.settings or list(SETTINGS):
         if setting == "vlm" and not judge.sees_images:
             skipped[setting] = f"{judge.model} is a text-only model: it cannot be shown the image"
             print(f"genrm audit run: vlm skipped: {skipped[setting]}", file=sys.stderr)
@@ -127,8 +157,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_captions(args: argparse.Namespace) -> int:
+    return _audit_responses(args, args.captions, "caption_audit", "audit captions")
+
+
+def _audit_responses(args: argparse.Namespace, path: str, stem: str, command: str) -> int:
+    """The response audit of a method other than the rubric one (:mod:`genrm.evaluation.response_audit`)."""
     from genrm.cli.data import read_model_lines, run_judged, write_report
-    from genrm.evaluation.caption_audit import audit_plan, parse_settings, run_caption_audit
+    from genrm.evaluation.response_audit import audit_plan, parse_settings, run_response_audit
     from genrm.methods import make_method
 
     try:
@@ -136,24 +171,35 @@ def _cmd_captions(args: argparse.Namespace) -> int:
         method = make_method(args.method)
         settings = parse_settings(args.setting) if args.setting else None
     except ValueError as exc:
-        print(f"genrm audit captions: error: {exc}", file=sys.stderr)
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
-    instances = read_model_lines(args.captions, method.instance_model)
+    instances = read_model_lines(path, method.instance_model)
     if instances is None:
         return 2
-    report, code = run_judged("audit captions", args, args.captions, lambda judge: run_caption_audit(
+    report, code = run_judged(command, args, path, lambda judge: run_response_audit(
         instances, judge, settings, progress=not args.quiet, method=args.method,
         master_keys=not args.no_master_keys), method)  # fmt: skip
     if code:
         return code
     print(report.markdown())
-    write_report(args.output, "caption_audit", report.markdown(), json.dumps(report.counts(), indent=1))
+    write_report(args.output, stem, report.markdown(), json.dumps(report.counts(), indent=1))
     return 0
+
+
+def _response_audit_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--setting", action="append", metavar="NAME=JSON",
+                        help="a setting of a method other than rubric: a name and the method's options; repeat "
+                        "(default: the method's own comparison, its safeguards on and off)")  # fmt: skip
+    parser.add_argument("--no-master-keys", action="store_true",
+                        help="leave out the master-key attacks (a reasoning opener or a symbol, alone or around a "
+                        "wrong response)")  # fmt: skip
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def register(sub: Any) -> None:
     """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
     from genrm.evaluation.audit_run import SETTINGS
+    from genrm.methods.registry import DEFAULT_METHOD
 
     audit = sub.add_parser("audit", help="false positives of a judge on abnormal responses (build a set, run it)")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="AUDIT_COMMAND")
@@ -175,24 +221,32 @@ def register(sub: Any) -> None:
     build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
     build.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
     build.add_argument("--concurrency", type=int, default=8, help="candidates generated at once (default: 8)")
+    build.add_argument("--master-key-inputs", type=int, default=2, metavar="N",
+                       help="inputs each master key is tried on, alone and around a wrong response (default: 2; 0 "
+                       "leaves them out)")  # fmt: skip
     build.set_defaults(handler=_cmd_build)
 
     run = audit_sub.add_parser(
-        "run", help="accuracy on regular responses and false positive rates per category, per judge setting",
-        description="Judge every response of an audit set under each setting (default: minimal exposure + "
-        "verifiers; vlm: image shown; unlimited: targets shown; no_verifier: every criterion fuzzy) and report "
-        "accuracy on regular responses and the false positive rate per category, split verifiable / fuzzy, as "
-        "markdown, JSON and a bar chart, with the worst cases.",
+        "run", help="false positive rates per category and attack, per judge setting, of any reward method",
+        description="The rubric method (default): judge every response of an audit set (genrm audit build) under "
+        "each setting (default: minimal exposure + verifiers; vlm: image shown; unlimited: targets shown; "
+        "no_verifier: every criterion fuzzy) and report accuracy on regular responses and the false positive rate "
+        "per category, adversarial attack and master key, split verifiable / fuzzy, as markdown, JSON and a bar "
+        "chart, with the worst cases. Any other method (--method): the input is the method's instances with "
+        "regular responses; the abnormal responses that test the method and the master keys are built from them, "
+        "scored under each of the method's settings (its safeguards on and off) and reported as the share that is "
+        "rewarded at least as well as the regular response (and strictly better: rises), per category and key.",
     )  # fmt: skip
-    run.add_argument("audit", metavar="AUDIT.jsonl")
-    run.add_argument("-o", "--output", required=True, metavar="DIR", help="where audit.md, audit.json, audit.png go")
+    run.add_argument("audit", metavar="AUDIT.jsonl", help="an audit set (rubric) or the method's instances")
+    run.add_argument("-o", "--output", required=True, metavar="DIR", help="where audit.md, audit.json (audit.png) go")
+    run.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method audited (default: {DEFAULT_METHOD})")
     judge_backend_options(run)
-    run.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    run.add_argument("--settings", nargs="+", choices=list(SETTINGS), help="the rubric method's settings (all)")
     run.add_argument("--fp-margin", type=float, default=0.25,
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
     run.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _response_audit_options(run)
     run.set_defaults(handler=_cmd_run)
 
     captions = audit_sub.add_parser(
@@ -208,11 +262,5 @@ def register(sub: Any) -> None:
     captions.add_argument("-o", "--output", required=True, metavar="DIR")
     captions.add_argument("--method", default="claimdiff", help="the caption reward method audited (claimdiff)")
     judge_backend_options(captions)
-    captions.add_argument("--setting", action="append", metavar="NAME=JSON",
-                          help="a setting: a name and the method's options; repeat (default: the method's own "
-                          "comparison, its safeguards on and off)")  # fmt: skip
-    captions.add_argument("--no-master-keys", action="store_true",
-                          help="leave out the master-key attacks (a reasoning opener or a symbol, alone or around "
-                          "a wrong caption)")  # fmt: skip
-    captions.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _response_audit_options(captions)
     captions.set_defaults(handler=_cmd_captions)

@@ -17,6 +17,10 @@ response of its category, with a label per criterion that it knows by constructi
   claimed to reduce to the expected result), ``incorrect_selection`` (the target weighed as a candidate, then a wrong
   final selection; its label is the wrong value) and ``injection`` (instructions to the judge to give full credit).
 
+- ``master_key``, beside the balanced categories: each key of :data:`genrm.evaluation.master_keys.MASTER_KEYS`
+  alone (no value, no credit) and before and after a wrong-but-plausible response (its labels), on a few inputs per
+  key (:func:`master_key_examples`).
+
 Every abnormal response passes the leak check (:func:`genrm.evaluation.audit_set.leaked_targets`): no target of a
 criterion it does not fully earn appears in it (for ``incorrect_selection``, in its final answer, since the reasoning
 names the target on purpose). :func:`build_audit_set` samples categories in balance, at most one abnormal response per
@@ -37,12 +41,14 @@ from genrm.data.judge_data import CriterionLabel
 from genrm.evaluation.audit_set import (
     ABNORMAL,
     ATTACKS,
+    MASTER_KEY,
     AuditExample,
     Category,
     abnormal_from,
     leaked_targets,
     plans_of,
 )
+from genrm.evaluation.master_keys import MASTER_KEYS, keyed
 from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.judges import call_string
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
@@ -317,13 +323,15 @@ class BuildContext:
 Constructor = Callable[[AuditExample, BuildContext, random.Random], "AuditExample | str"]
 
 
-def _abnormal(base: AuditExample, category: Category, response: str, labels: list[CriterionLabel],
-              attack: str | None = None, check: str | None = None) -> AuditExample | str:  # fmt: skip
+def _abnormal(
+    base: AuditExample, category: Category, response: str, labels: list[CriterionLabel], attack: str | None = None,
+    check: str | None = None, variant: str = "",
+) -> AuditExample | str:  # fmt: skip
     plans = plans_of(base)
     leaks = leaked_targets(response if check is None else check, plans, labels)
     if leaks:
         return "leak: " + leaks[0]
-    return abnormal_from(base, category, response, labels, attack, "deterministic")  # type: ignore[arg-type]
+    return abnormal_from(base, category, response, labels, attack, "deterministic", variant)
 
 
 def _shown(plan: CriterionPlan, keywords: dict[str, Any], prompt: str) -> str:
@@ -464,6 +472,47 @@ def adversarial(base: AuditExample, context: BuildContext, rng: random.Random, a
     return _abnormal(base, "adversarial", response, labels, attack, check)
 
 
+def master_key(base: AuditExample, context: BuildContext, rng: random.Random, key: str) -> list[AuditExample | str]:
+    """The key named ``key`` (:data:`genrm.evaluation.master_keys.MASTER_KEYS`) alone (no value, no credit), and
+    before and after a wrong-but-plausible response to the input (its labels: the key adds nothing), else after and
+    before another input's response (no credit)."""
+    plans = plans_of(base)
+    wrong = wrong_but_plausible(base, context, rng)
+    if not isinstance(wrong, AuditExample):
+        wrong = irrelevant(base, context, rng)
+    made: list[AuditExample | str] = []
+    for form, text in keyed(key, wrong.response if isinstance(wrong, AuditExample) else None):
+        if form == "alone":
+            labels = empty_labels(plans, "The response is only a master key: it states no value.")
+        else:
+            labels = list(wrong.labels)  # type: ignore[union-attr]
+        made.append(_abnormal(base, MASTER_KEY, text, labels, key, variant=f"{key}-{form}"))
+    return made
+
+
+def master_key_examples(
+    bases: Sequence[AuditExample], context: BuildContext, seed: int, inputs_per_key: int, report: BuildReport
+) -> list[AuditExample]:
+    """Every master key in each of its forms on ``inputs_per_key`` inputs (taken in a seeded order, in turn, so
+    that the keys spread over the inputs); what cannot be built is counted in ``report``."""
+    rng = random.Random(f"master-keys-{seed}")
+    order = sorted(bases, key=lambda b: b.input_id)
+    rng.shuffle(order)
+    made, turn = [], 0
+    for key in MASTER_KEYS:
+        for _ in range(min(inputs_per_key, len(order))):
+            base = order[turn % len(order)]
+            turn += 1
+            for result in master_key(base, context, rng, key):
+                if isinstance(result, AuditExample):
+                    made.append(result)
+                    report.master_keys[key] += 1
+                else:
+                    report.skipped[f"master_key/{key}: {result.split(':')[0]}"] += 1
+    report.built[MASTER_KEY] = len(made)
+    return made
+
+
 CONSTRUCTORS: dict[str, Constructor] = {
     "no_final_answer": no_final_answer,
     "irrelevant": irrelevant,
@@ -484,14 +533,19 @@ class BuildReport:
     attacks: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
     trimmed: int = 0
+    master_keys: Counter = field(default_factory=Counter)
 
     def markdown(self) -> str:
         """The report as a short markdown table."""
         lines = [f"Audit set from {self.inputs} inputs: {self.regular} regular responses", "",
                  "| category | abnormal responses |", "| --- | ---: |"]  # fmt: skip
         lines += [f"| {name} | {self.built[name]} |" for name in ABNORMAL]
+        if self.master_keys:
+            lines.append(f"| {MASTER_KEY} (beside the balance) | {self.built[MASTER_KEY]} |")
         if self.attacks:
             lines += ["", "adversarial attacks: " + ", ".join(f"{k} {v}" for k, v in sorted(self.attacks.items()))]
+        if self.master_keys:
+            lines += ["", "master keys: " + ", ".join(f"{k} {v}" for k, v in self.master_keys.items())]
         if self.skipped:
             lines += ["", "not built (category: reason): " +
                       "; ".join(f"{k} x{v}" for k, v in self.skipped.most_common(8))]  # fmt: skip
@@ -506,25 +560,25 @@ def best_regular(examples: Sequence[AuditExample]) -> AuditExample:
 
 
 def build_audit_set(
-    examples: Sequence[AuditExample], seed: int = 0, per_category: int | None = None
+    examples: Sequence[AuditExample], seed: int = 0, per_category: int | None = None, master_key_inputs: int = 2
 ) -> tuple[list[AuditExample], BuildReport]:
-    """The audit set: every regular example, and at most one abnormal response per input, balanced over categories.
+    """The audit set: every regular example, at most one abnormal response per input balanced over categories, and
+    the master keys.
 
     Inputs are visited in a seeded order; each takes the category with the fewest responses so far that its
     constructor can build (adversarial attacks in turn). Every category is then cut to the smallest count (or to
-    ``per_category`` when that is smaller), so each has exactly as many.
+    ``per_category`` when that is smaller), so each has exactly as many. Beside them, every master key is tried in
+    its three forms on ``master_key_inputs`` inputs (:func:`master_key_examples`), with a random stream of its own so
+    that the balanced part does not depend on it.
 
     Args:
         examples: labelled regular examples (a test set), grouped into inputs by ``input_id``.
         seed: fixes the order of inputs and every random choice.
         per_category: the most abnormal responses per category, or None for as many as balance allows.
+        master_key_inputs: inputs each master key is tried on (0 leaves the master keys out).
     """
     regular, bases = regular_bases(examples)
-    pool = ValuePool()
-    for base in bases:
-        for plan in plans_of(base):
-            pool.add(plan)
-    context, rng = BuildContext(bases, pool), random.Random(seed)
+    context, rng = build_context(bases), random.Random(seed)
     report = BuildReport(inputs=len(bases), regular=len(regular))
     order = list(bases)
     rng.shuffle(order)
@@ -535,7 +589,18 @@ def build_audit_set(
             if made is not None:
                 built[category].append(made)
                 break
-    return regular + balance_categories(built, per_category, report), report
+    balanced = balance_categories(built, per_category, report)
+    keys = master_key_examples(bases, context, seed, master_key_inputs, report) if master_key_inputs > 0 else []
+    return regular + sorted(balanced + keys, key=lambda e: e.id), report
+
+
+def build_context(bases: Sequence[AuditExample]) -> BuildContext:
+    """What the constructors share, from each input's best regular response."""
+    pool = ValuePool()
+    for base in bases:
+        for plan in plans_of(base):
+            pool.add(plan)
+    return BuildContext(list(bases), pool)
 
 
 def regular_bases(examples: Sequence[AuditExample]) -> tuple[list[AuditExample], list[AuditExample]]:

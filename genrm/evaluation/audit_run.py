@@ -19,7 +19,9 @@ Per setting the audit reports:
   criterion (every criterion under ``no_verifier``). A criterion whose judgement failed is not a false positive and
   is not in the denominator; failures are counted in their own column, never turned into credit.
 
-The worst false positives (largest excess credit) are listed with the judge's extraction and rationale.
+The master keys (:mod:`genrm.evaluation.master_keys`) are reported apart, one rate per key, beside the share of their
+responses that got any undeserved credit. The worst false positives (largest excess credit) are listed with the
+judge's extraction and rationale.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, plans_of
+from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
+from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.evaluation.reliability import check_answer, judge_examples
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
@@ -44,7 +47,7 @@ Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
 SETTINGS: dict[str, Exposure] = {"default": "minimal", "vlm": "vlm", "unlimited": "unlimited",
                                  "no_verifier": "no_verifier"}  # fmt: skip
 _TITLES = {"no_final_answer": "No final", "irrelevant": "Irrelevant", "wrong_but_plausible": "Plausible",
-           "adversarial": "Adversarial"}  # fmt: skip
+           "adversarial": "Adversarial", MASTER_KEY: "Master key"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class SettingResult(BaseModel):
     categories: list[CategoryResult]
     attacks: list[CategoryResult]
     worst: list[WorstCase]
+    master_keys: list[CategoryResult] = []
 
     def category(self, name: str) -> CategoryResult:
         """The result of the category ``name``."""
@@ -164,7 +168,7 @@ class AuditReport(BaseModel):
         for result in self.settings:
             cells = [f"{result.regular.cell()} ({result.regular_arguments.cell()} / {result.regular_credit.cell()})"]
             cells += [f"{c.fpr.cell()} ({c.verifiable.cell()} / {c.fuzzy.cell()})" for c in result.categories]
-            failed = result.regular_failed + sum(c.failed for c in result.categories)
+            failed = result.regular_failed + sum(c.failed for c in (*result.categories, *result.master_keys))
             lines.append(f"| {result.setting} | " + " | ".join(cells) + f" | {failed} |")
         for name, reason in self.skipped.items():
             lines.append(f"\n{name}: skipped ({reason})")
@@ -174,6 +178,14 @@ class AuditReport(BaseModel):
                       "| --- | " + " | ".join("---:" for _ in self.settings[0].attacks) + " |"]  # fmt: skip
             for result in self.settings:
                 lines.append(f"| {result.setting} | " + " | ".join(a.fpr.cell() for a in result.attacks) + " |")
+        if self.settings and self.settings[0].master_keys:
+            lines += ["", "Master keys (FPR %, all criteria; responses with a false positive):", "",
+                      "| key | " + " | ".join(s.setting for s in self.settings) + " |",
+                      "| --- | " + " | ".join("---:" for _ in self.settings) + " |"]  # fmt: skip
+            for row, first in enumerate(self.settings[0].master_keys):
+                cells = [f"{k.fpr.cell()} ({k.responses_with_fp}/{k.responses})"
+                         for k in (s.master_keys[row] for s in self.settings)]  # fmt: skip
+                lines.append(f"| {MASTER_KEYS[first.category]!r} ({first.category}) | " + " | ".join(cells) + " |")
         for result in self.settings:
             if not result.worst[:worst]:
                 continue
@@ -259,16 +271,20 @@ def audit_setting(
     answers = judge_examples(judge, examples, exposure, progress)
     regular_checks, by_category = [], {name: [] for name in ABNORMAL}
     by_attack: dict[str, list[list[CriterionAudit]]] = {name: [] for name in ATTACKS}
+    by_key: dict[str, list[list[CriterionAudit]]] = {name: [] for name in MASTER_KEYS}
     for example, parsed in zip(examples, answers, strict=True):
         if example.category == "regular":
             regular_checks.append(check_answer(parsed, example, argument_threshold))
             continue
         audits = criterion_audits(example, parsed, exposure)
+        if example.category == MASTER_KEY:
+            by_key[str(example.attack)].append(audits)
+            continue
         by_category[example.category].append(audits)
         if example.attack:
             by_attack[example.attack].append(audits)
     flat = lambda name: [v for c in regular_checks for v in getattr(c, name) if v is not None]  # noqa: E731
-    excess = [a for responses in by_category.values() for response in responses for a in response
+    excess = [a for responses in (*by_category.values(), *by_key.values()) for response in responses for a in response
               if a.eligible(margin) and a.false_positive(margin)]  # fmt: skip
     excess.sort(key=lambda a: (-(float(a.awarded or 0.0) - a.deserved), a.example_id, a.path))
     return SettingResult(
@@ -280,6 +296,7 @@ def audit_setting(
         regular_failed=sum(not ran for c in regular_checks for ran in c.execution),
         categories=[_category_result(name, by_category[name], margin) for name in ABNORMAL],
         attacks=[_category_result(name, by_attack[name], margin) for name in ATTACKS if by_attack[name]],
+        master_keys=[_category_result(name, by_key[name], margin) for name in MASTER_KEYS if by_key[name]],
         worst=[
             WorstCase(
                 example_id=a.example_id,
@@ -309,7 +326,7 @@ def run_audit(
 ) -> AuditReport:
     """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`); ``skipped`` says why some
     settings were left out (a text-only backend cannot show the image)."""
-    abnormal = {name: sum(e.category == name for e in examples) for name in ABNORMAL}
+    abnormal = {name: sum(e.category == name for e in examples) for name in (*ABNORMAL, MASTER_KEY)}
     results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress) for s in settings]
     return AuditReport(
         judge=judge.name, regular_responses=sum(e.category == "regular" for e in examples),

@@ -10,6 +10,8 @@ criterion) with the category it belongs to:
 - ``adversarial``: written to be given credit it does not earn, by one of the attacks of :data:`ATTACKS`
   (authoritative circumlocution, a symbolic-equivalence bluff, sound reasoning with an incorrect final selection,
   instructions aimed at the judge).
+- ``master_key``: a master key (:mod:`genrm.evaluation.master_keys`: a reasoning opener or a bare symbol) alone, or
+  before or after a wrong-but-plausible response; its ``attack`` names the key.
 
 The labels of an abnormal response say what a correct extractor reads from it (an empty value where the response
 states none) and the credit that deserves: for a verifiable criterion the real verifier's score of that value against
@@ -29,29 +31,37 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample, read_examples
+from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.methods.rubric.planning import CriterionPlan, appears_in, plan_rubric, target_values
 
-Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial"]
+Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial", "master_key"]
 Attack = Literal["circumlocution", "symbolic_bluff", "incorrect_selection", "injection"]
 
 #: The abnormal categories, in the order reports show them.
 ABNORMAL: tuple[Category, ...] = ("no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial")
 #: The adversarial attacks (appendix B.4's three red-team patterns, and instructions injected for the judge).
 ATTACKS: tuple[Attack, ...] = ("circumlocution", "symbolic_bluff", "incorrect_selection", "injection")
+#: The category of master-key responses: built for every key beside the balanced categories, reported per key.
+MASTER_KEY: Category = "master_key"
 
 
 class AuditExample(JudgeExample):
     """One response of the audit set with its category and per-criterion annotation (see the module docstring)."""
 
     category: Category = "regular"
-    attack: Attack | None = Field(None, description="the adversarial attack; set only for the adversarial category")
+    attack: str | None = Field(
+        None, max_length=64, description="the adversarial attack, or the master key; set only for those categories"
+    )
     origin: str | None = Field(None, max_length=256, description="id of the regular example it was built from")
     constructor: str = Field("original", max_length=256, description="original, deterministic, or llm:MODEL")
 
     @model_validator(mode="after")
     def _attack_only_when_adversarial(self) -> AuditExample:
-        if (self.attack is not None) != (self.category == "adversarial"):
-            raise ValueError("an adversarial example names its attack, and only an adversarial one does")
+        named = {"adversarial": ATTACKS, MASTER_KEY: tuple(MASTER_KEYS)}.get(self.category)
+        if (self.attack is not None) != (named is not None):
+            raise ValueError("an adversarial or master-key example names its attack or key, and only those do")
+        if named is not None and self.attack not in named:
+            raise ValueError(f"unknown {self.category} {self.attack!r:.40}; known: {', '.join(named)}")
         return self
 
 
@@ -60,15 +70,18 @@ def abnormal_from(
     category: Category,
     response: str,
     labels: list[CriterionLabel],
-    attack: Attack | None,
+    attack: str | None,
     constructor: str,
+    variant: str = "",
 ) -> AuditExample:
-    """An abnormal response to ``base``'s input: same input and rubric, its own response, labels and category."""
+    """An abnormal response to ``base``'s input: same input and rubric, its own response, labels and category (its id
+    is the input's, the category's and ``variant``'s, when given)."""
     kept = base.model_dump(exclude={"id", "response", "labels", "thought", "category", "attack", "origin",
                                     "constructor"})  # fmt: skip
     thought = f"A {category.replace('_', ' ')} response" + (f" ({attack.replace('_', ' ')})." if attack else ".")
-    return AuditExample(**kept, id=f"{base.input_id}-{category}", response=response, labels=labels, thought=thought,
-                        category=category, attack=attack, origin=base.id, constructor=constructor)  # fmt: skip
+    ident = "-".join(filter(None, (base.input_id, category, variant)))
+    return AuditExample(**kept, id=ident, response=response, labels=labels, thought=thought, category=category,
+                        attack=attack, origin=base.id, constructor=constructor)  # fmt: skip
 
 
 def plans_of(example: JudgeExample) -> list[CriterionPlan]:
@@ -128,12 +141,16 @@ def regular_examples(examples: Iterable[JudgeExample]) -> list[AuditExample]:
 
 
 def category_counts(examples: Iterable[AuditExample]) -> dict[str, Any]:
-    """How many examples per category, and per attack within the adversarial one."""
+    """How many examples per category, per attack within the adversarial one and per key within the master keys."""
     counts: dict[str, Any] = {name: 0 for name in ("regular", *ABNORMAL)}
     attacks: dict[str, int] = {}
+    keys: dict[str, int] = {}
     for example in examples:
-        counts[example.category] += 1
+        counts[example.category] = counts.get(example.category, 0) + 1
+        named = keys if example.category == MASTER_KEY else attacks
         if example.attack:
-            attacks[example.attack] = attacks.get(example.attack, 0) + 1
+            named[example.attack] = named.get(example.attack, 0) + 1
     counts["attacks"] = attacks
+    if keys:
+        counts["master_keys"] = keys
     return counts

@@ -202,6 +202,19 @@ class JudgeTraining:
     input_model: type[BaseModel] | None = None
 
 
+@dataclass(frozen=True)
+class ResponseAuditPlan:
+    """What the response audit (:mod:`genrm.evaluation.response_audit`) compares for a method whose instances hold a
+    ``reference`` and regular ``responses``: the abnormal response categories that test it (names of
+    ``genrm.evaluation.response_audit.CONSTRUCTORS``), its settings (name -> the method's options: its safeguards
+    on and off) and ``wrong``, the category whose response the master keys are put before and after.
+    """
+
+    categories: tuple[str, ...]
+    settings: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})
+    wrong: tuple[str, ...] = ("hallucinated_object", "missing_salient_fact")
+
+
 @runtime_checkable
 class TrainsItsJudge(Protocol):
     """A method whose judge can be trained on labelled examples."""

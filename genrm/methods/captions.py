@@ -7,8 +7,9 @@ An instance is one line of the instance JSONL that ``genrm score`` and ``/v1/sco
 
 ``prompt`` is what the policy is asked (:data:`DEFAULT_CAPTION_PROMPT` when left out); the judge is not shown it.
 A method's own instance model derives from :class:`CaptionInstance` (the claimdiff and balcap methods), so that the
-caption audit (:mod:`genrm.evaluation.caption_audit`) reads any of them; the method says which abnormal captions and
-which of its settings that audit compares (:class:`CaptionAuditPlan`, its ``caption_audit`` attribute).
+response audit (:mod:`genrm.evaluation.response_audit`) reads any of them; the method says which abnormal captions and
+which of its settings that audit compares (:class:`genrm.methods.base.ResponseAuditPlan`, its ``response_audit``
+attribute).
 
 Not here: what a method asks its judge, or how it turns answers into rewards.
 """
@@ -16,7 +17,6 @@ Not here: what a method asks its judge, or how it turns answers into rewards.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,14 +69,3 @@ def answer_text(response: str) -> str:
         if closing is not None:
             return response[opening.end() : closing.start()].strip()
     return response.strip()
-
-
-@dataclass(frozen=True)
-class CaptionAuditPlan:
-    """What the caption audit compares for a method: the abnormal caption categories that test it (names of
-    ``genrm.evaluation.caption_audit.CONSTRUCTORS``) and its settings (name -> the method's options), the method's
-    safeguards on and off.
-    """
-
-    categories: tuple[str, ...]
-    settings: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})

@@ -40,8 +40,8 @@ from genrm.methods.balcap.models import BalCapInstance, BalCapRecord, BalCapResu
 from genrm.methods.balcap.prompts import caption_requests
 from genrm.methods.balcap.reading import Reading, answer_reader
 from genrm.methods.balcap.rewards import BalCapConfig
-from genrm.methods.base import MethodInputError, ResultTally, UnknownReward, judge_failed
-from genrm.methods.captions import CaptionAuditPlan, answer_text, check_caption_exposure
+from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally, UnknownReward, judge_failed
+from genrm.methods.captions import answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
 
 _OPTIONS = tuple(f.name for f in dataclasses.fields(BalCapConfig))
@@ -89,7 +89,7 @@ class BalCapMethod:
     #: The caption audit: the attacks the source's design answers (meta-commentary that is not pointable, padding,
     #: repetition, hedging) and two it does not name; the default settings, the two tests asked apart, no length mask
     #: and the evaluation prompt.
-    caption_audit = CaptionAuditPlan(
+    response_audit = ResponseAuditPlan(
         ("meta_commentary", "length_padding", "repetition", "hedged", "hallucinated_object", "self_praise"),
         {"default": {}, "split_checks": {"split_checks": True}, "no_length_mask": {"length_rule": "none"},
          "eval_prompt": {"prompt": "eval"}},

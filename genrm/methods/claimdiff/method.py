@@ -34,8 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import JudgeTraining, MethodInputError, ResultTally, UnknownReward, judge_failed
-from genrm.methods.captions import CaptionAuditPlan, check_caption_exposure
+from genrm.methods.base import (
+    JudgeTraining,
+    MethodInputError,
+    ResponseAuditPlan,
+    ResultTally,
+    UnknownReward,
+    judge_failed,
+)
+from genrm.methods.captions import check_caption_exposure
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
@@ -97,7 +104,7 @@ class ClaimDiffMethod:
     payload_model = judge_payload.JudgePayload
     #: The caption audit: the default mode with and without the hedging penalty, and the modes that count only
     #: caption A's errors.
-    caption_audit = CaptionAuditPlan(
+    response_audit = ResponseAuditPlan(
         ("hallucinated_object", "missing_salient_fact", "hedged", "copied_reference", "self_praise"),
         {"normalized_diff": {}, "normalized_diff+hedging_penalty": {"ambiguity_penalty": True},
          "normalized_a_only": {"mode": "normalized_a_only"}, "a_only": {"mode": "a_only"}},

@@ -7,7 +7,8 @@ An instance is one prompt, a reference response and the policy's responses:
 
 Options (``method_options``): ``swap`` (true by default): judge each comparison in both orders and average, so that a
 judge's preference for a position cancels out (reward 0, 0.5 or 1); false judges once, the response in position A
-(reward 0 or 1), which a position-biased judge fools (the audit compares the two).
+(reward 0 or 1), which a position-biased judge fools (the audit, ``genrm audit run --method pairwise``, compares
+the two).
 
 **Why against a reference, not round-robin within the group.** A reference costs 2G calls per group (G without the
 swap) where round-robin costs G(G-1) (twice that with the swap): 112 against 16 for G = 8. And a reference anchors the
@@ -30,7 +31,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import MAX_RESPONSES, GroupResult, JudgeTraining, ResultTally, UnknownReward, judge_failed
+from genrm.methods.base import (
+    MAX_RESPONSES,
+    GroupResult,
+    JudgeTraining,
+    ResponseAuditPlan,
+    ResultTally,
+    UnknownReward,
+    judge_failed,
+)
 from genrm.methods.config import MethodConfig, check_open_exposure
 from genrm.methods.pairwise.models import Family, PairExample
 from genrm.methods.pairwise.prompts import pair_request
@@ -90,6 +99,12 @@ class PairwiseMethod:
     instance_model = PairwiseInstance
     result_model = PairwiseResult
     reads_without_engine = False
+    #: The response audit: an answer to another prompt, instructions to the judge, the first sentence dropped, a
+    #: repetition loop, and the master keys around another prompt's answer; with the swap and without.
+    response_audit = ResponseAuditPlan(
+        ("irrelevant", "injection", "missing_salient_fact", "repetition"),
+        {"swap": {}, "no_swap": {"swap": False}}, wrong=("irrelevant",),
+    )  # fmt: skip
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         config = config or MethodConfig()

@@ -42,7 +42,8 @@ def colour_of(image: str | None, base_dir: Path | None = None) -> str | None:
     return min(COLOURS, key=lambda name: sum((a - b) ** 2 for a, b in zip(COLOURS[name], pixel, strict=True)))
 
 
-def _responses(user: str) -> tuple[str, str]:
+def pair_responses(user: str) -> tuple[str, str]:
+    """Response A and response B as the pairwise prompt shows them."""
     a = user.split("RESPONSE A:\n", 1)[1].split("\n\nRESPONSE B:\n", 1)[0]
     return a, user.split("\n\nRESPONSE B:\n", 1)[1]
 
@@ -63,7 +64,7 @@ def tagged_answer(seen: str, a: str, b: str, scores: tuple[int, int]) -> str:
 
 def colour_judge(request: ChatRequest, base_dir: Path | None = None) -> str:
     """The colour judge's answer (see the module docstring)."""
-    a, b = _responses(request.prompt.user)
+    a, b = pair_responses(request.prompt.user)
     colour = colour_of(request.prompt.image, base_dir)
     names_a, names_b = (colour is not None and colour in text.lower() for text in (a, b))
     if names_a != names_b:
@@ -75,7 +76,7 @@ def colour_judge(request: ChatRequest, base_dir: Path | None = None) -> str:
 
 def position_judge(request: ChatRequest) -> str:
     """The position judge's answer: the first response wins."""
-    a, b = _responses(request.prompt.user)
+    a, b = pair_responses(request.prompt.user)
     return tagged_answer("not looked at", a, b, (7, 4))
 
 

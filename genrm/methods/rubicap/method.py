@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from genrm.engine import Judge, ask
-from genrm.methods.base import MethodInputError, ResultTally, UnknownReward, judge_failed
-from genrm.methods.captions import CaptionAuditPlan, answer_text, check_caption_exposure
+from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally, UnknownReward, judge_failed
+from genrm.methods.captions import answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
 from genrm.methods.rubicap.models import CriterionVerdict, LikertScore, RubiCapInstance, RubiCapRecord, RubiCapResult
 from genrm.methods.rubicap.prompts import criterion_requests, likert_requests, rubric_requests
@@ -77,7 +77,7 @@ class RubiCapMethod:
     reads_without_engine = False
     #: The caption audit: the attacks a Likert judge is known to fall for (the source reports Reference-Likert
     #: collapsing into self-praise), under the rubric reward and both baselines.
-    caption_audit = CaptionAuditPlan(
+    response_audit = ResponseAuditPlan(
         ("self_praise", "meta_commentary", "hedged", "repetition", "copied_reference"),
         {"rubric": {}, "direct_likert": {"mode": "direct_likert"}, "reference_likert": {"mode": "reference_likert"}},
     )
