@@ -2,13 +2,14 @@
 
     python benchmarks/audit.py [--judge PATH | --sft-steps N] [--device cpu] [--audit AUDIT.jsonl | --inputs N]
 
-Runs ``genrm audit run`` on the shipped audit set (``datasets/audit/synth_test.jsonl``: the synthetic test split and
-the deterministic constructors' abnormal responses) with the rule backend under every setting, and with a tiny judge
-trained here by the SFT recipe (``recipes/sft_tiny_cpu.yaml``, about 6 minutes on 2 CPU cores; or ``--judge PATH``)
-under default, unlimited and no_verifier (the transformers backend is text-only, so no vlm row). ``--inputs N`` builds
-a larger audit set instead: N new synthetic inputs (another seed), without any whose prompt is in the training split.
-Prints both tables,
-the time per judged response, and one summary line. On a GPU, pass ``--judge`` with a real judge checkpoint.
+Runs ``genrm audit run`` on the shipped audit set (``datasets/audit/synth_test.jsonl``: the synthetic test split, the
+deterministic constructors' abnormal responses and the master keys, each alone and around a wrong answer) with the
+rule backend under every setting, and with a tiny judge trained here by the SFT recipe (``recipes/sft_tiny_cpu.yaml``,
+about 6 minutes on 2 CPU cores; or ``--judge PATH``) under default, unlimited and no_verifier (the transformers
+backend is text-only, so no vlm row). ``--inputs N`` builds a larger audit set instead: N new synthetic inputs
+(another seed), without any whose prompt is in the training split. Prints both reports, the master keys' rates per key
+for both judges, the time per judged response, and one summary line. On a GPU, pass ``--judge`` with a real judge
+checkpoint.
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ def _overall(setting: dict) -> float | None:
     return 100.0 * sum(c["count"] for c in counts) / total if total else None
 
 
+def _keys(setting: dict) -> tuple[float | None, int, int]:
+    """The master keys' false positive rate over all their criteria, and responses with a false positive / all."""
+    keys = setting.get("master_keys", [])
+    total = sum(k["fpr"]["total"] for k in keys)
+    rate = 100.0 * sum(k["fpr"]["count"] for k in keys) / total if total else None
+    return rate, sum(k["responses_with_fp"] for k in keys), sum(k["responses"] for k in keys)
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
 
@@ -92,12 +101,21 @@ def main() -> int:
                                                                         len(model_settings))):  # fmt: skip
         print(f"{name:<28}{count:>9}{responses * count:>11}{seconds / (responses * count):>12.4f}")
     by = {s["setting"]: s for s in model["settings"]}
+    rule_keys = {k["category"]: k for k in rule["settings"][0]["master_keys"]}
+    model_keys = {k["category"]: k for k in by["default"]["master_keys"]}
+    print(f"\n{'master key (default setting)':<30}{'rule FPR':>10}{'tiny judge FPR':>16}{'tiny responses':>16}")
+    for name, key in model_keys.items():
+        shown = f"{key['responses_with_fp']}/{key['responses']}"
+        print(f"{name:<30}{_pct(rule_keys[name]['fpr']['percent']):>10}{_pct(key['fpr']['percent']):>16}{shown:>16}")
+    keys = {"rule": _keys(rule["settings"][0]), "tiny": _keys(by["default"])}
     regular = rule["settings"][0]["regular"]["percent"], by["default"]["regular"]["percent"]
     print(
         f"summary: false positive rate over all abnormal criteria under the default setting: rule "
         f"{_pct(_overall(rule['settings'][0]))}, tiny judge {_pct(_overall(by['default']))} (unlimited "
-        f"{_pct(_overall(by['unlimited']))}, no verifier {_pct(_overall(by['no_verifier']))}); regular accuracy "
-        f"rule {_pct(regular[0])}, tiny judge {_pct(regular[1])}"
+        f"{_pct(_overall(by['unlimited']))}, no verifier {_pct(_overall(by['no_verifier']))}); master keys rule "
+        f"{_pct(keys['rule'][0])} ({keys['rule'][1]}/{keys['rule'][2]} responses), tiny judge {_pct(keys['tiny'][0])} "
+        f"({keys['tiny'][1]}/{keys['tiny'][2]}); regular accuracy rule {_pct(regular[0])}, tiny judge "
+        f"{_pct(regular[1])}"
     )
     return 0
 

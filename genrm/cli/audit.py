@@ -4,6 +4,7 @@ genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--p
 genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
 genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
 genrm audit run INSTANCES.jsonl -o runs/audit --method pairwise|claimdiff|balcap|rubicap --judge SPEC [--setting ...]
+genrm audit mine runs/records.jsonl -o runs/mined [--min-reward 0.75] [--max-words 8]
 genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--method balcap] [--setting NAME=JSON ...]
 """
 
@@ -196,6 +197,26 @@ def _response_audit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def _cmd_mine(args: argparse.Namespace) -> int:
+    from genrm.cli.data import write_report
+    from genrm.evaluation.mining import mine_records
+
+    try:
+        with open(args.records, encoding="utf-8", errors="replace") as source:
+            report = mine_records(source, args.min_reward, args.max_words, args.min_prompts, args.max_distinct)
+    except (OSError, ValueError) as exc:
+        print(f"genrm audit mine: error: {exc}", file=sys.stderr)
+        return 2
+    if report.groups == 0:
+        print(f"genrm audit mine: error: {args.records} holds no scored group ({report.unreadable} lines are not "
+              "records of genrm serve --record-log)", file=sys.stderr)  # fmt: skip
+        return 2
+    print(report.markdown(args.top))
+    write_report(args.output, "mined", report.markdown(args.top), json.dumps(report.counts(), indent=1,
+                                                                             ensure_ascii=False))  # fmt: skip
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
     from genrm.evaluation.audit_run import SETTINGS
@@ -248,6 +269,22 @@ def register(sub: Any) -> None:
     run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
     _response_audit_options(run)
     run.set_defaults(handler=_cmd_run)
+
+    mine = audit_sub.add_parser(
+        "mine", help="responses of a record log that earned a high reward with little content: candidate attacks",
+        description="Read a record log (genrm serve --record-log) and list the responses rewarded at least "
+        "--min-reward that are short, repeated across prompts, or mostly repeated words, ranked by how many prompts "
+        "paid them: candidates for new audit cases, for a person to read.",
+    )  # fmt: skip
+    mine.add_argument("records", metavar="RECORDS.jsonl", help="the record log")
+    mine.add_argument("-o", "--output", required=True, metavar="DIR", help="where mined.md and mined.json go")
+    mine.add_argument("--min-reward", type=float, default=0.75, help="a high reward (default: 0.75)")
+    mine.add_argument("--max-words", type=int, default=8, help="at most this many words is short (default: 8)")
+    mine.add_argument("--min-prompts", type=int, default=2, help="paid under this many prompts is repeated (2)")
+    mine.add_argument("--max-distinct", type=float, default=0.35,
+                      help="distinct words over words at or below this is low content (default: 0.35)")  # fmt: skip
+    mine.add_argument("--top", type=int, default=20, help="candidates shown (all are in mined.json)")
+    mine.set_defaults(handler=_cmd_mine)
 
     captions = audit_sub.add_parser(
         "captions", help="false positives of a caption reward (claimdiff, balcap) on abnormal captions, per setting",
