@@ -67,8 +67,8 @@ def test_genrm_audit_mine_on_the_log_of_a_served_judge(tmp_path, capsys):
     groups = []
     for ident, prompt in (("six", "What is 6 times 7?"), ("half", "What is 84 halved?"), ("sum", "What is 40 + 2?")):
         groups.append({"id": ident, "prompt": prompt, "task_type": "math",
-                       "rubric": {"essential": [{"criterion": "Gives the number asked for.", "reference": "expr_verify(target='42')",
-                                                 "weight": 3}]},
+                       "rubric": {"essential": [{"criterion": "Gives the number asked for.",
+                                                 "reference": "expr_verify(target='42')", "weight": 3}]},
                        "responses": ["\\boxed{42}", f"Working it out step by step for {ident}: the result is "
                                      f"\\boxed{{42}}.", "\\boxed{41}"]})  # fmt: skip
     with (

@@ -73,6 +73,20 @@ def test_a_target_that_cannot_be_read_in_time_is_a_rubric_error(one_worker):
 
 
 @pytest.mark.slow
+def test_a_target_found_unreadable_is_remembered_and_a_slow_prediction_is_not_blamed_on_its_target(one_worker):
+    from unittest import mock
+
+    first = one_worker.check(TOWER, "5", 6, deadline_s=0.5, wait_s=10.0)
+    assert first.status == "unparseable_target", first
+    with mock.patch.object(one_worker, "_check", side_effect=AssertionError("a worker was asked again")):
+        again = one_worker.check(TOWER, "7", 6, deadline_s=0.5)
+    assert again.status == "unparseable_target" and "compared with a number" in again.reason
+    # a prediction that cannot be compared in time against a target that can: the prediction's timeout
+    slow = one_worker.check("5", TOWER, 6, deadline_s=0.5, wait_s=10.0)
+    assert slow.status == "timeout", slow
+
+
+@pytest.mark.slow
 def test_a_hostile_target_gives_no_response_a_score():
     config = VerifyConfig(deadline_s=0.5)
     result = run_verifier("expr_verify", {"target": TOWER}, {"predict": "5"}, config)

@@ -71,6 +71,26 @@ from verifiers.expr import parse_number
         ("B", "C", 0.0),
         ("A, C", "C, A", 1.0),
         ("A, C", "A", 0.0),
+        # option letters in a sentence: after "answer is", else the one capital standing alone (not the article)
+        ("A", "The answer is A.", 1.0),
+        ("B", "Final answer is B", 1.0),
+        ("C", "Final answer: (C)", 1.0),
+        ("B", "Because B is valid", 1.0),
+        ("B", "A careful look shows B holds", 1.0),
+        ("A", "The answer is B, not A.", 0.0),
+        # thousands with spaces, and a decimal comma against a decimal point
+        ("1000", "1 000", 1.0),
+        ("1234567", r"1\,234\,567", 1.0),
+        ("1000.99", "1000,99", 1.0),
+        ("1,22", "1.22", 1.0),
+        ("0,111", "0.111", 1.0),
+        ("0.111", "0,111", 1.0),
+        ("1.5", "1,6", 0.0),
+        ("2/3", "2/3.", 1.0),
+        # a set and the relations that describe it
+        (r"x \in [-2,7]", r"-2 \le x \le 7", 1.0),
+        (r"-2 \le x \le 7", r"x \in [-2,7]", 1.0),
+        (r"x \in [-2,7]", r"-2 \le x < 7", 0.0),
     ],
 )
 def test_expr_table(target, predict, expected):
@@ -89,6 +109,27 @@ def test_unreadable_prediction_is_reported(target, predict):
 def test_target_over_the_bound_is_a_rubric_error():
     result = run_verifier("expr_verify", {"target": "1+" * 1500 + "1"}, {"predict": "1"})
     assert result.status == "unparseable_target"
+
+
+def test_two_comma_forms_are_sets_not_decimals():
+    # with no decimal point on either side a comma is a separator: {1, 2} = {2, 1}
+    assert expr_verify(target="1,2", predict="2,1") == 1.0
+    assert parse_number("0,111") is None and parse_number("1,234") is not None
+
+
+def test_a_long_response_is_cut_to_its_final_answer():
+    working = "Let us work it out. " * 150  # 3,000 characters of reasoning
+    assert expr_verify(target="42", predict=working + "So the answer is \\boxed{42}.") == 1.0
+    assert expr_verify(target="42", predict=working + "\\boxed{41} then \\boxed{\\frac{84}{2}}") == 1.0  # the last box
+    assert expr_verify(target="B", predict=working + "The answer is B.\nDone.") == 1.0
+    assert expr_verify(target="7", predict=working + "which leaves $x = 7$ in the end") == 1.0
+    assert expr_verify(target="42", predict=working + "It is 42 maybe") == 0.0
+    result = run_verifier("expr_verify", {"target": "42"}, {"predict": working + "It is 42 maybe"})
+    assert result.status == "unparseable_pred" and "no final answer" in result.reason
+    long_target = working + "Hence the answer is $\\frac{1}{2}$"
+    assert expr_verify(target=long_target, predict="0.5") == 1.0
+    too_long = run_verifier("expr_verify", {"target": "1"}, {"predict": "x" * 200_001})
+    assert too_long.status == "unparseable_pred" and "at most 200000" in too_long.reason
 
 
 def test_prediction_over_the_bound_is_unparseable():
@@ -123,3 +164,11 @@ def test_scientific_notation_is_read_by_the_fast_path():
 def test_float_rounding_is_configurable():
     config = VerifyConfig(float_rounding=2)
     assert expr_verify(target="3.14", predict="3.14159", config=config) == 1.0
+
+
+@pytest.mark.parametrize(
+    "target, predict", [("$9$", "9"), ("9", r"$\boxed{9}$"), (r"\(3.50\)", "3.5"), (r"\boxed{\frac{1}{2}}", "0.5")]
+)
+def test_a_number_in_delimiters_or_a_box_takes_the_in_process_path(target, predict):
+    result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
+    assert result.score == 1.0 and result.reason.startswith("plain numbers")

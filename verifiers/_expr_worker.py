@@ -9,19 +9,20 @@ Started by ``verifiers.expr_processes``, never for direct use, in one of two way
   milliseconds instead of the second an import of sympy takes. Forked workers die with the zygote
   (``PR_SET_PDEATHSIG``), and the zygote exits when the socket closes, so none outlives the server.
 
-Protocol of a worker: one JSON request per line (``{"target", "predict", "float_rounding"}``), one JSON answer per
-line (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its answer it
-writes ``{"target": "read"}`` once the target is parsed and compared with a number, so that the parent can tell a
-target that cannot be read in time (a rubric error) from a prediction that cannot (a verdict on the response), and
-give each phase its own deadline. Parsed targets are cached: the G responses of a group share theirs. Its address
-space is capped with ``RLIMIT_AS`` so an expression that explodes in memory raises ``MemoryError`` here instead of
-swapping the machine; the parent kills it when a request passes its deadline, which is why its own (signal-based)
-timeouts are turned off.
+Protocol of a worker: one JSON request per line (``{"target", "predict", "float_rounding"}``), one JSON answer per line
+(``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its answer it writes
+``{"target": "read"}`` once the target is parsed, so that the parent can tell a target that cannot be read in time (a
+rubric error) from a prediction that cannot (a verdict on the response), and give each phase its own deadline (a target
+that parses but cannot be compared in time is found by the parent, ``verifiers.expr_pool``). Parsed targets are cached:
+the G responses of a group share theirs. Its address space is capped with ``RLIMIT_AS`` so an expression that explodes
+in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
+deadline, which is why its own (signal-based) timeouts are turned off.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -77,20 +78,16 @@ class Checker:
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
         self._targets: OrderedDict[str, list[Any]] = OrderedDict()
-        self._probe = self._read("0")
 
     def _read(self, text: str) -> list[Any]:
         return self._parse(_wrap(text), extraction_config=self._config, parsing_timeout=None)
 
-    def _read_target(self, target: str, float_rounding: int) -> list[Any]:
-        # A target is read when it parses and can be compared with a plain number, both in time: the comparison is
-        # what finds targets whose every comparison is endless (10^{10^{10^{10}}} parses at once, but comparing it
-        # evaluates it). Its result does not matter.
+    def _read_target(self, target: str) -> list[Any]:
+        # A target that parses but cannot be compared in time (10^{10^{10^{10}}}) is told apart by the pool, which
+        # compares it with 0 when a check runs out (verifiers.expr_pool): no check pays for that test otherwise.
         gold = self._targets.get(target)
         if gold is None:
             gold = self._read(target)
-            if gold:
-                self._verify(gold, self._probe, float_rounding=float_rounding, timeout_seconds=None)
             self._targets[target] = gold
             if len(self._targets) > _TARGET_CACHE_SIZE:
                 self._targets.popitem(last=False)
@@ -105,7 +102,7 @@ class Checker:
         ``target_read`` is called once the target is parsed, before the prediction is.
         """
         try:
-            gold = self._read_target(target, float_rounding)
+            gold = self._read_target(target)
         except RecursionError:
             return {"status": "unparseable_target", "reason": "the target is nested too deeply to parse"}
         if not gold:
@@ -117,7 +114,9 @@ class Checker:
             return {"status": "unparseable_pred", "reason": "the pred is nested too deeply to parse"}
         if not parsed:
             return {"status": "unparseable_pred", "reason": "Math-Verify found no expression in the pred"}
-        equal = bool(self._verify(gold, parsed, float_rounding=float_rounding, timeout_seconds=None))
+        # A set and the relations that describe it are the same answer (x \in [-2, 7] and -2 \le x \le 7).
+        equal = bool(self._verify(gold, parsed, float_rounding=float_rounding, timeout_seconds=None,
+                                  allow_set_relation_comp=True))  # fmt: skip
         reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
         return {"status": "ok", "equal": equal, "reason": reason}
 
@@ -232,6 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     checker = Checker()
     for target, predict in _WARM_UP:  # the first comparisons of each kind are slow; pay for them before serving
         checker.check(target, predict, 6)
+    # What is alive now (sympy, Math-Verify, their caches) lives as long as the process: out of the collector's sight,
+    # a collection does not walk it, and a forked worker does not copy the pages it would touch doing so.
+    gc.collect()
+    gc.freeze()
     if args.zygote_fd is not None:
         zygote(checker, args.zygote_fd, args.memory_mb)
         return

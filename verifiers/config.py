@@ -35,6 +35,9 @@ class VerifyConfig:
     """Most boxes or points on either side of bbox_verify and point_verify."""
     max_expr_chars: int = 2_000
     """Longest expression (target or prediction) for expr_verify, in characters."""
+    max_response_chars: int = 200_000
+    """Longest whole response expr_verify reads as a prediction, in characters: one longer than ``max_expr_chars`` is
+    cut to its final answer first (``verifiers.expr.final_answer``)."""
     max_time_chars: int = 256
     """Longest date/time string or format for time_verify, in characters."""
     max_candidates: int = 100

@@ -4,22 +4,31 @@ Three paths, tried in order:
 
 1. **Option letters.** When the target is one or more capital letters written as options (``B``, ``(B)``, ``B.``,
    ``[B]``, ``Option B``, ``A, C``), the prediction is read the same way, case-insensitively, also when the letter
-   leads an option text (``(B) 42``, ``B. Paris``); the sets of letters must be equal. A prediction with no option
-   letter is unparseable.
-2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``; a comma
-   followed by exactly three digits), scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``), and fractions
-   of integers (``3/4``, ``\\frac{3}{4}``), with an optional sign. When either side is written as a decimal, the two
-   are compared after rounding to ``VerifyConfig.float_rounding`` places; a percentage matches both its value over
-   100 and its bare value (``50%`` matches ``0.5`` and ``50``), since units belong to the criterion, not the target.
+   leads an option text (``(B) 42``, ``B. Paris``) or a sentence states it (``The answer is B.``,
+   ``Final answer: (C)``, ``Because B is valid``: the letter after "answer is" or "answer:", else the one capital
+   letter standing alone); the sets of letters must be equal. A prediction with no option letter is unparseable.
+2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``: a comma
+   followed by exactly three digits, the first group not starting with 0; ``1 000`` and ``1\\,000`` with spaces),
+   scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``), and fractions of integers (``3/4``,
+   ``\\frac{3}{4}``), with an optional sign. A decimal comma (``1000,99``, ``0,111``) is read as one when the other
+   side is written with a decimal point; two comma forms (``1,2`` and ``2,1``) are left to the next path, which reads
+   them as sets. When either side is written as a decimal, the two are compared after rounding to
+   ``VerifyConfig.float_rounding`` places; a percentage matches both its value over 100 and its bare value (``50%``
+   matches ``0.5`` and ``50``), since units belong to the criterion, not the target. Math delimiters or a box around
+   the whole number (``$9$``, ``\\boxed{9}``) are looked through.
 3. **Everything else** (LaTeX such as ``\\frac``, ``\\sqrt``, ``\\pi``, powers, ``\\text{}``, ``\\left``/``\\right``;
    intervals, sets, tuples, equations and inequalities) goes to Math-Verify (Hugging Face's sympy-based parser and
    grader) in a worker process that is killed when the deadline passes (see ``verifiers.expr_pool``), so a hostile
    expression such as ``10^{10^{10^{10}}}`` yields status ``timeout`` instead of hanging the caller. Math-Verify was
    chosen over bare sympy because it already handles LaTeX normalisation, set/interval/tuple comparison, equations
-   (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules.
+   (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules. A set or interval
+   and the relations that describe it are compared as the same set (``x \\in [-2, 7]`` matches ``-2 \\le x \\le 7``).
 
-Not accepted: expressions longer than ``VerifyConfig.max_expr_chars`` (a prediction that long is unparseable; a target
-that long is a rubric error). Units and words in the target are not stripped: keep them in the criterion text.
+A prediction (or a target) longer than ``VerifyConfig.max_expr_chars`` (up to ``max_response_chars``) is a whole
+response: it is cut to its final answer (:func:`final_answer`: the last ``\\boxed{}``, else what follows the last
+"answer is" or "answer:", else its last math span) and that is compared. Not accepted: a response with no final answer
+that short (a target's is a rubric error). Units and words in the target are not stripped: keep them in
+the criterion text.
 """
 
 from __future__ import annotations
@@ -41,12 +50,22 @@ _LEADING_OPTION = re.compile(
     r"^(?:option\s+|choice\s+)?(?:\(\s*([A-Za-z])\s*\)|([A-Za-z])\s*[.:)])\s+\S", re.IGNORECASE
 )
 _MAX_OPTIONS = 26
+_ANSWER_LETTER = re.compile(
+    r"\banswer\s*(?:is|:)\s*(?:option\s+)?[\(\[]?\s*([A-Za-z])\s*[\)\]]?(?![\w])", re.IGNORECASE
+)
+_LONE_CAPITAL = re.compile(r"(?<![\w'-])[\(\[]?([A-Z])[\)\]]?(?![\w'-])")
+_WORD_CAPITALS = frozenset("AI")  # "A" is an article and "I" a pronoun when a sentence holds other capitals
 
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
+_DIGITS = r"(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
 _DECIMAL = rf"(?:{_DIGITS}(?:\.\d*)?|\.\d+)"
 _NUMBER = re.compile(rf"^([+-])?({_DECIMAL})(?:[eE]([+-]?\d{{1,4}}))?(\\?%)?$")
 _FRACTION = re.compile(r"^([+-])?(?:\\[dt]?frac\{\s*(\d{1,50})\s*\}\{\s*(\d{1,50})\s*\}|(\d{1,50})\s*/\s*(\d{1,50}))$")
+_COMMA_DECIMAL = re.compile(r"^([+-])?(\d+),(\d+)(\\?%)?$")
+_THIN_SPACES = re.compile(r"\\[,; ]|[\u00a0\u2009\u202f]")
 _MAX_NUMBER_CHARS = 60
+_BOXED = "\\boxed{"
+_ANSWER_MARK = re.compile(r"answer\s*(?:is\b|:)", re.IGNORECASE)
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,21 +104,29 @@ def _prediction_options(predict: str) -> frozenset[str] | None:
     if options is not None:
         return options
     match = _LEADING_OPTION.match(predict.strip())
-    return frozenset({(match.group(1) or match.group(2)).upper()}) if match else None
+    if match:
+        return frozenset({(match.group(1) or match.group(2)).upper()})
+    stated = _ANSWER_LETTER.findall(predict)
+    if stated:
+        return frozenset({stated[-1].upper()})
+    capitals = set(_LONE_CAPITAL.findall(predict))
+    if len(capitals) > 1:
+        capitals -= _WORD_CAPITALS
+    return frozenset(capitals) if len(capitals) == 1 else None
 
 
 @lru_cache(maxsize=16_384)
 def parse_number(text: str) -> Number | None:
     """Read a plainly written number (see the module docstring), or None when ``text`` is anything else."""
-    text = text.strip().replace("\\!", "").replace("{,}", ",")
+    text = _THIN_SPACES.sub(" ", text.strip().replace("\\!", "").replace("{,}", ","))
     if len(text) > _MAX_NUMBER_CHARS:
         return None
     match = _NUMBER.match(text)
     if match:
         sign, digits, exponent, percent = match.groups()
-        value = Fraction(digits.replace(",", "")) * Fraction(10) ** int(exponent or 0)
+        value = Fraction(digits.replace(",", "").replace(" ", "")) * Fraction(10) ** int(exponent or 0)
         return Number(-value if sign == "-" else value, "." in digits or exponent is not None, percent is not None)
-    match = _FRACTION.match(text)
+    match = _FRACTION.match(text[:-1] if text.endswith(".") else text)  # a sentence's period: "2/3."
     if match:
         sign, num_a, den_a, num_b, den_b = match.groups()
         numerator, denominator = int(num_a or num_b), int(den_a or den_b)
@@ -108,6 +135,79 @@ def parse_number(text: str) -> Number | None:
         value = Fraction(numerator, denominator)
         return Number(-value if sign == "-" else value, False, False)
     return None
+
+
+def parse_comma_decimal(text: str) -> Number | None:
+    """Read ``text`` as a number with a decimal comma (``1000,99``, ``0,111``), or None when it is not one."""
+    match = _COMMA_DECIMAL.match(text.strip())
+    if match is None:
+        return None
+    sign, whole, fraction, percent = match.groups()
+    value = Fraction(f"{whole}.{fraction}")
+    return Number(-value if sign == "-" else value, True, percent is not None)
+
+
+def final_answer(response: str) -> str | None:
+    """The final answer of a whole response: the content of its last ``\\boxed{}``, else what follows its last
+    "answer is" or "answer:" up to the end of that line, else its last math span (``$...$``, ``\\(...\\)``,
+    ``\\[...\\]``); None when it has none of them."""
+    start = response.rfind(_BOXED)
+    if start >= 0:
+        depth, begin = 1, start + len(_BOXED)
+        for index in range(begin, len(response)):
+            depth += {"{": 1, "}": -1}.get(response[index], 0)
+            if depth == 0:
+                return response[begin:index].strip() or None
+        return None
+    marks = list(_ANSWER_MARK.finditer(response))
+    if marks:
+        line = response[marks[-1].end() :].strip().split("\n", 1)[0].strip().rstrip(".")
+        if line:
+            return line
+    spans = list(_MATH_SPAN.finditer(response))
+    if spans:
+        return next(group for group in spans[-1].groups() if group is not None).strip() or None
+    return None
+
+
+_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), (_BOXED, "}"))
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def bare(text: str) -> str:
+    """``text`` without math delimiters or a box around the whole of it (``$9$``, ``\\(9\\)``, ``$\\boxed{9}$`` are
+    ``9``), so that a plainly written number inside them takes the in-process path."""
+    text = text.strip()
+    while True:
+        for opening, closing in _DELIMITERS:
+            if len(text) < len(opening) + len(closing) or not (text.startswith(opening) and text.endswith(closing)):
+                continue
+            inner = text[len(opening) : -len(closing)]
+            whole = _balanced(inner) if closing == "}" else closing not in inner
+            if whole and opening not in inner:
+                text = inner.strip()
+                break
+        else:
+            return text
+
+
+def _numbers(target: str, predict: str) -> tuple[Number | None, Number | None]:
+    # A decimal comma is read as one only against a number written with a decimal point (see the module docstring).
+    target, predict = bare(target), bare(predict)
+    target_number, pred_number = parse_number(target), parse_number(predict)
+    if target_number is None and pred_number is not None and pred_number.decimal:
+        target_number = parse_comma_decimal(target)
+    elif pred_number is None and target_number is not None and target_number.decimal:
+        pred_number = parse_comma_decimal(predict)
+    return target_number, pred_number
 
 
 def _close(a: Fraction, b: Fraction, decimal: bool, places: int) -> bool:
@@ -131,9 +231,19 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     if not target:
         raise TargetError("target is empty")
     if len(target) > config.max_expr_chars:
-        raise TargetError(f"target has {len(target)} characters; at most {config.max_expr_chars} are allowed")
+        answer = final_answer(target) if len(target) <= config.max_response_chars else None
+        if answer is None or len(answer) > config.max_expr_chars:
+            raise TargetError(f"target has {len(target)} characters; at most {config.max_expr_chars} are allowed "
+                              "(or a worked solution with a final answer that short)")  # fmt: skip
+        target = answer
     if len(predict) > config.max_expr_chars:
-        raise PredictionError(f"the prediction has {len(predict)} characters; at most {config.max_expr_chars}")
+        if len(predict) > config.max_response_chars:
+            raise PredictionError(f"the prediction has {len(predict)} characters; at most {config.max_response_chars}")
+        answer = final_answer(predict)
+        if answer is None or len(answer) > config.max_expr_chars:
+            raise PredictionError(f"the prediction has {len(predict)} characters and no final answer of at most "
+                                  f"{config.max_expr_chars} (a \\boxed{{}}, 'answer is', a math span)")  # fmt: skip
+        predict = answer
 
     options = _target_options(target)
     if options is not None:
@@ -146,7 +256,7 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     if not predict:
         raise PredictionError("the prediction is empty")
 
-    target_number, pred_number = parse_number(target), parse_number(predict)
+    target_number, pred_number = _numbers(target, predict)
     if target_number is not None and pred_number is not None:
         equal = numbers_equal(target_number, pred_number, config.float_rounding)
         return VerifyResult(float(equal), "ok", f"plain numbers {'equal' if equal else 'different'}", "expr_verify")

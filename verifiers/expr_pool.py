@@ -15,7 +15,11 @@ Time is split three ways, so that each failure is blamed on what caused it:
   ``busy``: the pool was overloaded, nothing was judged, and it is never a score;
 - **reading the target** has ``deadline_s`` from when the worker takes the call; a target that cannot be read in that
   time (or in the worker's memory) has status ``unparseable_target``: a rubric error, not the response's;
-- **reading and comparing the prediction** has ``deadline_s`` from when the target was read; past it, ``timeout``.
+- **reading and comparing the prediction** has ``deadline_s`` from when the target was read. Past it, the target is
+  put to the test it would fail if it were to blame, a comparison with ``0`` under the same deadline (only then, so
+  that no check pays for it otherwise): when that also runs out, the status is ``unparseable_target``
+  (``10^{10^{10^{10}}}`` parses at once, but comparing it with anything evaluates it), else ``timeout``. A target
+  found unreadable is remembered, and the next checks against it answer at once.
 
 Two lanes keep slow checks from crowding out quick ones. Every check starts in the *first slice* (``first_slice_s``,
 0.25 s by default; almost every real expression is judged within it). A check still running at the end of its slice
@@ -49,6 +53,10 @@ from dataclasses import dataclass
 from verifiers.expr_processes import Launcher, Worker, make_launcher
 
 logger = logging.getLogger(__name__)
+
+# The prediction a target is compared with when a check runs out of time, to tell whose fault it was.
+_PROBE = "0"
+_UNREADABLE_TARGETS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +140,9 @@ class _FairQueue:
     def _hand_out(self, long: bool) -> None:
         waiting = self._waiting[long]
         name, tickets = next(iter(waiting.items()))
-        tickets.popleft().worker = self._idle.popleft()
+        # The worker that came back last goes out first: its caches (sympy's, Math-Verify's, the parsed targets of a
+        # group) are warm, and the others stand by for the checks that run long.
+        tickets.popleft().worker = self._idle.pop()
         del waiting[name]
         if tickets:  # the tenant goes to the back of the line for its next check
             waiting[name] = tickets
@@ -242,6 +252,7 @@ class ExprWorkerPool:
         self._ready = False
         self._closed = False
         self._start_error: str | None = None
+        self._unreadable: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     def _spawn(self) -> Worker | None:
         try:
@@ -304,6 +315,27 @@ class ExprWorkerPool:
         except RuntimeError as exc:
             return ExprOutcome("error", False, str(exc))
         wait_s = deadline_s if wait_s is None else wait_s
+        known = self._unreadable_reason(target, float_rounding)
+        if known is not None:
+            return ExprOutcome("unparseable_target", False, known)
+        outcome = self._check(target, predict, float_rounding, deadline_s, wait_s)
+        if outcome.status != "timeout" or predict == _PROBE:
+            return outcome
+        probe = self._check(target, _PROBE, float_rounding, deadline_s, wait_s)
+        if probe.status not in ("timeout", "unparseable_target"):
+            return outcome
+        reason = f"the target cannot be compared with a number within {deadline_s:g} s"
+        with self._lock:
+            self._unreadable[(target, float_rounding)] = reason
+            while len(self._unreadable) > _UNREADABLE_TARGETS:
+                self._unreadable.popitem(last=False)
+        return ExprOutcome("unparseable_target", False, reason)
+
+    def _unreadable_reason(self, target: str, float_rounding: int) -> str | None:
+        with self._lock:
+            return self._unreadable.get((target, float_rounding))
+
+    def _check(self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float) -> ExprOutcome:
         name, end = _tenant.get()
         wait_end = time.monotonic() + wait_s if end is None else min(time.monotonic() + wait_s, end)
         busy = ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
