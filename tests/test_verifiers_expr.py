@@ -78,6 +78,7 @@ from verifiers.expr import parse_number
         ("B", "Because B is valid", 1.0),
         ("B", "A careful look shows B holds", 1.0),
         ("A", "The answer is B, not A.", 0.0),
+        ("A", "I think C", 0.0),
         # thousands with spaces, and a decimal comma against a decimal point
         ("1000", "1 000", 1.0),
         ("1234567", r"1\,234\,567", 1.0),
@@ -99,7 +100,7 @@ def test_expr_table(target, predict, expected):
 
 @pytest.mark.parametrize(
     "target, predict",
-    [("B", "42"), ("B", ""), ("42", ""), ("42", "   ")],
+    [("B", "42"), ("B", ""), ("42", ""), ("42", "   "), ("A", "A cat sits on the mat"), ("A", "B or C")],
 )
 def test_unreadable_prediction_is_reported(target, predict):
     result = run_verifier("expr_verify", {"target": target}, {"predict": predict})

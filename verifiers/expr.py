@@ -4,9 +4,10 @@ Three paths, tried in order:
 
 1. **Option letters.** When the target is one or more capital letters written as options (``B``, ``(B)``, ``B.``,
    ``[B]``, ``Option B``, ``A, C``), the prediction is read the same way, case-insensitively, also when the letter
-   leads an option text (``(B) 42``, ``B. Paris``) or a sentence states it (``The answer is B.``,
-   ``Final answer: (C)``, ``Because B is valid``: the letter after "answer is" or "answer:", else the one capital
-   letter standing alone); the sets of letters must be equal. A prediction with no option letter is unparseable.
+   leads an option text (``(B) 42``, ``B. Paris``) or a sentence states it (``The answer is B.``, ``Final answer:
+   (C)``, ``Because B is valid``: the letter after "answer is" or "answer:", else the one capital letter standing
+   alone, "A" and "I" before a lower-case word being words); the sets of letters must be equal. A prediction with no
+   option letter is unparseable.
 2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``: a comma
    followed by exactly three digits, the first group not starting with 0; ``1 000`` and ``1\\,000`` with spaces),
    scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``), and fractions of integers (``3/4``,
@@ -54,7 +55,7 @@ _ANSWER_LETTER = re.compile(
     r"\banswer\s*(?:is|:)\s*(?:option\s+)?[\(\[]?\s*([A-Za-z])\s*[\)\]]?(?![\w])", re.IGNORECASE
 )
 _LONE_CAPITAL = re.compile(r"(?<![\w'-])[\(\[]?([A-Z])[\)\]]?(?![\w'-])")
-_WORD_CAPITALS = frozenset("AI")  # "A" is an article and "I" a pronoun when a sentence holds other capitals
+_WORD_USE = re.compile(r"[AI]\s+[a-z]")
 
 _DIGITS = r"(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
 _DECIMAL = rf"(?:{_DIGITS}(?:\.\d*)?|\.\d+)"
@@ -109,9 +110,8 @@ def _prediction_options(predict: str) -> frozenset[str] | None:
     stated = _ANSWER_LETTER.findall(predict)
     if stated:
         return frozenset({stated[-1].upper()})
-    capitals = set(_LONE_CAPITAL.findall(predict))
-    if len(capitals) > 1:
-        capitals -= _WORD_CAPITALS
+    # "A" and "I" before a lower-case word are an article and a pronoun, not options
+    capitals = {m.group(1) for m in _LONE_CAPITAL.finditer(predict) if not _WORD_USE.match(predict, m.start(1))}
     return frozenset(capitals) if len(capitals) == 1 else None
 
 

@@ -32,6 +32,7 @@ from typing import Any
 MAX_LINE_CHARS = 16_000_000
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
+_KEPT_INSTANCES = 10
 
 
 @dataclass
@@ -41,20 +42,21 @@ class Candidate:
     text: str
     words: int
     reasons: list[str]
-    rewards: list[float] = field(default_factory=list)
+    times: int = 0
+    total: float = 0.0
     prompts: set[str] = field(default_factory=set)
     instances: list[str] = field(default_factory=list)
 
     @property
     def mean_reward(self) -> float:
         """The mean of its high rewards, in the method's range."""
-        return sum(self.rewards) / len(self.rewards)
+        return self.total / self.times
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON (up to 10 instance ids)."""
-        return {"text": self.text, "words": self.words, "reasons": self.reasons, "times": len(self.rewards),
+        """Plain data for JSON (the first instance ids it was paid in)."""
+        return {"text": self.text, "words": self.words, "reasons": self.reasons, "times": self.times,
                 "prompts": len(self.prompts), "mean_reward": self.mean_reward,
-                "instances": self.instances[:10]}  # fmt: skip
+                "instances": self.instances}  # fmt: skip
 
 
 @dataclass
@@ -80,7 +82,7 @@ class MiningReport:
         for item in self.candidates[:top]:
             shown = json.dumps(item.text[:80], ensure_ascii=False).replace("|", "\\|")
             lines.append(f"| {shown} | {', '.join(item.reasons)} | {item.words} | {len(item.prompts)} | "
-                         f"{len(item.rewards)} | {item.mean_reward:.3f} |")  # fmt: skip
+                         f"{item.times} | {item.mean_reward:.3f} |")  # fmt: skip
         return "\n".join(lines)
 
     def counts(self) -> dict[str, Any]:
@@ -169,9 +171,11 @@ def mine_records(
                     reasons.append("low_content")
                 found[key] = Candidate(text.strip(), len(words), reasons)
             item = found[key]
-            item.rewards.append(float(reward))
+            item.times += 1
+            item.total += float(reward)
             item.prompts.add(prompt)
-            item.instances.append(str(instance.get("id", "")))
+            if len(item.instances) < _KEPT_INSTANCES:
+                item.instances.append(str(instance.get("id", ""))[:256])
     for item in found.values():
         if len(item.prompts) >= min_prompts:
             item.reasons.append("repeated")

@@ -266,14 +266,21 @@ def abnormal_responses(
     return made
 
 
+_OTHERS = 8
+
+
 def bases(instances: Sequence[AuditedInstance]) -> list[list[Base]]:
-    """Per instance, a base per regular response; the others are the next instances' responses, in turn (so that
-    ``irrelevant`` takes the next instance's answer)."""
+    """Per instance, a base per regular response; the others are up to a few of the next instances' responses, in
+    turn (so that ``irrelevant`` takes the next instance's answer, and a large audit holds no copy of every answer
+    per instance)."""
     out = []
     for position, instance in enumerate(instances):
-        later = [*instances[position + 1 :], *instances[:position]]
-        others = tuple(r for other in later for r in other.responses)
-        out.append([Base(instance, regular, others) for regular in instance.responses])
+        others: list[str] = []
+        for step in range(1, len(instances)):
+            others += instances[(position + step) % len(instances)].responses
+            if len(others) >= _OTHERS:
+                break
+        out.append([Base(instance, regular, tuple(others[:_OTHERS])) for regular in instance.responses])
     return out
 
 
