@@ -18,8 +18,9 @@ Time is split three ways, so that each failure is blamed on what caused it:
 - **reading and comparing the prediction** has ``deadline_s`` from when the target was read. Past it, the target is
   put to the test it would fail if it were to blame, a comparison with ``0`` under the same deadline (only then, so
   that no check pays for it otherwise): when that also runs out, the status is ``unparseable_target``
-  (``10^{10^{10^{10}}}`` parses at once, but comparing it with anything evaluates it), else ``timeout``. A target
-  found unreadable is remembered, and the next checks against it answer at once.
+  (``10^{10^{10^{10}}}`` parses at once, but comparing it with anything evaluates it), else ``timeout``. The
+  outcome is remembered: the next checks against a target found unreadable answer at once, and one found readable
+  is not tested again (so hostile predictions against one target cost one test, not one each).
 
 Two lanes keep slow checks from crowding out quick ones. Every check starts in the *first slice* (``first_slice_s``,
 0.25 s by default; almost every real expression is judged within it). A check still running at the end of its slice
@@ -56,7 +57,7 @@ logger = logging.getLogger(__name__)
 
 # The prediction a target is compared with when a check runs out of time, to tell whose fault it was.
 _PROBE = "0"
-_UNREADABLE_TARGETS = 1024
+_TESTED_TARGETS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +253,8 @@ class ExprWorkerPool:
         self._ready = False
         self._closed = False
         self._start_error: str | None = None
-        self._unreadable: OrderedDict[tuple[str, int], str] = OrderedDict()
+        # targets put to the test once (see the module docstring): None when readable, else why not
+        self._targets_tested: OrderedDict[tuple[str, int], str | None] = OrderedDict()
 
     def _spawn(self) -> Worker | None:
         try:
@@ -315,25 +317,25 @@ class ExprWorkerPool:
         except RuntimeError as exc:
             return ExprOutcome("error", False, str(exc))
         wait_s = deadline_s if wait_s is None else wait_s
-        known = self._unreadable_reason(target, float_rounding)
+        key = (target, float_rounding)
+        with self._lock:
+            tested = key in self._targets_tested
+            known = self._targets_tested.get(key)
         if known is not None:
             return ExprOutcome("unparseable_target", False, known)
         outcome = self._check(target, predict, float_rounding, deadline_s, wait_s)
-        if outcome.status != "timeout" or predict == _PROBE:
+        if outcome.status != "timeout" or predict == _PROBE or tested:
             return outcome
         probe = self._check(target, _PROBE, float_rounding, deadline_s, wait_s)
-        if probe.status not in ("timeout", "unparseable_target"):
+        if probe.status in ("busy", "error"):  # the test could not run: nothing is learnt about the target
             return outcome
-        reason = f"the target cannot be compared with a number within {deadline_s:g} s"
+        unreadable = probe.status in ("timeout", "unparseable_target")
+        reason = f"the target cannot be compared with a number within {deadline_s:g} s" if unreadable else None
         with self._lock:
-            self._unreadable[(target, float_rounding)] = reason
-            while len(self._unreadable) > _UNREADABLE_TARGETS:
-                self._unreadable.popitem(last=False)
-        return ExprOutcome("unparseable_target", False, reason)
-
-    def _unreadable_reason(self, target: str, float_rounding: int) -> str | None:
-        with self._lock:
-            return self._unreadable.get((target, float_rounding))
+            self._targets_tested[key] = reason
+            while len(self._targets_tested) > _TESTED_TARGETS:
+                self._targets_tested.popitem(last=False)
+        return ExprOutcome("unparseable_target", False, reason) if reason else outcome
 
     def _check(self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float) -> ExprOutcome:
         name, end = _tenant.get()
