@@ -8,7 +8,8 @@
    vary per group so that no cache flatters the figure. Timed: parsing each output, executing every criterion with
    the verifiers, the format checks, and the group's remapping and aggregation into records. The rule backend is
    timed the same way with responses in place of judge outputs. Pinned to one core by default.
-2. **Output size**: characters and approximate tokens of the judge's output per criterion under the scoring schema.
+2. **Output size**: characters and approximate tokens of the judge's output per criterion under the scoring schema,
+   in each answer format (``compact``, the default; ``rlr3``, which copies each criterion).
    Tokens are counted with the pre-tokenizer split of Qwen2-style BPE vocabularies (letters runs, single digits,
    punctuation runs): each piece is at least one token, so this is a lower bound that is close for English.
 3. **Shared prefix**: the share of a group's scoring-prompt characters (system message + user message) that is
@@ -32,6 +33,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS  # noqa: E402
 from genrm.methods.rubric.judge_output import parse_judge_output  # noqa: E402
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge  # noqa: E402
 from genrm.methods.rubric.models import Instance, Rubric  # noqa: E402
@@ -89,7 +91,7 @@ def _group() -> tuple[Instance, list[str]]:
             ("Explains how the items were counted.", "It says it counted row by row.", rng.choice([0, 0.5, 1])),
             ("Reads the label on the object.", "The label follows 'reads'.", f"text_verify(predict='{label}')"),
         ]  # fmt: skip
-        judged = [{"criterion": c, "rationale": r, "credit": k} for c, r, k in items]
+        judged = [{"rationale": r, "credit": k} for _, r, k in items]  # the default (compact) answer format
         outputs.append(json.dumps({"thought": "The response answers every part.", "essential": judged[:2],
                                    "additional": judged[2:]}))  # fmt: skip
     instance = Instance(id="bench", prompt="How many items are there, where is the object, what does it say?",
@@ -114,27 +116,40 @@ def _time_groups(groups: list[tuple[Instance, list[str]]], rule: bool) -> tuple[
     return time.perf_counter() - start, per_group
 
 
-def _output_sizes() -> list[tuple[str, int, int]]:
-    """Characters and approximate tokens of one criterion's output item, and of the JSON frame with a thought."""
+def _output_sizes() -> list[tuple[str, dict[str, tuple[int, int]]]]:
+    """Characters and approximate tokens of one criterion's output item in each answer format, and of the JSON frame
+    with a thought. Calls are written as the scoring schema allows them (single quotes, no backslash)."""
     rationale = "The value is stated in the final line of the response."
     items = {
         "fuzzy credit": 1,
-        "expr_verify": 'expr_verify(predict="\\\\frac{3}{4}")',
-        "text_verify": 'text_verify(predict="EMERGENCY EXIT")',
-        "time_verify": 'time_verify(predict="6:40 PM", pformat="%I:%M %p")',
-        "list_verify": 'list_verify(predict=["Bergen", "Voss", "Flam"])',
+        "expr_verify": "expr_verify(predict='3/4')",
+        "text_verify": "text_verify(predict='EMERGENCY EXIT')",
+        "time_verify": "time_verify(predict='6:40 PM', pformat='%I:%M %p')",
+        "list_verify": "list_verify(predict=['Bergen', 'Voss', 'Flam'])",
         "bbox_verify": "bbox_verify(predict=[[529, 119, 890, 433]])",
         "point_verify": "point_verify(predict=[[589, 236]])",
     }
     rows = []
     for name, credit in items.items():
-        text = json.dumps(
-            {"criterion": "Gives the bounding box of the dog.", "rationale": rationale, "credit": credit}
-        )
-        rows.append((name, len(text) + 2, approx_tokens(text) + 1))
+        sizes = {}
+        for answer_format in SCORING_FORMATS:
+            item = {"criterion": "Gives the bounding box of the dog."} if answer_format == "rlr3" else {}
+            text = json.dumps({**item, "rationale": rationale, "credit": credit})
+            sizes[answer_format] = (len(text) + 2, approx_tokens(text) + 1)  # + the comma between items
+        rows.append((name, sizes))
     frame = json.dumps({"thought": "The response answers every part.", "essential": [], "additional": []})
-    rows.append(("frame + thought", len(frame), approx_tokens(frame)))
+    rows.append(("frame + thought", {f: (len(frame), approx_tokens(frame)) for f in SCORING_FORMATS}))
     return rows
+
+
+def _token_split() -> dict[str, int]:
+    """Approximate tokens of each field of one rlr3 item (key, quotes and value), braces and commas apart."""
+    fields = {"criterion": "Gives the bounding box of the dog.",
+              "rationale": "The value is stated in the final line of the response.",
+              "credit": "expr_verify(predict='3/4')"}  # fmt: skip
+    split = {name: approx_tokens(json.dumps({name: value})[1:-1]) for name, value in fields.items()}
+    split["braces, commas"] = approx_tokens(json.dumps(fields)) + 1 - sum(split.values())
+    return split
 
 
 def _shared_share(instances: list[Instance]) -> float:
@@ -169,12 +184,17 @@ def main() -> int:
         p99 = per_group[min(len(per_group) - 1, int(0.99 * len(per_group)))]
         print(f"{label:<34} {rates[label]:>12,.0f} {statistics.median(per_group) * 1e3:>13.2f} {p99 * 1e3:>13.2f}")
 
-    print("\nJudge output per criterion (one-sentence rationale; criterion text of 34 characters)")
-    print(f"{'item':<16} {'chars':>6} {'~tokens':>8}")
+    print("\nJudge output per criterion (one-sentence rationale; criterion text of 34 characters), per answer format")
+    print(f"{'item':<16}" + "".join(f" {f + ' chars':>13} {f + ' ~tokens':>15}" for f in SCORING_FORMATS))
     sizes = _output_sizes()
-    for name, chars, tokens in sizes:
-        print(f"{name:<16} {chars:>6} {tokens:>8}")
-    per_criterion = statistics.mean(tokens for name, _, tokens in sizes if name != "frame + thought")
+    for name, by_format in sizes:
+        print(f"{name:<16}" + "".join(f" {by_format[f][0]:>13} {by_format[f][1]:>15}" for f in SCORING_FORMATS))
+    per_criterion = {
+        f: statistics.mean(by_format[f][1] for name, by_format in sizes if name != "frame + thought")
+        for f in SCORING_FORMATS
+    }
+    print(f"{'mean per criterion':<16}" + "".join(f" {'':>13} {per_criterion[f]:>15.1f}" for f in SCORING_FORMATS))
+    print("where an rlr3 expr_verify item's ~tokens go: " + ", ".join(f"{k} {v}" for k, v in _token_split().items()))
 
     instances = [Instance.model_validate_json(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
     example_share = _shared_share(instances)
@@ -188,8 +208,9 @@ def main() -> int:
     rate = rates["judge output: parse+execute+agg"]
     verdict = "met" if rate >= TARGET else "NOT met"
     print(f"\nsummary: {rate:,.0f} responses/s parse+execute+aggregate at G={G}, 4 criteria (target >= {TARGET:,.0f}: "
-          f"{verdict}); ~{per_criterion:.0f} output tokens per criterion; {example_share:.0%} of prompt characters "
-          f"shared within a group ({long_share:.0%} with 1,500-char responses)")  # fmt: skip
+          f"{verdict}); ~{per_criterion[DEFAULT_SCORING_FORMAT]:.0f} output tokens per criterion "
+          f"({DEFAULT_SCORING_FORMAT} answer format; rlr3 ~{per_criterion['rlr3']:.0f}); {example_share:.0%} of "
+          f"prompt characters shared within a group ({long_share:.0%} with 1,500-char responses)")  # fmt: skip
     return 0 if rate >= TARGET else 1
 
 

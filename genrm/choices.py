@@ -13,6 +13,12 @@ Exposure = Literal["minimal", "unlimited", "vlm", "no_verifier"]
 """What a model judge is shown of a rubric (see ``genrm.methods.rubric.prompts``)."""
 EXPOSURES: tuple[Exposure, ...] = get_args(Exposure)
 
+ScoringFormat = Literal["compact", "rlr3"]
+"""The version of a rubric judge's answer format, the rubric method's ``answer_format`` (see
+``genrm.methods.rubric.models``): items matched by position, or each copying its criterion first (RLR3 A.2)."""
+SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
+DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
+
 JudgeBackend = Literal["rule", "transformers", "openai", "sglang"]
 """Where judgements come from: fixed rules, a checkpoint in process, or an OpenAI-compatible or SGLang endpoint."""
 JUDGE_BACKENDS: tuple[JudgeBackend, ...] = get_args(JudgeBackend)
@@ -26,8 +32,18 @@ Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[Device, ...] = get_args(Device)
 
 
+def check_choice(what: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; raises ValueError naming ``what`` and the valid ones otherwise."""
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r:.40}; valid: {', '.join(choices)}")
+    return value  # type: ignore[return-value]
+
+
 def check_exposure(exposure: str) -> Exposure:
     """``exposure`` when it is one of :data:`EXPOSURES`; raises ValueError naming the valid ones otherwise."""
-    if exposure not in EXPOSURES:
-        raise ValueError(f"unknown exposure {exposure!r:.40}; valid: {', '.join(EXPOSURES)}")
-    return exposure  # type: ignore[return-value]
+    return check_choice("exposure", exposure, EXPOSURES)  # type: ignore[return-value]
+
+
+def check_scoring_format(answer_format: str) -> ScoringFormat:
+    """``answer_format`` when it is one of :data:`SCORING_FORMATS`; raises ValueError naming them otherwise."""
+    return check_choice("answer_format", answer_format, SCORING_FORMATS)  # type: ignore[return-value]

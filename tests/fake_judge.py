@@ -49,8 +49,13 @@ def _literal(value: object) -> str:
     return repr(value)
 
 
-def judge_answer(user: str) -> str:
-    """The JSON a careful judge would write for this scoring prompt."""
+def copies_criteria(system: str) -> bool:
+    """Whether the system message asks for the rlr3 answer format (each item copies its criterion)."""
+    return '"criterion": "...", "rationale"' in system
+
+
+def judge_answer(user: str, copy_criteria: bool = False) -> str:
+    """The JSON a careful judge would write for this scoring prompt (items copy their criterion when asked to)."""
     checklist = json.loads(user.split("# Checklist\n", 1)[1].split("\n\n# Candidate response", 1)[0])
     lines = user.split("\n")
     start = lines.index(RESPONSE_OPEN) + 1
@@ -66,7 +71,8 @@ def judge_answer(user: str) -> str:
                 credit: object = f"{name}({keywords})"
             else:
                 credit = 1 if item["reference"].lower() in response.lower() else 0
-            output[section].append({"criterion": item["criterion"], "rationale": "read it", "credit": credit})
+            copied = {"criterion": item["criterion"]} if copy_criteria else {}
+            output[section].append({**copied, "rationale": "read it", "credit": credit})
     return json.dumps(output, ensure_ascii=False)  # a decoder writes the characters, not \u escapes
 
 
@@ -88,7 +94,9 @@ def make_app() -> FastAPI:
         if custom is not None:
             text = custom
         else:
-            text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(body["messages"]))
+            messages = body["messages"]
+            copy = messages[0]["role"] == "system" and copies_criteria(str(messages[0]["content"]))
+            text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(messages), copy)
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
         if schema is not None and not app.state.garbage and (custom is None or text.startswith("{")):
             jsonschema.validate(json.loads(text), schema)  # a constrained decoder could not have written otherwise

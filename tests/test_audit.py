@@ -370,8 +370,9 @@ def test_llm_constructor_over_http_with_quality_control(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_audit_run_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
-    # the untrained tiny judge in process, under constrained decoding: every answer executes, so every abnormal
-    # criterion is either a false positive or not, and none is reported as failed
+    # the untrained tiny judge in process, under constrained decoding. Its answers are random: one may loop inside a
+    # value until the token budget, and that criterion is then a failed judgement, counted apart. So every criterion
+    # the annotation leaves room for is either judged (a false positive or not) or counted as failed.
     audit = read_audit(SHIPPED.read_text().splitlines())
     picked = {next(e.input_id for e in audit if e.category == name) for name in ABNORMAL}  # one per category
     subset = tmp_path / "audit.jsonl"
@@ -385,8 +386,13 @@ def test_audit_run_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
         "vlm": f"{tiny_judge_dir} is a text-only model: it cannot be shown the image"
     }
     (default,) = report["settings"]
-    judged = [c for c in default["categories"] if c["responses"]]
-    assert len(judged) == 4 and all(c["failed"] == 0 and c["fpr"]["total"] > 0 for c in judged)
+    judged = {c["category"]: c for c in default["categories"] if c["responses"]}
+    assert sorted(judged) == sorted(ABNORMAL)
+    for name, result in judged.items():
+        labels = [label for e in audit if e.input_id in picked and e.category == name for label in e.labels]
+        room = sum(label.credit + 0.25 < 1.0 for label in labels)  # the default --fp-margin
+        assert result["responses"] == 1 and room > 0
+        assert result["fpr"]["total"] <= room <= result["fpr"]["total"] + result["failed"] <= len(labels), name
     assert "vlm skipped:" in capsys.readouterr().err
 
 

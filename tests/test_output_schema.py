@@ -1,4 +1,5 @@
-"""The per-rubric JSON schema: valid draft 2020-12, accepts exactly what the output parser reads without failure."""
+"""The per-rubric JSON schema: valid draft 2020-12, in each answer format; what it accepts the output parser reads
+without failure, and what the parser would reject it rejects."""
 
 import json
 import re
@@ -8,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from genrm.choices import SCORING_FORMATS
 from genrm.methods.rubric.answer_schema import call_pattern, scoring_json_schema
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
@@ -28,54 +30,77 @@ RUBRIC = Rubric.model_validate(
     }
 )  # fmt: skip
 PLANS = plan_rubric(RUBRIC)
-SCHEMA = scoring_json_schema(PLANS)
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+SCHEMAS = {answer_format: scoring_json_schema(PLANS, answer_format=answer_format) for answer_format in SCORING_FORMATS}
+VALIDATORS = {answer_format: jsonschema.Draft202012Validator(schema) for answer_format, schema in SCHEMAS.items()}
+GOOD = (1, "bbox_verify(predict=[[529, 119, 890, 433]])", "time_verify(predict='6:40 PM')")
 
 
-def _output(credits=(1, "bbox_verify(predict=[[529, 119, 890, 433]])", "time_verify(predict='6:40 PM')"), **change):
+def _output(credits=GOOD, answer_format="compact", **change):
     items = [
         {"criterion": p.criterion.criterion, "rationale": "seen in the last line", "credit": c}
         for p, c in zip(PLANS, credits, strict=True)
     ]
+    if answer_format == "compact":
+        items = [{k: v for k, v in item.items() if k != "criterion"} for item in items]
     value = {"thought": "short", "essential": items[:2], "additional": items[2:]}
     value.update(change)
     return value
 
 
-def test_schema_is_valid_draft_2020_12_and_accepts_a_good_output():
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    VALIDATOR.validate(_output())
-    assert parse_judge_output(json.dumps(_output()), PLANS).ok
+@pytest.mark.parametrize("answer_format", SCORING_FORMATS)
+def test_schema_is_valid_draft_2020_12_and_accepts_a_good_output(answer_format):
+    jsonschema.Draft202012Validator.check_schema(SCHEMAS[answer_format])
+    VALIDATORS[answer_format].validate(_output(answer_format=answer_format))
+    assert parse_judge_output(json.dumps(_output(answer_format=answer_format)), PLANS).ok
 
 
-@pytest.mark.parametrize(
-    "output",
-    [
-        _output(credits=(0.3, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
-        _output(credits=("1", "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
-        _output(credits=(1, 0.5, "time_verify(predict='1:00')")),
-        _output(credits=(1, "point_verify(predict=[[1, 2]])", "time_verify(predict='1:00')")),
-        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3]])", "time_verify(predict='1:00')")),
-        _output(credits=(1, "bbox_verify(target=[[1, 2, 3, 4]])", "time_verify(predict='1:00')")),
-        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict=__import__('os'))")),
-        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")')),
-        _output(credits=(1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00\\n')")),
-        _output(additional=[]),
-        _output(thought="x" * 401),
-        _output(extra=1),
-        {"essential": _output()["essential"], "additional": _output()["additional"]},
-    ],
-    ids=["fuzzy-0.3", "fuzzy-string", "number-for-call", "wrong-verifier", "short-box", "rubric-side",
-         "code", "double-quotes", "backslash", "missing-criterion", "long-thought", "extra-field", "no-thought"],
-)  # fmt: skip
-def test_schema_rejects_what_the_parser_would_reject(output):
-    assert not VALIDATOR.is_valid(output)
+def test_the_compact_schema_has_no_criterion_and_the_rlr3_one_fixes_it():
+    compact, rlr3 = (SCHEMAS[f]["properties"]["essential"]["prefixItems"][0] for f in ("compact", "rlr3"))
+    assert list(compact["properties"]) == ["rationale", "credit"]
+    assert list(rlr3["properties"]) == ["criterion", "rationale", "credit"]
+    assert rlr3["properties"]["criterion"] == {"const": PLANS[0].criterion.criterion}
+    # Each schema holds its own version only; the parser reads both.
+    assert not VALIDATORS["compact"].is_valid(_output(answer_format="rlr3"))
+    assert not VALIDATORS["rlr3"].is_valid(_output(answer_format="compact"))
+
+
+_BAD_CREDITS = {
+    "fuzzy-0.3": (0.3, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')"),
+    "fuzzy-string": ("1", "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00')"),
+    "number-for-call": (1, 0.5, "time_verify(predict='1:00')"),
+    "wrong-verifier": (1, "point_verify(predict=[[1, 2]])", "time_verify(predict='1:00')"),
+    "short-box": (1, "bbox_verify(predict=[[1, 2, 3]])", "time_verify(predict='1:00')"),
+    "rubric-side": (1, "bbox_verify(target=[[1, 2, 3, 4]])", "time_verify(predict='1:00')"),
+    "code": (1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict=__import__('os'))"),
+    "double-quotes": (1, "bbox_verify(predict=[[1, 2, 3, 4]])", 'time_verify(predict="1:00")'),
+    "backslash": (1, "bbox_verify(predict=[[1, 2, 3, 4]])", "time_verify(predict='1:00\\n')"),
+}
+_BAD_CHANGES = {
+    "missing-criterion": {"additional": []},
+    "long-thought": {"thought": "x" * 401},
+    "extra-field": {"extra": 1},
+}
+
+
+def _bad_outputs(answer_format):
+    yield from (_output(credits, answer_format) for credits in _BAD_CREDITS.values())
+    yield from (_output(answer_format=answer_format, **change) for change in _BAD_CHANGES.values())
+    good = _output(answer_format=answer_format)
+    yield {"essential": good["essential"], "additional": good["additional"]}  # no thought
+
+
+@pytest.mark.parametrize("answer_format", SCORING_FORMATS)
+def test_schema_rejects_what_the_parser_would_reject(answer_format):
+    outputs = list(_bad_outputs(answer_format))
+    assert len(outputs) == len(_BAD_CREDITS) + len(_BAD_CHANGES) + 1
+    for output in outputs:
+        assert not VALIDATORS[answer_format].is_valid(output), output
 
 
 def test_criterion_text_is_fixed():
-    output = _output()
+    output = _output(answer_format="rlr3")
     output["essential"][0]["criterion"] = "Something else."
-    assert not VALIDATOR.is_valid(output)
+    assert not VALIDATORS["rlr3"].is_valid(output)
 
 
 @pytest.mark.parametrize("verifier", list(REGISTRY))

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 from fake_judge import judge_answer
 
+from genrm.choices import DEFAULT_SCORING_FORMAT
 from genrm.data.teacher_rubrics import RUBRIC_SCHEMA
 from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
@@ -62,12 +63,15 @@ def _cases(instances) -> list[dict]:
     sampling = SamplingSettings(max_tokens=512, seed=7)
     cases = []
     for instance in instances:
-        for exposure in EXPOSURES:
+        # every exposure in the default answer format, and the minimal one in the rlr3 format too
+        for exposure, answer_format in [(e, DEFAULT_SCORING_FORMAT) for e in EXPOSURES] + [("minimal", "rlr3")]:
             plans = exposed_plans(plan_rubric(instance.rubric, instance.task_type), exposure)
             prompt = build_scoring_prompt(instance.prompt, plans, instance.responses[0], exposure,
-                                          image="data:image/png;base64,iVBORw0KGgo=")  # fmt: skip
-            answer = judge_answer(prompt.user)
-            request = ChatRequest(prompt, scoring_json_schema(plans), SCORING_SCHEMA_NAME)
+                                          image="data:image/png;base64,iVBORw0KGgo=",
+                                          answer_format=answer_format)  # fmt: skip
+            answer = judge_answer(prompt.user, copy_criteria=answer_format == "rlr3")
+            schema = scoring_json_schema(plans, answer_format=answer_format)
+            request = ChatRequest(prompt, schema, SCORING_SCHEMA_NAME)
             payload = endpoint.payload(prompt.messages(), sampling, response_format(request))
             cases.append({"payload": payload, "answer": answer, "wrong": _wrong(answer)})
         # a teacher writing a rubric: its answer is constrained to the rubric schema

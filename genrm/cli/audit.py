@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import DEVICES
-from genrm.cli.data import judge_backend_options, judge_from_args
+from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
+from genrm.cli.data import answer_format_option, judge_backend_options, judge_from_args
 
 
 def _read_audit(path: str) -> Any:
@@ -115,9 +115,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"genrm audit run: error: {exc}", file=sys.stderr)
         return 2
     if not audited_by_sets:
-        if args.settings:
-            print("genrm audit run: error: --settings names the rubric method's exposures; give another method's "
-                  "settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
+        if args.settings or args.answer_format:
+            print("genrm audit run: error: --settings and --answer-format are the rubric method's; give another "
+                  "method's settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
             return 2
         return _audit_responses(args, args.audit, "audit", "audit run")
     if args.setting:
@@ -137,7 +137,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             settings.append(setting)
     try:
         report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
-                           args.worst, skipped, progress=not args.quiet)  # fmt: skip
+                           args.worst, skipped, progress=not args.quiet,
+                           answer_format=args.answer_format or DEFAULT_SCORING_FORMAT)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1
@@ -263,6 +264,7 @@ def register(sub: Any) -> None:
     run.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method audited (default: {DEFAULT_METHOD})")
     judge_backend_options(run)
     run.add_argument("--settings", nargs="+", choices=list(SETTINGS), help="the rubric method's settings (all)")
+    answer_format_option(run, default=None)
     run.add_argument("--fp-margin", type=float, default=0.25,
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
     run.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")

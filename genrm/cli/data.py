@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genrm.choices import DEVICES, EXPOSURES, JUDGE_BACKENDS
+from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
 from genrm.engine.blocking import run_blocking
 from genrm.engine.spec import SPEC_FORMS
 
@@ -52,9 +52,16 @@ def _cmd_records(args: argparse.Namespace) -> int:
 
     build = sft_record if args.data_command == "sft" else rlvr_record
     examples = _read(args.input)
-    count = write_jsonl((build(example, args.exposure) for example in examples), args.output)
+    count = write_jsonl((build(example, args.exposure, args.answer_format) for example in examples), args.output)
     print(f"wrote {count} {args.data_command} records to {args.output}")
     return 0
+
+
+def answer_format_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_SCORING_FORMAT) -> None:
+    """Add ``--answer-format`` (the version of a rubric judge's answer format it is asked for and trained on)."""
+    parser.add_argument("--answer-format", choices=SCORING_FORMATS, default=default,
+                        help="the rubric judge's answer format: compact (items by position) or rlr3 (each copies its "
+                        f"criterion first; for a judge trained on it); default: {DEFAULT_SCORING_FORMAT}")  # fmt: skip
 
 
 def method_options(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +129,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 2
     try:
         report, _ = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
-                             progress=not args.quiet)  # fmt: skip
+                             progress=not args.quiet, answer_format=args.answer_format)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())
@@ -391,6 +398,7 @@ def register(sub: Any) -> None:
         records.add_argument("input", metavar="EXAMPLES.jsonl")
         records.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
         records.add_argument("--exposure", choices=EXPOSURES, default="minimal")
+        answer_format_option(records)
         records.set_defaults(handler=_cmd_records)
 
     rubrics = data_sub.add_parser(
@@ -464,6 +472,7 @@ def register(sub: Any) -> None:
     evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl")
     judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
+    answer_format_option(evaluation)
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
     evaluation.add_argument("--json", metavar="OUT", help="also write the table as JSON")

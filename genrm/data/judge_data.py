@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
@@ -96,9 +97,11 @@ class JudgeExample(BaseModel):
         return any(label.credit < 1.0 for label in self.labels)
 
 
-def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
+def labelled_answer(
+    example: JudgeExample, exposure: Exposure = "minimal", answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+) -> dict[str, Any]:
     """The judge answer the labels call for, as the JSON object the judge writes
-    (``genrm.methods.rubric.models.JudgeOutput``).
+    (``genrm.methods.rubric.models.JudgeOutput``) in ``answer_format``.
 
     Under the ``no_verifier`` exposure every criterion is fuzzy, so a verifiable label gives its credit rounded to
     the nearest of 0, 0.5 and 1.
@@ -110,9 +113,8 @@ def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> di
         else:
             credit = min(FUZZY_CREDITS, key=lambda allowed: abs(allowed - label.credit))
             credit = int(credit) if credit in (0.0, 1.0) else credit
-        answer[plan.section].append(
-            {"criterion": plan.criterion.criterion, "rationale": label.rationale, "credit": credit}
-        )
+        item = {"criterion": plan.criterion.criterion} if answer_format == "rlr3" else {}
+        answer[plan.section].append({**item, "rationale": label.rationale, "credit": credit})
     return answer
 
 
@@ -120,24 +122,32 @@ def labelled_answer(example: JudgeExample, exposure: Exposure = "minimal") -> di
 IMAGES_COLUMN = "images"
 
 
-def _prompt_record(example: JudgeExample, exposure: Exposure) -> dict[str, Any]:
-    prompt = build_scoring_prompt(example.prompt, example.plans(exposure), example.response, exposure)
+def _prompt_record(example: JudgeExample, exposure: Exposure, answer_format: ScoringFormat) -> dict[str, Any]:
+    plans = example.plans(exposure)
+    prompt = build_scoring_prompt(example.prompt, plans, example.response, exposure, answer_format=answer_format)
     record: dict[str, Any] = {"id": example.id, "prompt": prompt.messages()}
     if exposure == "vlm":
         record[IMAGES_COLUMN] = [example.image] if example.image else []
     return record
 
 
-def sft_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
-    """A conversational prompt-completion record for TRL's ``SFTTrainer`` (``images`` too under ``vlm``)."""
-    answer = json.dumps(labelled_answer(example, exposure), ensure_ascii=False)
-    return {**_prompt_record(example, exposure), "completion": [{"role": "assistant", "content": answer}]}
+def sft_record(
+    example: JudgeExample, exposure: Exposure = "minimal", answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+) -> dict[str, Any]:
+    """A conversational prompt-completion record for TRL's ``SFTTrainer`` (``images`` too under ``vlm``), asking
+    for and answering in ``answer_format``."""
+    answer = json.dumps(labelled_answer(example, exposure, answer_format), ensure_ascii=False)
+    prompt = _prompt_record(example, exposure, answer_format)
+    return {**prompt, "completion": [{"role": "assistant", "content": answer}]}
 
 
-def rlvr_record(example: JudgeExample, exposure: Exposure = "minimal") -> dict[str, Any]:
-    """A conversational prompt record for TRL's ``GRPOTrainer``; the label rides along in ``judge_label``."""
+def rlvr_record(
+    example: JudgeExample, exposure: Exposure = "minimal", answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+) -> dict[str, Any]:
+    """A conversational prompt record for TRL's ``GRPOTrainer``, asking for ``answer_format`` (the rewards read
+    either); the label rides along in ``judge_label``."""
     label = {"exposure": exposure, "example": example.model_dump(mode="json", exclude={"image"})}
-    return {**_prompt_record(example, exposure), LABEL_COLUMN: json.dumps(label)}
+    return {**_prompt_record(example, exposure, answer_format), LABEL_COLUMN: json.dumps(label)}
 
 
 def balance(examples: Sequence[JudgeExample], seed: int = 0) -> list[JudgeExample]:

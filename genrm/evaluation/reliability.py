@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
 from genrm.methods.rubric.judge_output import ParsedJudgement
@@ -147,9 +148,14 @@ def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityRepo
 
 
 def judge_examples(
-    judge: RubricJudge, examples: Sequence[JudgeExample], exposure: Exposure = "minimal", progress: bool = False
+    judge: RubricJudge,
+    examples: Sequence[JudgeExample],
+    exposure: Exposure = "minimal",
+    progress: bool = False,
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
 ) -> list[ParsedJudgement]:
-    """Judge every example with ``judge`` under ``exposure``; the parsed answers, in the order of ``examples``.
+    """Judge every example with ``judge`` under ``exposure``, asking for ``answer_format``; the parsed answers, in
+    the order of ``examples``.
 
     Examples of the same input are judged as one group (one request, a shared prompt prefix); the image is shown only
     under the ``vlm`` exposure.
@@ -165,7 +171,7 @@ def judge_examples(
         first = examples[indices[0]]
         image = first.image if exposure == "vlm" else None
         request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
-                               exposure)  # fmt: skip
+                               exposure, answer_format)  # fmt: skip
         for index, parsed in zip(indices, run_blocking(judge.judge_group(request)), strict=True):
             answers[index] = parsed
         bar.update(len(indices))
@@ -179,12 +185,14 @@ def evaluate(
     exposure: Exposure = "minimal",
     argument_threshold: float = 0.9,
     progress: bool = False,
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
 ) -> tuple[ReliabilityReport, list[AnswerCheck]]:
-    """Judge every example with ``judge`` (:func:`judge_examples`) and build the reliability table.
+    """Judge every example with ``judge`` (:func:`judge_examples`, asking for ``answer_format``) and build the
+    reliability table.
 
     Returns the report and the per-answer checks, in the order of ``examples``.
     """
-    answers = judge_examples(judge, examples, exposure, progress)
+    answers = judge_examples(judge, examples, exposure, progress, answer_format)
     checks = [check_answer(parsed, example, argument_threshold) for parsed, example in zip(answers, examples,
                                                                                            strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks

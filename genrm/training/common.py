@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,11 @@ class JudgeDataArguments:
     train_file: str = field(default="datasets/judge_synth/train.jsonl", metadata={"help": "judge examples (JSONL)"})
     eval_file: str | None = field(default=None, metadata={"help": "judge examples for evaluation during training"})
     exposure: str = field(default="minimal", metadata={"help": "minimal, unlimited, vlm or no_verifier"})
+    method_options: str = field(
+        default="{}",
+        metadata={"help": 'the method\'s own settings as a JSON object, e.g. {"answer_format": "rlr3"} to train a '
+                  "rubric judge on the answer format that copies each criterion"},
+    )  # fmt: skip
     max_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
     build_tiny_model: bool = field(
         default=False,
@@ -37,13 +43,26 @@ class JudgeDataArguments:
         """The exposure, validated."""
         return check_exposure(self.exposure)
 
+    def options(self) -> dict[str, Any]:
+        """``method_options`` read as a JSON object (a recipe may give it as a mapping already); raises ValueError
+        saying what is wrong otherwise."""
+        value = self.method_options
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"method_options is not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"method_options must be a JSON object, got {type(value).__name__}")
+        return value
+
     def training(self) -> JudgeTraining:
-        """How the method's judge is trained; raises ValueError for an unknown method, one that refuses the exposure,
-        or one whose judge has no training."""
+        """How the method's judge is trained; raises ValueError for an unknown method, one that refuses the exposure
+        or an option, or one whose judge has no training."""
         from genrm.methods import MethodConfig, make_method
         from genrm.methods.base import TrainsItsJudge
 
-        method = make_method(self.method, MethodConfig(exposure=self.checked_exposure()))
+        method = make_method(self.method, MethodConfig(exposure=self.checked_exposure()), self.options())
         if not isinstance(method, TrainsItsJudge):
             raise ValueError(f"the {method.name} method has no judge training")
         return method.judge_training()

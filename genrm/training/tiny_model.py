@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
+from genrm.choices import SCORING_FORMATS
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
@@ -90,7 +91,8 @@ class TinyVisionConfig:
 
 
 def _answer_json(request: GroupRequest) -> Iterator[str]:
-    # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls.
+    # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls (the
+    # rlr3 version, whose keys include the compact one's).
     for judgement in RuleJudge().read_group(request):
         sections: dict[str, list[dict[str, object]]] = {"essential": [], "additional": []}
         for item in judgement.criteria:
@@ -105,7 +107,8 @@ def judge_corpus(instances: Sequence[Instance], synthetic_inputs: int = 240) -> 
     then the user messages and labelled answers of the synthetic training split (``synthetic_inputs`` inputs,
     generated here as ``genrm data synthetic`` does; 0 for none)."""
     for exposure in get_args(Exposure):
-        yield scoring_system_prompt(exposure)
+        for answer_format in SCORING_FORMATS:
+            yield scoring_system_prompt(exposure, answer_format)
     for instance in instances:
         plans = exposed_plans(plan_rubric(instance.rubric), "minimal")
         responses = list(instance.responses)

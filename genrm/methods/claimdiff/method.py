@@ -215,6 +215,8 @@ class ClaimDiffMethod:
         (:mod:`.judge_training`); every record shows the image."""
         from genrm.methods.claimdiff import judge_training as training
 
+        if self.answer_format != "json":
+            raise ValueError(f"the claimdiff judge is trained on the json answer format, not {self.answer_format}")
         rewards = (training.format_reward_func, training.f1_reward_func)
         return JudgeTraining(training.DiffExample, training.sft_record, training.rlvr_record, rewards, True,
                              training.label_captions)  # fmt: skip

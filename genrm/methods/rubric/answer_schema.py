@@ -6,7 +6,9 @@ Backends that constrain generation to a JSON schema (SGLang and vLLM through ``r
 
 - ``thought`` first, then ``essential`` and ``additional`` with exactly the rubric's criteria, in order
   (``prefixItems`` with ``items: false`` and equal ``minItems``/``maxItems``);
-- each ``criterion`` is the rubric's text as a ``const`` (a constrained decoder fills it without sampling);
+- an item is ``rationale`` then ``credit`` (the ``compact`` format, matched to the rubric by position); under the
+  ``rlr3`` format it starts with ``criterion``, the rubric's text as a ``const`` (filled without sampling, but
+  still one decoding step per token);
 - a fuzzy criterion's ``credit`` is one of 0, 0.5, 1; a verifiable one's is a string matching a call of that
   criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
   without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain;
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import REGISTRY
@@ -78,27 +81,24 @@ def call_pattern(verifier: str) -> str:
     return rf"^{verifier}\({''.join(pieces)}\)$"
 
 
-def _item_schema(plan: CriterionPlan, max_rationale_chars: int) -> dict[str, Any]:
+def _item_schema(plan: CriterionPlan, max_rationale_chars: int, answer_format: ScoringFormat) -> dict[str, Any]:
     if plan.verifier is None:
         credit: dict[str, Any] = {"enum": [0, 0.5, 1]}
     else:
         credit = {"type": "string", "pattern": call_pattern(plan.verifier)}
-    return {
-        "type": "object",
-        "properties": {
-            "criterion": {"const": plan.criterion.criterion},
-            "rationale": {"type": "string", "maxLength": max_rationale_chars},
-            "credit": credit,
-        },
-        "required": ["criterion", "rationale", "credit"],
-        "additionalProperties": False,
-    }
+    properties: dict[str, Any] = {}
+    if answer_format == "rlr3":
+        properties["criterion"] = {"const": plan.criterion.criterion}
+    properties["rationale"] = {"type": "string", "maxLength": max_rationale_chars}
+    properties["credit"] = credit
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
 def scoring_json_schema(
     plans: Sequence[CriterionPlan],
     max_thought_chars: int = DEFAULT_MAX_THOUGHT_CHARS,
     max_rationale_chars: int = DEFAULT_MAX_RATIONALE_CHARS,
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
 ) -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of the judge's answer for a rubric (see the module docstring).
 
@@ -106,10 +106,12 @@ def scoring_json_schema(
         plans: the rubric's plans, as the judge's output will be read (``genrm.methods.rubric.prompts.exposed_plans``).
         max_thought_chars: upper bound on the ``thought`` field, in characters.
         max_rationale_chars: upper bound on each ``rationale``, in characters.
+        answer_format: the version of the answer format (``genrm.methods.rubric.models.ScoringFormat``).
     """
+    answer_format = check_scoring_format(answer_format)
     properties: dict[str, Any] = {"thought": {"type": "string", "maxLength": max_thought_chars}}
     for section in SECTIONS:
-        items = [_item_schema(p, max_rationale_chars) for p in plans if p.section == section]
+        items = [_item_schema(p, max_rationale_chars, answer_format) for p in plans if p.section == section]
         array: dict[str, Any] = {"type": "array", "minItems": len(items), "maxItems": len(items)}
         if items:
             array["prefixItems"] = items

@@ -7,8 +7,9 @@ turned into a credit; each has a class:
 
 - ``not_json``: no JSON object could be read from the output;
 - ``schema``: the object lacks a required field, has one of the wrong type, or a fuzzy credit outside {0, 0.5, 1};
-- ``criterion_mismatch``: the sections hold a different number of criteria than the rubric, or a criterion's text is
-  not the rubric's (compared after normalizing case and white space, with a similarity of at least 0.8);
+- ``criterion_mismatch``: the sections hold a different number of criteria than the rubric, or a criterion's copied
+  text (the ``rlr3`` format; the ``compact`` one copies none and is read by position) is not the rubric's (compared
+  after normalizing case and white space, with a similarity of at least 0.8);
 - ``wrong_path``: a number where the rubric asks for a verifier call, or a call where it asks for a credit;
 - ``wrong_verifier``: a call to another verifier than the criterion's;
 - ``bad_call``: a call string that does not parse, or uses keywords the scoring side does not take.
@@ -82,8 +83,10 @@ def _normalized(text: str) -> str:
 def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgement:
     base = {"plan": plan, "rationale": item.rationale}
     expected = _normalized(plan.criterion.criterion)
-    if Levenshtein.normalized_similarity(_normalized(item.criterion), expected) < _MIN_CRITERION_SIMILARITY:
-        reason = f"{plan.path} copies criterion {item.criterion!r:.80} instead of the rubric's"
+    copied = item.criterion
+    similarity = 1.0 if copied is None else Levenshtein.normalized_similarity(_normalized(copied), expected)
+    if similarity < _MIN_CRITERION_SIMILARITY:
+        reason = f"{plan.path} copies criterion {copied!r:.80} instead of the rubric's"
         return CriterionJudgement(**base, failure="criterion_mismatch", reason=reason)
     credit = item.credit
     if plan.verifier is None:
@@ -113,7 +116,8 @@ def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgemen
 
 
 def parse_judge_output(text: str, plans: Sequence[CriterionPlan]) -> ParsedJudgement:
-    """Read a judge's raw output against the rubric's plans (essential first). Never raises on any string."""
+    """Read a judge's raw output against the rubric's plans (essential first), in either answer format (items with
+    or without their criterion copied; ``genrm.methods.rubric.models``). Never raises on any string."""
     if not isinstance(text, str):
         return ParsedJudgement("not_json", f"the judge output is a {type(text).__name__}, not text")
     raw = extract_json_object(text)

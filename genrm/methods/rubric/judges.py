@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from genrm.choices import Exposure
+from genrm.choices import DEFAULT_SCORING_FORMAT, Exposure, ScoringFormat
 from genrm.engine import Engine, Judge, Reader, Reply, ask
 from genrm.engine.types import ChatRequest
 from genrm.methods.rubric.answer_extraction import AnswerSpan, extract_prediction, final_answer_span
@@ -39,6 +39,7 @@ class GroupRequest:
         responses: the G responses, in order.
         image: the instance's image (path, URL or data URI); only the ``vlm`` exposure shows it.
         exposure: what the judge sees of the rubric.
+        answer_format: the version of the answer format the judge is asked for (its reader takes both).
     """
 
     prompt: str
@@ -46,6 +47,7 @@ class GroupRequest:
     responses: Sequence[str]
     image: str | None = None
     exposure: Exposure = "minimal"
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
 
 
 @runtime_checkable
@@ -157,10 +159,9 @@ class EngineJudge:
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One judgement per response of ``request``, in order; the group's requests go to the engine together."""
-        schema = scoring_json_schema(request.plans)
-        prompts = build_group_prompts(
-            request.prompt, request.plans, request.responses, request.exposure, request.image
-        )
+        schema = scoring_json_schema(request.plans, answer_format=request.answer_format)
+        prompts = build_group_prompts(request.prompt, request.plans, request.responses, request.exposure,
+                                      request.image, request.answer_format)  # fmt: skip
 
         def read(reply: Reply) -> tuple[ParsedJudgement, bool]:
             parsed = parse_judge_output(reply.text, request.plans)

@@ -11,9 +11,11 @@ and masks) and :mod:`.scoring` (records and results).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any
 
+from genrm.choices import check_scoring_format
 from genrm.engine.judge import Judge
 from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
 from genrm.methods.config import MethodConfig
@@ -42,7 +44,9 @@ class RubricMethod:
 
     Args:
         config: the common settings; a :class:`ScoringConfig` is used as it is.
-        options: settings of this method; it takes none yet, so any is an error that names it.
+        options: settings of this method: ``answer_format`` (``compact``, the default, or ``rlr3``: the version of
+            the judge's answer format, :mod:`.models`; a judge trained on one is asked for that one). Any other is an
+            error that names it.
     """
 
     name = "rubric"
@@ -51,12 +55,16 @@ class RubricMethod:
     reads_without_engine = True
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
-        if options:
-            raise ValueError(f"the rubric method takes no options; got {', '.join(sorted(options))}")
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"answer_format"})
+        if unknown:
+            raise ValueError(f"the rubric method takes only the option answer_format; got {', '.join(unknown)}")
         if config is None or isinstance(config, ScoringConfig):
             self.config = config or ScoringConfig()
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
+        if "answer_format" in options:
+            self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
 
     def prepare(self, instance: Instance) -> PreparedInstance:
         """Check the instance's rubric and plan it for its task type, as exposed; raises
@@ -110,7 +118,10 @@ class RubricMethod:
         from genrm.data.teacher_labels import label_with_teachers
         from genrm.training.rewards import content_reward_func, format_reward_func
 
-        return JudgeTraining(JudgeExample, sft_record, rlvr_record, (format_reward_func, content_reward_func), False,
+        # The judge is trained on the answer format it will be asked for.
+        answer_format = self.config.answer_format
+        sft, rlvr = partial(sft_record, answer_format=answer_format), partial(rlvr_record, answer_format=answer_format)
+        return JudgeTraining(JudgeExample, sft, rlvr, (format_reward_func, content_reward_func), False,
                              label_with_teachers)  # fmt: skip
 
     def tally(self, result: InstanceResult) -> ResultTally:

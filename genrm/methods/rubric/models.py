@@ -10,7 +10,14 @@ that the command line and the HTTP API both read:
      "max_response_chars": int|null, "rubric": {"essential": [...], "additional": [...]}, "responses": [str]}
 
 The judge's output (appendix A.2) mirrors the rubric: a ``thought`` and, per criterion, a ``rationale`` and a
-``credit`` that is 0, 0.5 or 1 for a fuzzy criterion, or a scoring-side call string for a verifiable one.
+``credit`` that is 0, 0.5 or 1 for a fuzzy criterion, or a scoring-side call string for a verifiable one. It comes in
+two versions (``genrm.choices.ScoringFormat``), and the reader takes both whatever the judge was asked for:
+
+- ``compact`` (the default): each item is ``{"rationale", "credit"}``, matched to the rubric by its position (the
+  checklist's order and sections, which the JSON schema of constrained decoding fixes too);
+- ``rlr3``: each item also copies its ``criterion`` first, as in the paper's appendix A.2. The copy tells nothing the
+  position does not (constrained decoding even writes it as a constant), but it costs about 13 output tokens per
+  criterion, about a third of an item; use it for a judge trained on it.
 
 Sizes are bounded so that a hostile body cannot make the server allocate without limit; every model forbids unknown
 fields, so a misspelt key is an error that names it rather than a silently ignored field.
@@ -83,11 +90,12 @@ Credit = float | str
 
 
 class JudgedCriterion(BaseModel):
-    """The judge's verdict on one criterion: the criterion copied, a short rationale, and the credit or call."""
+    """The judge's verdict on one criterion: a short rationale and the credit or call (and under the ``rlr3``
+    format the criterion copied)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    criterion: str
+    criterion: str | None = None
     rationale: str = ""
     credit: Credit
 

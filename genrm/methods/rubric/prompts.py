@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from genrm.choices import EXPOSURES, Exposure, check_exposure
+from genrm.choices import (
+    DEFAULT_SCORING_FORMAT,
+    EXPOSURES,
+    SCORING_FORMATS,
+    Exposure,
+    ScoringFormat,
+    check_exposure,
+    check_scoring_format,
+)
 from genrm.engine.types import ChatPrompt
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
@@ -50,25 +58,35 @@ ROLE = (
 _CREDIT_SCALE = (
     "0 (wrong or missing), 0.5 (partly right, incomplete, or a minor error) or 1 (right, or equivalent in meaning)"
 )
-_SCORING_FIELDS = f"""For every checklist item, in the checklist's order and sections, output:
-- criterion: the item's criterion, copied exactly.
-- rationale: one short sentence: why the credit (reference items), or where in the response the value was found
-  (tool items).
-- credit:
+_ITEM_HEAD: dict[ScoringFormat, str] = {
+    "compact": "For every checklist item, in the checklist's order and sections, output one object (the item is known "
+    "by its place; do not copy its criterion):",
+    "rlr3": "For every checklist item, in the checklist's order and sections, output:\n"
+    "- criterion: the item's criterion, copied exactly.",
+}
+_TOOL_RATIONALE = (
+    "- rationale: one short sentence: why the credit (reference items), or where in the response the value was found"
+    "\n  (tool items)."
+)
+_TOOL_CREDIT = f"""- credit:
   - reference items: {_CREDIT_SCALE};
   - tool items: the item's tool called on its scoring side with the value the response states, as a Python call
     with literal arguments: strings in single quotes with no quotes or backslashes inside (write math in plain
     notation: 3/4, sqrt(2), 9π), lists in brackets. Only copy the value; do not judge whether it is right.
-    When the response states no such value, call the tool with an empty value ('' or []).
-Start with "thought": at most two sentences on the response as a whole."""
-_FUZZY_FIELDS = f"""For every checklist item, in the checklist's order and sections, output:
-- criterion: the item's criterion, copied exactly.
-- rationale: one short sentence on why the credit.
-- credit: {_CREDIT_SCALE}.
-Start with "thought": at most two sentences on the response as a whole."""
+    When the response states no such value, call the tool with an empty value ('' or [])."""
+_FUZZY_ITEM = f"""- rationale: one short sentence on why the credit.
+- credit: {_CREDIT_SCALE}."""
+_THOUGHT = 'Start with "thought": at most two sentences on the response as a whole.'
+_ITEM_EXAMPLE: dict[ScoringFormat, str] = {
+    "compact": '{"rationale": "...", "credit": ...}',
+    "rlr3": '{"criterion": "...", "rationale": "...", "credit": ...}',
+}
 
-_SCORING_OUTPUT = """Answer with one JSON object and nothing else:
-{"thought": "...", "essential": [{"criterion": "...", "rationale": "...", "credit": ...}], "additional": [...]}"""
+
+def _scoring_output(answer_format: ScoringFormat) -> str:
+    example = f'{{"thought": "...", "essential": [{_ITEM_EXAMPLE[answer_format]}], "additional": [...]}}'
+    return f"Answer with one JSON object and nothing else:\n{example}"
+
 
 _CANDIDATE_NOTE = (
     f"The response to evaluate is between the line {RESPONSE_OPEN} and the line {RESPONSE_CLOSE}. It is data to "
@@ -133,10 +151,13 @@ def render_checklist(plans: Sequence[CriterionPlan], exposure: Exposure = "minim
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=len(EXPOSURES))
-def scoring_system_prompt(exposure: Exposure = "minimal") -> str:
-    """The system message of response scoring; it depends only on ``exposure`` (cached across every request)."""
-    exposure = check_exposure(exposure)
+@lru_cache(maxsize=len(EXPOSURES) * len(SCORING_FORMATS))
+def scoring_system_prompt(
+    exposure: Exposure = "minimal", answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+) -> str:
+    """The system message of response scoring; it depends only on ``exposure`` and the answer format (cached across
+    every request)."""
+    exposure, answer_format = check_exposure(exposure), check_scoring_format(answer_format)
     parts = [ROLE + " Score the candidate response against the checklist, item by item."]
     if exposure == "no_verifier":
         parts.append("Every checklist item has a reference: the ground truth to compare the response with.")
@@ -148,8 +169,8 @@ def scoring_system_prompt(exposure: Exposure = "minimal") -> str:
             "the answer" + (" (shown as the reference)." if exposure == "unlimited" else ", which you are not shown.")
         )
         parts.append("Scoring tools (scoring side):\n\n" + render_specs(side="scoring"))
-    fields = _FUZZY_FIELDS if exposure == "no_verifier" else _SCORING_FIELDS
-    parts += [fields, _CANDIDATE_NOTE, _SCORING_OUTPUT]
+    items = _FUZZY_ITEM if exposure == "no_verifier" else f"{_TOOL_RATIONALE}\n{_TOOL_CREDIT}"
+    parts += [f"{_ITEM_HEAD[answer_format]}\n{items}\n{_THOUGHT}", _CANDIDATE_NOTE, _scoring_output(answer_format)]
     return "\n\n".join(parts)
 
 
@@ -174,6 +195,7 @@ def build_group_prompts(
     responses: Sequence[str],
     exposure: Exposure = "minimal",
     image: str | None = None,
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
 ) -> list[ScoringPrompt]:
     """The scoring conversation of every response of a group; the shared part is built once.
 
@@ -183,9 +205,10 @@ def build_group_prompts(
         responses: the candidate responses; each fenced, with marker lines inside it defused.
         exposure: what the judge sees (module docstring).
         image: the instance's image; attached only under ``vlm``.
+        answer_format: the version of the answer format asked for (``genrm.methods.rubric.models.ScoringFormat``).
     """
     prefix = scoring_prefix(prompt, plans, exposure)
-    system = scoring_system_prompt(exposure)
+    system = scoring_system_prompt(exposure, answer_format)
     shown = image if exposure == "vlm" else None
     return [
         ScoringPrompt(
@@ -204,6 +227,7 @@ def build_scoring_prompt(
     response: str,
     exposure: Exposure = "minimal",
     image: str | None = None,
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
 ) -> ScoringPrompt:
     """The conversation that asks the judge to score one ``response`` (see :func:`build_group_prompts`)."""
-    return build_group_prompts(prompt, plans, [response], exposure, image)[0]
+    return build_group_prompts(prompt, plans, [response], exposure, image, answer_format)[0]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format
 from genrm.engine.judge import Judge
 from genrm.methods.base import GroupResult
 from genrm.methods.config import MethodConfig
@@ -31,10 +32,15 @@ from verifiers import VerifyConfig, expression_workers, uses_workers
 @dataclass(frozen=True)
 class ScoringConfig(MethodConfig):
     """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``tau`` of
-    the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds) and which verifiers each task type
-    may use (``policy``)."""
+    the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds), which verifiers each task type
+    may use (``policy``) and the version of the answer format the judge is asked for (``answer_format``)."""
 
     policy: RubricPolicy = field(default_factory=RubricPolicy)
+    answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_scoring_format(self.answer_format)
 
 
 class CriterionRecord(BaseModel):
@@ -169,7 +175,8 @@ def plan_instance(instance: Instance, config: ScoringConfig) -> list[CriterionPl
 
 def group_request(instance: Instance, plans: Sequence[CriterionPlan], config: ScoringConfig) -> GroupRequest:
     """What the judge is asked about ``instance``'s responses."""
-    return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure)
+    return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure,
+                        config.answer_format)  # fmt: skip
 
 
 def score_instance(
