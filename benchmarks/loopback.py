@@ -76,14 +76,14 @@ def rate(url: str, path: str, bodies: Sequence[bytes], per_body: int, concurrenc
 
 
 async def closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int,
-                      seconds: float) -> tuple[int, float]:  # fmt: skip
-    """POST ``bodies`` (in turn) to ``path`` with ``concurrency`` requests in flight for ``seconds``; returns the
-    requests answered (each must be a 2xx) and the time taken, in seconds."""
+                      seconds: float, timeout_s: float = 60.0) -> tuple[int, float]:  # fmt: skip
+    """POST ``bodies`` (in turn) to ``path`` with ``concurrency`` requests in flight for ``seconds`` (each allowed
+    ``timeout_s``); returns the requests answered (each must be a 2xx) and the time taken, in seconds."""
     done = [0]
     headers = {"content-type": "application/json"}
     stop_at = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=timeout_s, limits=limits) as http:
 
         async def worker(offset: int) -> None:
             i = offset

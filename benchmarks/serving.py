@@ -9,11 +9,13 @@ execution, aggregation and serialization. Requests carry one group of G = 8 resp
 group's 4 responses twice). For each server: latency of one request at a time (p50 and p99, and p50 per response),
 then throughput with ``--concurrency`` requests in flight for ``--seconds``.
 
-A third server runs the ``transformers`` backend on a judge checkpoint (``--model``; by default the untrained tiny
+Two more servers run the ``transformers`` backend on a judge checkpoint (``--model``; by default the untrained tiny
 judge of ``genrm tiny-model``, made in a temporary directory) on the same single core, with XGrammar-constrained
-answers: its sequential latency against its throughput with ``--concurrency`` requests in flight shows what dynamic
-batching gains. An untrained model's answers are short, so these figures measure the serving path, not a real judge
-(``--no-model`` skips it).
+answers: ``transformers`` with the continuous decode loop (the default), ``generate`` with ``model.generate`` batch
+by batch (``--no-continuous-batching``). Each one's sequential latency against its throughput with ``--concurrency``
+requests in flight shows what batching gains. The untrained model writes until the token budget
+(``--model-max-tokens``, 128), so every answer has the same length: these figures measure the serving and decoding
+path, not a real judge's answers (``--no-model`` skips them).
 
 A mixed-load row runs the ``rule`` server under attack: ``--hostile`` expression checks that never finish (power
 towers, deep nesting, each string new, so no cache helps) kept in flight for ``--mixed-seconds``, while one client
@@ -52,6 +54,8 @@ from verifiers import REGISTRY  # noqa: E402
 from verifiers.registry import empty_prediction  # noqa: E402
 
 G = 8
+#: The transformers rows: the continuous decode loop (the default), and model.generate batch by batch.
+MODEL_KINDS = {"transformers": [], "generate": ["--no-continuous-batching"]}
 EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
 OVERHEAD_TARGET_MS = 2.0
 RULE_TARGET = 1_000.0
@@ -82,14 +86,17 @@ def _serve_zero(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def _start(kind: str, core: int | None, model: str | None = None) -> tuple[subprocess.Popen, str]:
+def _start(
+    kind: str, core: int | None, model: str | None = None, max_tokens: int = 128
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     serve = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning"]
     if kind == "rule":
         command = serve
-    elif kind == "transformers":
-        options = ["--backend", "transformers", "--model", str(model), "--device", "cpu", "--max-tokens", "512"]
-        command = [*serve, *options, "--max-batch-size", "64"]
+    elif kind in MODEL_KINDS:
+        options = ["--backend", "transformers", "--model", str(model), "--device", "cpu", "--max-tokens",
+                   str(max_tokens)]  # fmt: skip
+        command = [*serve, *options, "--max-batch-size", "64", *MODEL_KINDS[kind]]
     else:
         command = [sys.executable, __file__, "--serve-zero", str(port)]
     return start_server(command, port, core, kind)
@@ -105,10 +112,10 @@ def _bodies() -> list[bytes]:
     return bodies
 
 
-async def _latency(url: str, bodies: list[bytes], count: int) -> list[float]:
+async def _latency(url: str, bodies: list[bytes], count: int, timeout_s: float = 60.0) -> list[float]:
     times = []
     headers = {"content-type": "application/json"}
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=timeout_s) as http:
         for i in range(count):
             start = time.perf_counter()
             response = await http.post("/v1/score", content=bodies[i % len(bodies)], headers=headers)
@@ -117,8 +124,10 @@ async def _latency(url: str, bodies: list[bytes], count: int) -> list[float]:
     return times
 
 
-async def _throughput(url: str, bodies: list[bytes], concurrency: int, seconds: float) -> tuple[int, float]:
-    return await closed_loop(url, "/v1/score", bodies, concurrency, seconds)
+async def _throughput(
+    url: str, bodies: list[bytes], concurrency: int, seconds: float, timeout_s: float = 60.0
+) -> tuple[int, float]:
+    return await closed_loop(url, "/v1/score", bodies, concurrency, seconds, timeout_s)
 
 
 _HOSTILE = ("{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900, "\\frac{{" * 600 + "{k}" + "}}{{2}}" * 600)
@@ -188,6 +197,12 @@ def main() -> int:
     parser.add_argument("--model", help="judge checkpoint for the transformers row (default: the tiny judge)")
     parser.add_argument("--no-model", action="store_true", help="skip the transformers backend")
     parser.add_argument("--model-requests", type=int, default=10, help="sequential requests, transformers row")
+    parser.add_argument(
+        "--model-max-tokens",
+        type=int,
+        default=128,
+        help="the judge's token budget (default: 128; the untrained judge writes to the budget)",
+    )
     parser.add_argument("--hostile", type=int, default=50, help="hostile expression checks in flight (default: 50)")
     parser.add_argument("--mixed-seconds", type=float, default=20.0, help="mixed-load phase (default: 20; 0 skips)")
     parser.add_argument("--serve-zero", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -206,19 +221,20 @@ def main() -> int:
         kinds = ["zero", "rule"]
         model = args.model
         if not args.no_model:
-            kinds.append("transformers")
+            kinds += list(MODEL_KINDS)
             if model is None:
                 from genrm.training.tiny_model import save_tiny_judge
 
                 model = str(save_tiny_judge(Path(scratch) / "tiny-judge"))
         for kind in kinds:
-            warm, count = (2, args.model_requests) if kind == "transformers" else (20, args.latency_requests)
-            seconds = max(args.seconds, 20.0) if kind == "transformers" else args.seconds
-            process, url = _start(kind, server_core, model)
+            warm, count = (2, args.model_requests) if kind in MODEL_KINDS else (20, args.latency_requests)
+            seconds = max(args.seconds, 20.0) if kind in MODEL_KINDS else args.seconds
+            process, url = _start(kind, server_core, model, args.model_max_tokens)
+            patience = 600.0 if kind in MODEL_KINDS else 60.0
             try:
-                asyncio.run(_latency(url, bodies, warm))  # warm-up: connections, caches, compiled grammars
-                times = asyncio.run(_latency(url, bodies, count))
-                requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, seconds))
+                asyncio.run(_latency(url, bodies, warm, patience))  # warm-up: connections, caches, compiled grammars
+                times = asyncio.run(_latency(url, bodies, count, patience))
+                requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, seconds, patience))
             finally:
                 process.terminate()
                 process.wait(timeout=30)
@@ -261,8 +277,11 @@ def main() -> int:
               f"{mixed['wrong']} wrong (target: all right)", end="")  # fmt: skip
     if "transformers" in figures:
         _, batched, sequential = figures["transformers"]
+        _, generated, generated_one = figures["generate"]
         print(f"; transformers backend {sequential:,.1f} responses/s one request at a time, {batched:,.1f} with "
-              f"{args.concurrency} in flight (dynamic batching x{batched / sequential:.1f})", end="")  # fmt: skip
+              f"{args.concurrency} in flight (continuous batching x{batched / sequential:.1f}; model.generate "
+              f"batch by batch {generated_one:,.1f} and {generated:,.1f}, x{generated / generated_one:.1f})",
+              end="")  # fmt: skip
     print()
     return 0 if met else 1
 

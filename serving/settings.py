@@ -126,6 +126,11 @@ class ServerSettings(BaseSettings):
         default_factory=dict, description="transformers backend: chat-template variables, e.g. enable_thinking"
     )
     prefix_cache: bool = Field(True, description="transformers backend: compute a batch's common prefix once")
+    continuous_batching: bool = Field(
+        True,
+        description="transformers backend: decode concurrent prompts in one loop that answers leave as they end and "
+        "prompts join as they arrive (false: model.generate batch by batch)",
+    )
     image_dir: Path | None = Field(
         None,
         description="transformers backend with a vision-language judge: the folder image paths are read from "
@@ -202,7 +207,8 @@ class ServerSettings(BaseSettings):
             timeout_s=self.judge_timeout_s, budget_s=self.judge_budget_s, retries=self.judge_retries,
             max_in_flight=self.judge_max_in_flight, device=self.device, dtype=self.dtype,
             trust_remote_code=self.trust_remote_code, chat_template_kwargs=self.chat_template_kwargs,
-            prefix_cache=self.prefix_cache, image_dir=str(self.image_dir) if self.image_dir else None,
+            prefix_cache=self.prefix_cache, continuous_batching=self.continuous_batching,
+            image_dir=str(self.image_dir) if self.image_dir else None,
             max_batch_size=self.max_batch_size, batch_wait_s=self.batch_wait_ms / 1000,
             name=self.judge_model if self.backend == "transformers" else None,
         )  # fmt: skip

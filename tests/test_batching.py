@@ -119,3 +119,122 @@ def test_requests_share_a_batch_when_their_resolved_temperatures_agree():
     finally:
         resolved.close()
     assert len(recorder.batches) == 1
+
+
+class FakeLoop:
+    """A continuous decode loop standing in for the model: a prompt ``N:name`` ends after N steps, ``hold:name``
+    when the test releases it; ``image:`` prompts are handed back for generate, ``bad:`` ones fail to join, and a step
+    with a ``boom:`` prompt raises."""
+
+    def __init__(self, temperature, release):
+        self.temperature, self.release = temperature, release
+        self.rows, self.steps, self.most, self.temperatures = {}, 0, 0, set()
+
+    @property
+    def active(self):
+        return len(self.rows)
+
+    def join(self, entries):
+        replies, refused = [], []
+        for key, item in entries:
+            self.temperatures.add(item.temperature)
+            kind = item.prompt.user.split(":")[0]
+            if kind == "image":
+                refused.append(key)
+            elif kind == "bad":
+                replies.append((key, Reply(error="the prompt could not be prepared")))
+            else:
+                self.rows[key] = [item, None if kind in ("hold", "boom") else int(kind)]
+        self.most = max(self.most, len(self.rows))
+        return replies, refused
+
+    def step(self):
+        self.steps += 1
+        time.sleep(0.001)
+        if any(item.prompt.user.startswith("boom") for item, _ in self.rows.values()):
+            raise RuntimeError("device lost")
+        done = []
+        for key, (item, left) in list(self.rows.items()):
+            ended = self.release.is_set() if left is None else left <= 1
+            if ended:
+                done.append((key, Reply(text=f"{item.prompt.user} at step {self.steps}", finished=True)))
+                del self.rows[key]
+            elif left is not None:
+                self.rows[key][1] = left - 1
+        return done
+
+
+def _looping(max_batch_size=4, recorder=None):
+    loops, release = [], threading.Event()
+
+    def open_loop(temperature):
+        loops.append(FakeLoop(temperature, release))
+        return loops[-1]
+
+    batcher = BatchingGenerator(recorder or Recorder(), max_batch_size=max_batch_size, max_wait_s=0.01,
+                                open_loop=open_loop)  # fmt: skip
+    return batcher, loops, release
+
+
+def test_a_loop_lets_answers_leave_as_they_end_and_prompts_join_while_it_runs():
+    batcher, loops, release = _looping()
+    try:
+        held = batcher.submit([_item("1:a"), _item("hold:b")])
+        assert held[0].result(timeout=5).text == "1:a at step 1"  # it left; b still decodes
+        joined = batcher.submit([_item("2:c")])[0].result(timeout=5)  # joins the running loop, leaves 2 steps later
+        assert not held[1].done() and len(loops) == 1
+        release.set()
+        assert held[1].result(timeout=5).text.startswith("hold:b at step")
+    finally:
+        batcher.close()
+    start = int(joined.text.rsplit(" ", 1)[1]) - 2
+    assert start >= 1 and joined.text == f"2:c at step {start + 2}"
+
+
+def test_a_loop_holds_at_most_the_batch_size_and_takes_the_rest_as_places_free():
+    batcher, loops, _ = _looping(max_batch_size=3)
+    try:
+        answers = batcher([_item(f"{n}:r{n}") for n in (5, 1, 4, 2, 3, 1, 2)])
+    finally:
+        batcher.close()
+    assert [a.text.split(" at ")[0] for a in answers] == [f"{n}:r{n}" for n in (5, 1, 4, 2, 3, 1, 2)]
+    assert len(loops) == 1 and loops[0].most == 3
+
+
+def test_loops_never_mix_temperatures_and_images_go_to_generate():
+    recorder = Recorder()
+    batcher, loops, _ = _looping(recorder=recorder)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            jobs = [[_item("2:g", 0.0), _item("image:x", 0.0)], [_item("3:h", 0.7)], [_item("bad:y", 0.0)]]
+            answers = list(pool.map(batcher, jobs))
+    finally:
+        batcher.close()
+    assert all(len(loop.temperatures) == 1 for loop in loops) and len(loops) >= 2
+    assert answers[0][0].text.startswith("2:g at step") and answers[0][1].text == "answer to image:x"
+    assert recorder.batches == [[("image:x", 0.0)]]
+    assert answers[1][0].text.startswith("3:h at step")
+    assert answers[2][0].error == "the prompt could not be prepared"
+
+
+def test_a_failed_step_fails_its_loops_prompts_and_the_worker_goes_on():
+    batcher, loops, _ = _looping()
+    try:
+        failed = batcher([_item("boom:z"), _item("9:w")])
+        after = batcher([_item("1:fine")])
+    finally:
+        batcher.close()
+    assert [a.error for a in failed] == ["generation failed: RuntimeError: device lost"] * 2
+    assert after[0].text == "1:fine at step 1" and len(loops) == 2
+
+
+def test_close_lets_the_loop_finish_what_is_queued():
+    batcher, loops, release = _looping()
+    futures = batcher.submit([_item("hold:a")]) + batcher.submit([_item("3:b")])
+    closer = threading.Thread(target=batcher.close)
+    closer.start()
+    release.set()
+    closer.join(5)
+    assert [f.result(timeout=5).error for f in futures] == [None, None]
+    with pytest.raises(RuntimeError, match="closed"):
+        batcher([_item("late")])

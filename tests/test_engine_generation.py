@@ -53,6 +53,31 @@ def test_constrained_answers_follow_each_rows_schema(generator, example_instance
         assert others and not any(xgrammar.GrammarMatcher(grammars[i]).accept_string(answer.text) for i in others)
 
 
+def _short_answers(items):
+    # schemas that end the answer after a few characters, a different number per row, so rows end at different steps
+    schemas = [{"type": "object", "properties": {"note": {"type": "string", "minLength": 2 + 7 * (i % 5),
+                                                          "maxLength": 2 + 7 * (i % 5)}},
+                "required": ["note"], "additionalProperties": False} for i in range(len(items))]  # fmt: skip
+    return [ChatRequest(item.prompt, schema) for item, schema in zip(items, schemas, strict=True)]
+
+
+def test_the_decode_loop_answers_as_generate_does_while_rows_leave_and_join(generator, example_instances):
+    items, _ = _items(example_instances[:3])
+    items = _short_answers(items)
+    expected = generator.generate(items)
+    assert generator.continuous and len({a.completion_tokens for a in expected}) > 2
+    assert all(a.finished for a in expected)
+    loop, answers, joined_at = generator.open_loop(0.0), {}, None
+    assert loop.join(list(enumerate(items[:5]))) == ([], [])
+    while loop.active:
+        answers.update(loop.step())
+        if answers and joined_at is None:  # the first rows have left: the others join a loop that is running
+            joined_at = len(answers)
+            assert loop.join(list(enumerate(items))[5:]) == ([], [])
+    assert 0 < joined_at < 5
+    assert [answers[i] for i in range(len(items))] == expected
+
+
 def test_a_row_answers_the_same_alone_and_in_a_batch(generator, example_instances):
     # left padding and the attention mask must keep a short prompt's answer independent of its batch mates
     items, _ = _items(example_instances[:3])

@@ -91,7 +91,7 @@ def test_requests_validate_against_sglang_protocol(example_instances, tmp_path):
     path.write_text(json.dumps(cases))
     done = subprocess.run([SGLANG_PYTHON, "-c", _CHECK, str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * (len(EXPOSURES) + 1)
+    assert int(done.stdout.split()[-1]) == len(cases) == len(example_instances) * (len(EXPOSURES) + 2)
 
 
 _FLAGS = """

@@ -16,8 +16,10 @@ before the user's text in the chat template, pixels from the processor. Images a
 
 Failures are per prompt and never raise out of :meth:`LocalGenerator.generate`: a prompt too long for the model, an
 image for a text-only model or one that cannot be read, a schema XGrammar cannot compile or a failed ``generate`` call
-come back as a :class:`genrm.engine.types.Reply` with ``error`` set. :class:`genrm.engine.local.LocalEngine` puts
-dynamic batching in front of it and makes it an engine.
+come back as a :class:`genrm.engine.types.Reply` with ``error`` set. :meth:`LocalGenerator.open_loop` gives the
+continuous decode loop of :mod:`genrm.engine.decoding` over the same preparation (concurrent text prompts: rows leave
+as they end and join as they arrive). :class:`genrm.engine.local.LocalEngine` puts dynamic batching in front of both
+and makes it an engine.
 
 Needs torch and transformers; imported only where a local model runs.
 """
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
+from genrm.engine.decoding import DecodeLoop, supports_model
 from genrm.engine.types import ChatPrompt, ChatRequest, Reply, SamplingSettings
 
 if TYPE_CHECKING:
@@ -128,6 +131,7 @@ class LocalGenerator:
         prefix_cache: bool = True,
         processor: Any = None,
         image_dir: str | Path | None = None,
+        continuous: bool = True,
     ) -> None:
         """Wrap a loaded model.
 
@@ -143,6 +147,9 @@ class LocalGenerator:
                 image are refused.
             image_dir: the folder image paths are read from (relative to it, never outside it); None reads data URIs
                 only.
+            continuous: decode concurrent text prompts in one loop that rows leave as they end and join as they
+                arrive (:mod:`genrm.engine.decoding`), where the model's cache allows it; else ``model.generate``
+                per batch.
         """
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no end-of-sequence token; the judge could not stop")
@@ -161,6 +168,7 @@ class LocalGenerator:
         self.processor = processor if getattr(processor, "image_processor", None) is not None else None
         self.image_dir = Path(image_dir) if image_dir is not None else None
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.continuous = continuous and supports_model(model)
         if constrained and self.grammars is None:
             logger.warning("xgrammar is not installed: judge answers are not constrained to the rubric's schema")
 
@@ -320,7 +328,7 @@ class LocalGenerator:
                 eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id, **options,
             )  # fmt: skip
         new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
-        return [self._decoded(prompt, row) for prompt, row in zip(prompts, new_tokens, strict=True)]
+        return [self._decoded(len(prompt), row) for prompt, row in zip(prompts, new_tokens, strict=True)]
 
     def _batch_inputs(self, prompts: list[list[int]]) -> dict[str, Any]:
         """Left-padded inputs, with the KV cache of the batch's common prefix when it is worth computing once.
@@ -389,12 +397,69 @@ class LocalGenerator:
         self._prefixes.move_to_end(prefix)
         return copy.deepcopy(self._prefixes[prefix])
 
-    def _decoded(self, prompt: list[int], row: list[int]) -> Reply:
+    def _decoded(self, prompt_tokens: int, row: list[int]) -> Reply:
         eos = self.tokenizer.eos_token_id
         finished = eos in row
         tokens = row[: row.index(eos)] if finished else row
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        return Reply(text, len(prompt), len(tokens) + int(finished), finished)
+        return Reply(text, prompt_tokens, len(tokens) + int(finished), finished)
+
+    def open_loop(self, temperature: float) -> AnswerLoop:
+        """An empty continuous decode loop at ``temperature`` (see :class:`AnswerLoop`); only when
+        :attr:`continuous`."""
+        if not self.continuous:
+            raise RuntimeError(f"{self.name} decodes with model.generate only (its cache layers are not all plain)")
+        if temperature > 0 and self.sampling.seed is not None:
+            import torch
+
+            torch.manual_seed(self.sampling.seed)
+        loop = DecodeLoop(self.model, self._batch_inputs, int(self.tokenizer.eos_token_id), self.sampling.max_tokens,
+                          temperature, self.sampling.top_p)  # fmt: skip
+        return AnswerLoop(self, loop)
+
+
+class AnswerLoop:
+    """A :class:`genrm.engine.decoding.DecodeLoop` fed with :class:`ChatRequest` s under caller keys: each request is
+    prepared as for a batch (template, tokens, grammar; a failure is that request's reply at once), text requests join
+    the loop, requests with an image are handed back for ``generate``. Not thread-safe: one thread joins and steps."""
+
+    def __init__(self, generator: LocalGenerator, loop: DecodeLoop) -> None:
+        self._generator, self._loop = generator, loop
+
+    @property
+    def active(self) -> int:
+        """Requests decoding now."""
+        return self._loop.active
+
+    def join(self, entries: Sequence[tuple[Any, ChatRequest]]) -> tuple[list[tuple[Any, Reply]], list[Any]]:
+        """Admit ``(key, request)`` pairs. Returns the replies of those that could not join (a prompt too long, a
+        schema XGrammar cannot compile, a failed prefill) and the keys of those with an image, for ``generate``."""
+        replies: list[tuple[Any, Reply]] = []
+        refused: list[Any] = []
+        rows: list[tuple[Any, list[int], Any]] = []
+        for key, item in entries:
+            if item.prompt.image is not None:
+                refused.append(key)
+                continue
+            try:
+                prepared = self._generator._prepare(item)
+            except Exception as exc:  # noqa: BLE001 - one item's failure is that item's, never its loop's
+                logger.exception("could not prepare a judge prompt")
+                prepared = f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
+            if isinstance(prepared, str):
+                replies.append((key, Reply(error=prepared)))
+            else:
+                rows.append((key, prepared.ids, prepared.grammar))
+        try:
+            self._loop.admit(rows)
+        except Exception as exc:  # an out-of-memory or a library error fails these rows, not the loop's others
+            logger.exception("judge prefill failed for %d prompts", len(rows))
+            replies += [(key, Reply(error=f"generation failed: {type(exc).__name__}: {exc}")) for key, _, _ in rows]
+        return replies, refused
+
+    def step(self) -> list[tuple[Any, Reply]]:
+        """Decode one token for every request; the replies of those that ended. Raises what the model raises."""
+        return [(done.key, self._generator._decoded(done.prompt_tokens, done.tokens)) for done in self._loop.step()]
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,8 +1,9 @@
 """The engine of a checkpoint loaded in this process (CPU or GPU): text models and vision-language ones.
 
 For a single machine without SGLang, CPU-only set-ups, teachers run locally and tests with tiny models. Requests from
-any thread or event loop meet in a :class:`genrm.engine.batching.BatchingGenerator`, so concurrent groups share
-batches on the one model; answers are constrained to their schema by XGrammar where it is installed
+any thread or event loop meet in a :class:`genrm.engine.batching.BatchingGenerator`, so concurrent groups decode
+together on the one model (in one continuous loop, :mod:`genrm.engine.decoding`, where the model allows it);
+answers are constrained to their schema by XGrammar where it is installed
 (:mod:`genrm.engine.generation`). For throughput on GPUs, serve the same checkpoint with SGLang instead.
 
 Needs torch and transformers (the ``local`` extra), imported when a checkpoint is loaded.
@@ -29,7 +30,8 @@ class LocalEngine:
     def __init__(self, generator: LocalGenerator, max_batch_size: int = 16, max_wait_s: float = 0.005) -> None:
         """Start the batching worker for ``generator`` (see :class:`~genrm.engine.batching.BatchingGenerator`)."""
         self.generator, self.model = generator, generator.name
-        self._batcher = BatchingGenerator(generator.generate, max_batch_size, max_wait_s, generator.temperature)
+        loop = generator.open_loop if generator.continuous else None
+        self._batcher = BatchingGenerator(generator.generate, max_batch_size, max_wait_s, generator.temperature, loop)
         self.usage_callback: UsageCallback | None = None
 
     @property

@@ -105,6 +105,8 @@ class EngineOptions:
         trust_remote_code: run the checkpoint's own code (transformers).
         chat_template_kwargs: chat-template variables, e.g. ``{"enable_thinking": False}`` (transformers).
         prefix_cache: compute a batch's common prefix once (transformers).
+        continuous_batching: decode concurrent prompts in one loop that answers leave as they end and prompts join
+            as they arrive; False runs ``model.generate`` batch by batch (transformers).
         image_dir: the folder image paths are read from; None reads data URIs only (transformers).
         max_batch_size: most prompts in one batch (transformers).
         batch_wait_s: longest wait to fill a batch, s (transformers).
@@ -123,6 +125,7 @@ class EngineOptions:
     trust_remote_code: bool = False
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     prefix_cache: bool = True
+    continuous_batching: bool = True
     image_dir: str | None = None
     max_batch_size: int = 16
     batch_wait_s: float = 0.005
@@ -145,7 +148,7 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
             str(spec.model), device=options.device, dtype=options.dtype, trust_remote_code=options.trust_remote_code,
             sampling=options.sampling, constrained=options.constrained, name=options.name or str(spec.model),
             chat_template_kwargs=options.chat_template_kwargs, prefix_cache=options.prefix_cache,
-            image_dir=options.image_dir,
+            image_dir=options.image_dir, continuous=options.continuous_batching,
         )  # fmt: skip
         return LocalEngine(generator, options.max_batch_size, options.batch_wait_s)
     if spec.backend in ("openai", "sglang"):
