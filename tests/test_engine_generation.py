@@ -78,6 +78,29 @@ def test_the_decode_loop_answers_as_generate_does_while_rows_leave_and_join(gene
     assert [answers[i] for i in range(len(items))] == expected
 
 
+def test_the_decode_loop_samples_within_the_grammar_and_top_p_keeps_the_most_likely(tiny_judge_dir, example_instances):
+    items, _ = _items(example_instances[:1])
+    items = _short_answers(items)
+
+    def answers(temperature, top_p):
+        sampling = SamplingSettings(max_tokens=64, temperature=temperature, top_p=top_p, seed=3)
+        sampler = LocalGenerator.from_pretrained(str(tiny_judge_dir), device="cpu", sampling=sampling)
+        loop, got = sampler.open_loop(temperature), {}
+        loop.join(list(enumerate(items)))
+        while loop.active:
+            got.update(loop.step())
+        return [got[i] for i in range(len(items))]
+
+    greedy = answers(0.0, 1.0)
+    # a nucleus this small holds only the most likely token: sampling it is greedy decoding
+    assert answers(1.0, 1e-9) == greedy
+    sampled = answers(1.5, 1.0)
+    assert sampled != greedy  # a flat distribution at 1.5 over an untrained model's logits: not the argmax each time
+    for answer, item in zip(sampled, items, strict=True):
+        assert answer.finished
+        jsonschema.validate(json.loads(answer.text, strict=False), item.schema)
+
+
 def test_a_row_answers_the_same_alone_and_in_a_batch(generator, example_instances):
     # left padding and the attention mask must keep a short prompt's answer independent of its batch mates
     items, _ = _items(example_instances[:3])

@@ -157,14 +157,21 @@ class BatchingGenerator:
             batch = self._collect()
             if batch is None:
                 break
-            try:
-                answers = self._generate([entry.item for entry in batch])
-            except Exception as exc:  # the batch fails, the worker goes on
-                logger.exception("a generation batch failed")
-                answers = [Reply(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(batch)
-            self.batches += 1
-            for entry, answer in zip(batch, answers, strict=True):
-                entry.future.set_result(answer)
+            self._answer_batch(batch)
+        self._shut_down()
+
+    def _answer_batch(self, batch: list[_Pending]) -> None:
+        """One ``generate`` call for ``batch``; if it raises, the batch fails and the worker goes on."""
+        try:
+            answers = self._generate([entry.item for entry in batch])
+        except Exception as exc:
+            logger.exception("a generation batch failed")
+            answers = [Reply.failed(exc)] * len(batch)
+        self.batches += 1
+        for entry, answer in zip(batch, answers, strict=True):
+            entry.future.set_result(answer)
+
+    def _shut_down(self) -> None:
         for entry in self._held + self._drain():
             entry.future.set_result(Reply(error="the judge is shutting down"))
 
@@ -191,14 +198,13 @@ class BatchingGenerator:
             except Exception as exc:  # the loop's requests fail, the worker goes on with a new loop
                 logger.exception("a decode step failed for %d prompts", len(decoding))
                 for entry in decoding.values():
-                    entry.future.set_result(Reply(error=f"generation failed: {type(exc).__name__}: {exc}"))
+                    entry.future.set_result(Reply.failed(exc))
                 decoding.clear()
                 loop = None
                 continue
             for key, reply in done:
                 decoding.pop(key).future.set_result(reply)
-        for entry in self._held + self._drain():
-            entry.future.set_result(Reply(error="the judge is shutting down"))
+        self._shut_down()
 
     def _join(self, loop: Loop, batch: list[_Pending], decoding: dict[int, _Pending]) -> None:
         by_key = {id(entry): entry for entry in batch}
@@ -207,15 +213,7 @@ class BatchingGenerator:
         for key, reply in replies:
             decoding.pop(key).future.set_result(reply)
         if refused:  # prompts the loop does not take (images): one batch of their own, now
-            entries = [decoding.pop(key) for key in refused]
-            try:
-                answers = self._generate([entry.item for entry in entries])
-            except Exception as exc:
-                logger.exception("a generation batch failed")
-                answers = [Reply(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(entries)
-            self.batches += 1
-            for entry, answer in zip(entries, answers, strict=True):
-                entry.future.set_result(answer)
+            self._answer_batch([decoding.pop(key) for key in refused])
 
     def _drain(self) -> list[_Pending]:
         left = []

@@ -57,13 +57,12 @@ class _Row:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """A row that left the loop: the caller's key, the prompt's length, the answer's tokens (the end-of-sequence
-    token last when it ended), and whether it ended before the token budget."""
+    """A row that left the loop: the caller's key, the prompt's length, and the answer's tokens (the end-of-sequence
+    token last when it ended before the token budget)."""
 
     key: Any
     prompt_tokens: int
     tokens: list[int]
-    ended: bool
 
 
 class DecodeLoop:
@@ -99,7 +98,6 @@ class DecodeLoop:
         self._cache: Any = None
         self._mask: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
-        self.steps = 0
 
     @property
     def active(self) -> int:
@@ -158,12 +156,10 @@ class DecodeLoop:
             row.tokens.append(int(token))
             if row.matcher is not None and not row.matcher.is_terminated():
                 row.matcher.accept_token(int(token))
-            ended = token == self.eos
-            if ended or len(row.tokens) >= self.max_new_tokens:
-                done.append(Finished(row.key, row.prompt_tokens, row.tokens, ended))
+            if token == self.eos or len(row.tokens) >= self.max_new_tokens:
+                done.append(Finished(row.key, row.prompt_tokens, row.tokens))
             else:
                 keep.append(index)
-        self.steps += 1
         if len(keep) < len(self._rows):
             self._retire(keep)
         if keep:

@@ -266,6 +266,14 @@ class LocalGenerator:
                 return f"xgrammar could not compile the answer schema: {exc}"
         return _Prepared(ids, grammar, vision)
 
+    def _prepared(self, item: ChatRequest) -> _Prepared | str:
+        """:meth:`_prepare`, with any exception turned into that item's reason (never its batch's or loop's)."""
+        try:
+            return self._prepare(item)
+        except Exception as exc:  # noqa: BLE001
+            logger.exception("could not prepare a judge prompt")
+            return f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
+
     def temperature(self, request: ChatRequest) -> float:
         """The temperature ``request`` is sampled at: its own, else the generator's."""
         return self.sampling.temperature if request.temperature is None else request.temperature
@@ -279,11 +287,7 @@ class LocalGenerator:
         results: list[Reply | None] = [None] * len(items)
         ready: list[tuple[int, _Prepared]] = []
         for index, item in enumerate(items):
-            try:
-                prepared = self._prepare(item)
-            except Exception as exc:  # noqa: BLE001 - one item's failure is that item's, never its batch's
-                logger.exception("could not prepare a judge prompt")
-                prepared = f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
+            prepared = self._prepared(item)
             if isinstance(prepared, str):
                 results[index] = Reply(error=prepared)
             else:
@@ -293,7 +297,7 @@ class LocalGenerator:
                 generated = self._generate_batch([prepared for _, prepared in ready], items[0])
             except Exception as exc:  # an out-of-memory or a library error fails this batch, not the process
                 logger.exception("judge generation failed for a batch of %d", len(ready))
-                generated = [Reply(error=f"generation failed: {type(exc).__name__}: {exc}")] * len(ready)
+                generated = [Reply.failed(exc)] * len(ready)
             for (index, _), generation in zip(ready, generated, strict=True):
                 results[index] = generation
         return [r if r is not None else Reply(error="not generated") for r in results]
@@ -441,11 +445,7 @@ class AnswerLoop:
             if item.prompt.image is not None:
                 refused.append(key)
                 continue
-            try:
-                prepared = self._generator._prepare(item)
-            except Exception as exc:  # noqa: BLE001 - one item's failure is that item's, never its loop's
-                logger.exception("could not prepare a judge prompt")
-                prepared = f"the prompt could not be prepared: {type(exc).__name__}: {str(exc)[:200]}"
+            prepared = self._generator._prepared(item)
             if isinstance(prepared, str):
                 replies.append((key, Reply(error=prepared)))
             else:
@@ -454,7 +454,7 @@ class AnswerLoop:
             self._loop.admit(rows)
         except Exception as exc:  # an out-of-memory or a library error fails these rows, not the loop's others
             logger.exception("judge prefill failed for %d prompts", len(rows))
-            replies += [(key, Reply(error=f"generation failed: {type(exc).__name__}: {exc}")) for key, _, _ in rows]
+            replies += [(key, Reply.failed(exc)) for key, _, _ in rows]
         return replies, refused
 
     def step(self) -> list[tuple[Any, Reply]]:

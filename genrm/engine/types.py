@@ -81,6 +81,11 @@ class Reply:
     finished: bool = False
     error: str | None = None
 
+    @classmethod
+    def failed(cls, exc: BaseException) -> Reply:
+        """The reply of a request whose generation raised ``exc`` (out of memory, a library error)."""
+        return cls(error=f"generation failed: {type(exc).__name__}: {exc}")
+
 
 class BackendUnavailable(RuntimeError):
     """The judge model cannot be reached now; the request may be retried after ``retry_after_s`` seconds."""
