@@ -16,7 +16,8 @@ rubric error) from a prediction that cannot (a verdict on the response), and giv
 that parses but cannot be compared in time is found by the parent, ``verifiers.expr_pool``). Parsed targets are cached:
 the G responses of a group share theirs. Its address space is capped with ``RLIMIT_AS`` so an expression that explodes
 in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
-deadline, which is why its own (signal-based) timeouts are turned off.
+deadline, which is why its own (signal-based) timeouts are turned off. LaTeX is parsed in ANTLR's two stages
+(``verifiers._latex_parsing``).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class Checker:
     def __init__(self) -> None:
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
+        from verifiers._latex_parsing import enable_two_stage_parsing
+
+        enable_two_stage_parsing()
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
         self._targets: OrderedDict[str, list[Any]] = OrderedDict()
