@@ -75,19 +75,23 @@ def rate(url: str, path: str, bodies: Sequence[bytes], per_body: int, concurrenc
     return requests * per_body / elapsed
 
 
-async def closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int,
-                      seconds: float, timeout_s: float = 60.0) -> tuple[int, float]:  # fmt: skip
+async def closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int, seconds: float,
+                      timeout_s: float = 60.0, requests: int | None = None) -> tuple[int, float]:  # fmt: skip
     """POST ``bodies`` (in turn) to ``path`` with ``concurrency`` requests in flight for ``seconds`` (each allowed
-    ``timeout_s``); returns the requests answered (each must be a 2xx) and the time taken, in seconds."""
-    done = [0]
+    ``timeout_s``), or, given ``requests``, until that many have been sent (fixed work: for requests that take about
+    as long as the window, a window would count whole waves or none); returns the requests answered (each must be a
+    2xx) and the time taken until the last one came back, in seconds."""
+    done, sent = [0], [0]
     headers = {"content-type": "application/json"}
     stop_at = time.perf_counter() + seconds
+    more = (lambda: time.perf_counter() < stop_at) if requests is None else (lambda: sent[0] < requests)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=timeout_s, limits=limits) as http:
 
         async def worker(offset: int) -> None:
             i = offset
-            while time.perf_counter() < stop_at:
+            while more():
+                sent[0] += 1
                 response = await http.post(path, content=bodies[i % len(bodies)], headers=headers)
                 response.raise_for_status()
                 done[0] += 1

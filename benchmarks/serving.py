@@ -12,10 +12,13 @@ then throughput with ``--concurrency`` requests in flight for ``--seconds``.
 Two more servers run the ``transformers`` backend on a judge checkpoint (``--model``; by default the untrained tiny
 judge of ``genrm tiny-model``, made in a temporary directory) on the same single core, with XGrammar-constrained
 answers: ``transformers`` with the continuous decode loop (the default), ``generate`` with ``model.generate`` batch
-by batch (``--no-continuous-batching``). Each one's sequential latency against its throughput with ``--concurrency``
-requests in flight shows what batching gains. The untrained model writes until the token budget
-(``--model-max-tokens``, 128), so every answer has the same length: these figures measure the serving and decoding
-path, not a real judge's answers (``--no-model`` skips them).
+by batch (``--no-continuous-batching``). Each one's sequential rate (responses over the total time of
+``--model-requests`` requests sent one at a time) against its rate with ``--concurrency`` requests in flight shows
+what batching gains; the latter is fixed work (two requests per slot, timed until the last returns), since a request
+takes seconds and a window of time would count whole waves of them or none. The untrained model writes until the
+token budget (``--model-max-tokens``, 128), so every answer has the same length, and an answer cut at the budget
+cannot be read and is asked for once more (the judge's default ``parse_retries``), in both figures alike. These
+figures measure the serving and decoding path, not a real judge's answers (``--no-model`` skips them).
 
 A mixed-load row runs the ``rule`` server under attack: ``--hostile`` expression checks that never finish (power
 towers, deep nesting, each string new, so no cache helps) kept in flight for ``--mixed-seconds``, while one client
@@ -56,6 +59,8 @@ from verifiers.registry import empty_prediction  # noqa: E402
 G = 8
 #: The transformers rows: the continuous decode loop (the default), and model.generate batch by batch.
 MODEL_KINDS = {"transformers": [], "generate": ["--no-continuous-batching"]}
+#: Requests per slot in flight for the transformers rows (fixed work, see _throughput).
+MODEL_WAVES = 2
 EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
 OVERHEAD_TARGET_MS = 2.0
 RULE_TARGET = 1_000.0
@@ -125,9 +130,14 @@ async def _latency(url: str, bodies: list[bytes], count: int, timeout_s: float =
 
 
 async def _throughput(
-    url: str, bodies: list[bytes], concurrency: int, seconds: float, timeout_s: float = 60.0
+    url: str,
+    bodies: list[bytes],
+    concurrency: int,
+    seconds: float,
+    timeout_s: float = 60.0,
+    requests: int | None = None,
 ) -> tuple[int, float]:
-    return await closed_loop(url, "/v1/score", bodies, concurrency, seconds, timeout_s)
+    return await closed_loop(url, "/v1/score", bodies, concurrency, seconds, timeout_s, requests)
 
 
 _HOSTILE = ("{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900, "\\frac{{" * 600 + "{k}" + "}}{{2}}" * 600)
@@ -228,19 +238,22 @@ def main() -> int:
                 model = str(save_tiny_judge(Path(scratch) / "tiny-judge"))
         for kind in kinds:
             warm, count = (2, args.model_requests) if kind in MODEL_KINDS else (20, args.latency_requests)
-            seconds = max(args.seconds, 20.0) if kind in MODEL_KINDS else args.seconds
+            # a model request takes seconds: fixed work (MODEL_WAVES requests per slot), not a window of time
+            fixed = args.concurrency * MODEL_WAVES if kind in MODEL_KINDS else None
             process, url = _start(kind, server_core, model, args.model_max_tokens)
             patience = 600.0 if kind in MODEL_KINDS else 60.0
             try:
                 asyncio.run(_latency(url, bodies, warm, patience))  # warm-up: connections, caches, compiled grammars
                 times = asyncio.run(_latency(url, bodies, count, patience))
-                requests, elapsed = asyncio.run(_throughput(url, bodies, args.concurrency, seconds, patience))
+                requests, elapsed = asyncio.run(
+                    _throughput(url, bodies, args.concurrency, args.seconds, patience, fixed)
+                )
             finally:
                 process.terminate()
                 process.wait(timeout=30)
             p50, p99 = statistics.median(times) * 1e3, _percentile(times, 0.99) * 1e3
             rate = requests * G / elapsed
-            figures[kind] = (p50 / G, rate, G / statistics.median(times))
+            figures[kind] = (p50 / G, rate, G * len(times) / sum(times))
             print(f"{kind:<12} {p50:>8.2f} {p99:>8.2f} {p50 / G:>12.3f} {rate:>12,.1f} {requests:>9}")
 
     mixed = None
