@@ -4,9 +4,10 @@ continuous decode loop and for ``model.generate`` batch by batch.
     python benchmarks/local_judge.py [--model PATH] [--max-tokens 128] [--groups 8] [--rounds 2] [--all-cores]
 
 Groups of G = 8 scoring prompts (the shipped example set's first ``--groups`` instances, each group's responses
-repeated to 8) with their rubric's schema, greedy decoding, XGrammar-constrained (and one unconstrained pass). The
-judge is the untrained tiny judge of ``genrm tiny-model`` unless ``--model`` names a checkpoint; it writes until the
-token budget, so every answer has ``--max-tokens`` tokens and the figures measure decoding, not a judge's answers.
+repeated to 8, the question made new for every pass as in training) with their rubric's schema, greedy decoding,
+XGrammar-constrained (and one unconstrained pass). The judge is the untrained tiny judge of ``genrm tiny-model``
+unless ``--model`` names a checkpoint; it writes until the token budget, so every answer has ``--max-tokens`` tokens
+and the figures measure decoding, not a judge's answers.
 Pinned to one core (one torch thread) by default. Medians of ``--rounds``; ratios are within one run.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -35,13 +37,19 @@ G = 8
 EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
 
 
+_passes = itertools.count()
+
+
 def _groups(count: int, constrained: bool) -> list[list[ChatRequest]]:
+    # Each pass's questions are new (a pass number leads them), as in training, where every group is a new question:
+    # the judge's kept prefixes then help only with what is truly shared, the system message.
     lines = EXAMPLES.read_text(encoding="utf-8").splitlines()[:count]
-    groups = []
+    groups, tag = [], next(_passes)
     for instance in (Instance.model_validate_json(line) for line in lines):
         plans = plan_rubric(instance.rubric, instance.task_type)
         schema = scoring_json_schema(plans) if constrained else None
-        prompts = build_group_prompts(instance.prompt, plans, (list(instance.responses) * G)[:G])
+        question = f"(pass {tag}) {instance.prompt}"
+        prompts = build_group_prompts(question, plans, (list(instance.responses) * G)[:G])
         groups.append([ChatRequest(prompt, schema, "judge_output") for prompt in prompts])
     return groups
 
@@ -88,7 +96,6 @@ def main() -> int:
               f"{'ratio':>6}")  # fmt: skip
         figures = {}
         for constrained in (True, False):
-            groups = _groups(args.groups, constrained)
             for continuous in (True, False):
                 if not constrained and not continuous:
                     continue
@@ -96,9 +103,11 @@ def main() -> int:
                 generator = LocalGenerator.from_pretrained(model, device="cpu", sampling=sampling,
                                                            constrained=constrained, continuous=continuous)  # fmt: skip
                 engine = LocalEngine(generator, max_batch_size=G * args.groups)
-                _rate(engine, groups[:1], False)  # warm-up: grammars, prefix caches
-                one = statistics.median(_rate(engine, groups, False)[0] for _ in range(args.rounds))
-                many = statistics.median(_rate(engine, groups, True)[0] for _ in range(args.rounds))
+                _rate(engine, _groups(1, constrained), False)  # warm-up: grammars, the system message's cache
+                one = statistics.median(_rate(engine, _groups(args.groups, constrained), False)[0]
+                                        for _ in range(args.rounds))  # fmt: skip
+                many = statistics.median(_rate(engine, _groups(args.groups, constrained), True)[0]
+                                         for _ in range(args.rounds))  # fmt: skip
                 asyncio.run(engine.aclose())
                 label = "continuous loop" if continuous else "model.generate"
                 schema = "XGrammar" if constrained else "free"

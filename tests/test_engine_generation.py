@@ -9,7 +9,8 @@ import pytest
 
 from genrm.data.judge_data import read_examples
 from genrm.engine import ChatPrompt, ChatRequest, SamplingSettings
-from genrm.engine.generation import LocalGenerator, _common_prefix_length
+from genrm.engine.decoding import common_prefix_length
+from genrm.engine.generation import LocalGenerator
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import build_group_prompts, exposed_plans
@@ -167,12 +168,38 @@ def test_the_shared_prefix_cache_changes_nothing_but_the_cost(tiny_judge_dir, ex
     assert len(cached._prefixes) == 2
 
 
+def test_a_new_prefix_starts_from_the_kept_one_it_shares_most_with(generator, example_instances):
+    import torch
+
+    items, _ = _items(example_instances[:2])
+    first, second = (generator._prepared(item).ids for item in (items[0], items[-1]))
+    system = common_prefix_length([first, second])  # two groups share the system message
+    assert system > 100
+    fresh = LocalGenerator(generator.model, generator.tokenizer, sampling=generator.sampling)
+    seen: list[int] = []
+    hook = generator.model.register_forward_pre_hook(lambda _, args, kwargs: seen.append(kwargs["input_ids"].shape[1]),
+                                                     with_kwargs=True)  # fmt: skip
+    try:
+        fresh._prefix_kv(tuple(first[:-5]))
+        extended = fresh._prefix_kv(tuple(second[:-5]))
+    finally:
+        hook.remove()
+    assert seen == [len(first) - 5, len(second) - 5 - system]  # the second computed only what it does not share
+    alone = LocalGenerator(generator.model, generator.tokenizer, sampling=generator.sampling)._prefix_kv(
+        tuple(second[:-5])
+    )
+    for mine, theirs in zip(extended.layers, alone.layers, strict=True):
+        assert mine.keys.shape == theirs.keys.shape
+        assert torch.allclose(mine.keys, theirs.keys, atol=1e-5)
+        assert torch.allclose(mine.values, theirs.values, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("rows", "shared"),
     [([[1, 2, 3, 4], [1, 2, 3, 5]], 3), ([[1, 2, 3], [1, 2, 3, 4]], 2), ([[7, 8]], 1), ([[1, 2], [3, 4]], 0)],
 )
 def test_common_prefix_leaves_every_row_a_token(rows, shared):
-    assert _common_prefix_length(rows) == shared
+    assert common_prefix_length(rows) == shared
 
 
 SYNTH_TEST = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"

@@ -3,9 +3,10 @@ are taken by prompts that arrive meanwhile, each row constrained by its own gram
 
 Why not ``model.generate`` for concurrent requests: it runs a batch until its longest row ends, finished rows
 included, and it takes no new rows. A judge's answers vary a lot in length (a weak or untrained judge may run to the
-token budget), and on a CPU a decode step costs about the same per row whatever the batch, because each row attends
-over its own prompt and answer; so a batch of two groups cost more than the two groups one after the other. Here a
-row costs only its own steps, and prompts that arrive while others decode join at the next step.
+token budget), and on a CPU much of a decode step's cost is per row, because each row attends over its own prompt and
+answer. Here a row costs only its own steps, prompts that arrive while others decode join at the next step, each
+group's prompts are prefilled together (:func:`_runs_by_prefix`), and a step writes its token into room kept in the
+cache (:func:`_grow_with_room`) instead of copying every row's cache to add it.
 
 Why not transformers' own continuous batching (``generate_batch``, ``ContinuousBatchingManager``): its logits
 processors come from the generation config and apply to every request alike, so a row cannot be held to its own
@@ -22,6 +23,7 @@ Needs torch and transformers; imported only where a local model runs.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +36,21 @@ if TYPE_CHECKING:
 #: ``token ids of the new rows -> model inputs`` (``input_ids``, ``attention_mask`` and optionally the
 #: ``past_key_values`` of a prefix they share), as :meth:`genrm.engine.generation.LocalGenerator._batch_inputs` builds.
 PrefillInputs = Callable[[list[list[int]]], dict[str, Any]]
+
+
+#: A common prefix shorter than this is not worth a forward pass of its own (its cache computed once, then shared).
+MIN_SHARED_TOKENS = 32
+
+
+def common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
+    """Tokens every row starts with, leaving each row at least one token of its own (generation needs one)."""
+    limit = min(len(row) for row in rows) - 1
+    first = rows[0]
+    for position in range(max(limit, 0)):
+        token = first[position]
+        if any(row[position] != token for row in rows):
+            return position
+    return max(limit, 0)
 
 
 def supports_model(model: PreTrainedModel) -> bool:
@@ -106,9 +123,12 @@ class DecodeLoop:
 
     def admit(self, rows: Sequence[tuple[Any, list[int], Any]]) -> None:
         """Add rows: ``(key, prompt token ids, compiled XGrammar grammar or None)``. Their prompts are run through
-        the model now (the prefix they share once), and they decode from the next :meth:`step` on."""
-        if not rows:
-            return
+        the model now, in runs that share a prefix (:func:`_runs_by_prefix`: each run's prefix once), and they decode
+        from the next :meth:`step` on."""
+        for run in _runs_by_prefix(rows):
+            self._admit_run(run)
+
+    def _admit_run(self, rows: Sequence[tuple[Any, list[int], Any]]) -> None:
         import torch
         from transformers import DynamicCache
 
@@ -118,6 +138,7 @@ class DecodeLoop:
         shared = cache.get_seq_length() if cache is not None else 0
         if cache is None:
             cache = DynamicCache(config=self.model.config)
+        _grow_with_room(cache)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.inference_mode():
             output = self.model(input_ids=inputs["input_ids"][:, shared:], attention_mask=mask,
@@ -209,6 +230,81 @@ class DecodeLoop:
             output = self.model(input_ids=tokens, attention_mask=mask, position_ids=positions,
                                 past_key_values=self._cache, use_cache=True, **self._last_only)  # fmt: skip
         self._mask, self._logits = mask, output.logits[:, -1, :].float()
+
+
+def _runs_by_prefix(rows: Sequence[tuple[Any, list[int], Any]]) -> list[list[tuple[Any, list[int], Any]]]:
+    """``rows`` in runs to prefill together, each sharing a longer prefix than all of them do.
+
+    Prompts that arrive together are often several groups: their common prefix is the system message alone, and one
+    prefill of them all would run every row's rubric and prompt, padded to the longest. A run per group computes each
+    group's prefix once (from the kept system message's, see the generator's prefix cache) and only its responses
+    per row. Sorted by their tokens, the rows are cut where neighbours share only what all share, when a part of two
+    rows or more then shares :data:`MIN_SHARED_TOKENS` more; one level only (a group's responses stay together).
+    """
+    ordered = sorted(rows, key=lambda row: row[1])
+    if len(ordered) < 2:
+        return [ordered]
+    common = [common_prefix_length([a[1], b[1]]) for a, b in zip(ordered, ordered[1:], strict=False)]
+    shared = min(common)
+    cuts = [i + 1 for i, length in enumerate(common) if length == shared]
+    runs = [ordered[start:end] for start, end in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
+    gains = (common_prefix_length([row[1] for row in run]) - shared for run in runs if len(run) > 1)
+    return runs if any(gain >= MIN_SHARED_TOKENS for gain in gains) else [ordered]
+
+
+#: Token positions a cache layer keeps free after its last token, so that a decode step writes its token in place.
+_ROOM = 64
+
+
+def _grow_with_room(cache: Any) -> None:
+    """Make each layer of ``cache`` (plain ``DynamicLayer`` s, :func:`supports_model`) append new tokens in place.
+
+    ``DynamicLayer`` concatenates on every step, copying the whole cache of every row to add one token: with tens of
+    rows over a prompt of a thousand tokens, that copy was most of a step's time on a CPU, growing with rows x length.
+    These layers write into room kept after the last token (:data:`_ROOM` positions; a full layer is copied once into
+    a larger one), and hand out views of the filled part; a layer whose tensors were replaced from outside (rows
+    joining, leaving, padding dropped) gets room again at its next step.
+    """
+    growing = _growing_layer()
+    for layer in cache.layers:
+        layer.__class__ = growing  # a plain DynamicLayer becomes its subclass that adds no state of its own
+
+
+@functools.cache
+def _growing_layer() -> type:
+    from transformers import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        """A ``DynamicLayer`` that appends in place (see :func:`_grow_with_room`); ``room`` holds the two tensors that
+        ``keys`` and ``values`` are views of the start of (views made under inference mode do not know their base)."""
+
+        room: tuple[torch.Tensor, torch.Tensor] | None = None
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if not self.is_initialized or self.keys.numel() == 0:
+                return super().update(key_states, value_states, *args, **kwargs)
+            keys_room, values_room = self.room or (None, None)
+            self.keys, keys_room = _append(self.keys, keys_room, key_states)
+            self.values, values_room = _append(self.values, values_room, value_states)
+            self.room = (keys_room, values_room)
+            return self.keys, self.values
+
+    return GrowingLayer
+
+
+def _append(filled: torch.Tensor, room: torch.Tensor | None, new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``filled`` with ``new`` after it along the sequence dimension, and the tensor it is now a view of: written into
+    ``room`` when ``filled`` is a view of its start with space left, else into a new tensor with :data:`_ROOM` to
+    spare."""
+    length, added = filled.shape[-2], new.shape[-2]
+    fits = (room is not None and room.shape[:-2] == filled.shape[:-2] and room.shape[-2] >= length + added
+            and room.stride() == filled.stride() and room.data_ptr() == filled.data_ptr())  # fmt: skip
+    if not fits:
+        room = filled.new_empty((*filled.shape[:-2], length + added + _ROOM, filled.shape[-1]))
+        room[..., :length, :] = filled
+    assert room is not None
+    room[..., length : length + added, :] = new
+    return room[..., : length + added, :], room
 
 
 def _left_pad(tensor: torch.Tensor, width: int) -> torch.Tensor:

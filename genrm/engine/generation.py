@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
-from genrm.engine.decoding import DecodeLoop, supports_model
+from genrm.engine.decoding import MIN_SHARED_TOKENS, DecodeLoop, common_prefix_length, supports_model
 from genrm.engine.types import ChatPrompt, ChatRequest, Reply, SamplingSettings
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-_MIN_SHARED_TOKENS = 32
 _KEPT_PREFIXES = 8
 # What a processor returns besides the tokens: pixels and their layout (image sizes, grids), batched by row.
 _TEXT_KEYS = frozenset({"input_ids", "attention_mask"})
@@ -61,17 +60,6 @@ class _Prepared:
     ids: list[int]
     grammar: Any = None
     vision: dict[str, Any] | None = None
-
-
-def _common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
-    """Tokens every row starts with, leaving each row at least one token of its own (generation needs one)."""
-    limit = min(len(row) for row in rows) - 1
-    first = rows[0]
-    for position in range(max(limit, 0)):
-        token = first[position]
-        if any(row[position] != token for row in rows):
-            return position
-    return max(limit, 0)
 
 
 def pick_device(device: Device) -> str:
@@ -344,8 +332,8 @@ class LocalGenerator:
         """
         import torch
 
-        shared = _common_prefix_length(prompts) if self.prefix_cache and len(prompts) > 0 else 0
-        if shared < _MIN_SHARED_TOKENS:
+        shared = common_prefix_length(prompts) if self.prefix_cache and len(prompts) > 0 else 0
+        if shared < MIN_SHARED_TOKENS:
             padded = self.tokenizer.pad({"input_ids": prompts}, padding=True, return_tensors="pt")
             return dict(padded.to(self.model.device))
         prefix, suffixes = prompts[0][:shared], [prompt[shared:] for prompt in prompts]
@@ -387,14 +375,28 @@ class LocalGenerator:
         return batch
 
     def _prefix_kv(self, prefix: tuple[int, ...]) -> Any:
-        """A fresh copy of the one-row KV cache of ``prefix`` (the last few prefixes are kept)."""
+        """A fresh copy of the one-row KV cache of ``prefix`` (the last few prefixes are kept).
+
+        A new prefix starts from the kept one it shares most with (every scoring prompt starts with the same system
+        message, so a new group computes only its rubric and prompt), cut to what they share."""
         import torch
         from transformers import DynamicCache
 
         if prefix not in self._prefixes:
-            cache = DynamicCache(config=self.model.config)
+            base, shared = None, 0
+            for kept, kept_cache in self._prefixes.items():
+                common = common_prefix_length([kept, prefix])
+                if common > shared:
+                    base, shared = kept_cache, common
+            if base is not None and shared >= MIN_SHARED_TOKENS:
+                cache = copy.deepcopy(base)
+                for layer in cache.layers:
+                    layer.keys, layer.values = layer.keys[..., :shared, :], layer.values[..., :shared, :]
+            else:
+                cache, shared = DynamicCache(config=self.model.config), 0
             with torch.inference_mode():
-                self.model(input_ids=torch.tensor([prefix], device=self.model.device), past_key_values=cache)
+                self.model(input_ids=torch.tensor([prefix[shared:]], device=self.model.device),
+                           past_key_values=cache)  # fmt: skip
             self._prefixes[prefix] = cache
             while len(self._prefixes) > _KEPT_PREFIXES:
                 self._prefixes.popitem(last=False)
