@@ -54,3 +54,58 @@ def test_rows_that_share_little_more_than_all_do_stay_in_one_run():
     rows = [_row(i, system + [1000 + i] * few + [i]) for i in range(3)] + [_row(9, system + [7])]
     assert len(_runs_by_prefix(rows)) == 1
     assert [len(run) for run in _runs_by_prefix(rows[:1])] == [1]
+
+
+def _attention_inputs(rows=3, heads=4, groups=2, queries=1, own=7, prefix=11, dim=8, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=generator)
+
+    return (rand(rows, heads, queries, dim), rand(rows, groups, own, dim), rand(rows, groups, own, dim),
+            rand(1, groups, prefix, dim), rand(1, groups, prefix, dim))  # fmt: skip
+
+
+class _Layer(torch.nn.Module):
+    layer_idx, num_key_value_groups, is_causal = 0, 2, True
+
+
+def _reference(query, key, value, prefix_keys, prefix_values, own_mask):
+    """SDPA over the prefix copied into every row, then the row's own tokens (own_mask: [rows, queries, own])."""
+    rows, heads = query.shape[:2]
+    keys = torch.cat([prefix_keys.expand(rows, -1, -1, -1), key], 2).repeat_interleave(heads // key.shape[1], 1)
+    values = torch.cat([prefix_values.expand(rows, -1, -1, -1), value], 2).repeat_interleave(heads // key.shape[1], 1)
+    prefix_mask = torch.ones(rows, query.shape[2], prefix_keys.shape[2], dtype=torch.bool)
+    mask = torch.cat([prefix_mask, own_mask], -1)[:, None]
+    return torch.nn.functional.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+
+
+def test_shared_prefix_attention_is_attention_over_the_prefix_and_each_rows_tokens():
+    from genrm.engine.cascade import shared_prefix, shared_prefix_attention
+
+    query, key, value, prefix_keys, prefix_values = _attention_inputs()
+    padding = torch.ones(3, 1, 7, dtype=torch.bool)
+    padding[0, :, :3] = False  # a row left-padded by three
+    with shared_prefix([(prefix_keys, prefix_values)]):
+        out, weights = shared_prefix_attention(_Layer(), query, key, value, padding[:, None], scaling=8**-0.5)
+    assert weights is None and out.shape == (3, 1, 4, 8)
+    assert torch.allclose(out, _reference(query, key, value, prefix_keys, prefix_values, padding), atol=1e-5)
+    # several query tokens per row, no mask: causal over the row's own tokens
+    query, key, value, prefix_keys, prefix_values = _attention_inputs(queries=4, seed=1)
+    with shared_prefix([(prefix_keys, prefix_values)]):
+        out, _ = shared_prefix_attention(_Layer(), query, key, value, None, scaling=8**-0.5)
+    causal = torch.ones(4, 7, dtype=torch.bool).tril(3).expand(3, 4, 7)
+    assert torch.allclose(out, _reference(query, key, value, prefix_keys, prefix_values, causal), atol=1e-5)
+
+
+def test_without_a_shared_prefix_it_is_sdpa_and_what_it_cannot_do_it_refuses():
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from genrm.engine.cascade import shared_prefix, shared_prefix_attention
+
+    query, key, value, prefix_keys, prefix_values = _attention_inputs()
+    mine, _ = shared_prefix_attention(_Layer(), query, key, value, None, scaling=0.3)
+    theirs, _ = sdpa_attention_forward(_Layer(), query, key, value, None, scaling=0.3)
+    assert torch.equal(mine, theirs)
+    with shared_prefix([(prefix_keys, prefix_values)]), pytest.raises(NotImplementedError, match="sliding_window"):
+        shared_prefix_attention(_Layer(), query, key, value, None, sliding_window=4)

@@ -79,6 +79,27 @@ def test_the_decode_loop_answers_as_generate_does_while_rows_leave_and_join(gene
     assert [answers[i] for i in range(len(items))] == expected
 
 
+def test_the_decode_loop_keeps_the_prefix_all_rows_share_once_as_groups_join(generator, example_instances):
+    from genrm.engine.cascade import NAME
+
+    items, _ = _items(example_instances[:3])
+    items = _short_answers(items)
+    expected = generator.generate(items)
+    first = [i for i, item in enumerate(items) if item.prompt.shared_prefix == items[0].prompt.shared_prefix]
+    loop, answers = generator.open_loop(0.0), {}
+    assert generator.model.config._attn_implementation == NAME
+    loop.join([(i, items[i]) for i in first])
+    alone = len(loop._loop._shared_ids)  # one group: all but the responses
+    answers.update(loop.step())
+    loop.join([(i, item) for i, item in enumerate(items) if i not in first])
+    together = len(loop._loop._shared_ids)  # three groups: the system message and what follows it alike
+    assert 100 < together < alone
+    while loop.active:
+        answers.update(loop.step())
+    assert [answers[i] for i in range(len(items))] == expected
+    assert not loop._loop._shared_ids  # an empty loop keeps nothing
+
+
 def test_the_decode_loop_samples_within_the_grammar_and_top_p_keeps_the_most_likely(tiny_judge_dir, example_instances):
     items, _ = _items(example_instances[:1])
     items = _short_answers(items)

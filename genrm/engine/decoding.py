@@ -23,11 +23,14 @@ Needs torch and transformers; imported only where a local model runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from genrm.engine.cascade import shared_prefix, use_shared_prefix_attention
 
 if TYPE_CHECKING:
     import torch
@@ -115,6 +118,11 @@ class DecodeLoop:
         self._cache: Any = None
         self._mask: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
+        # the prefix every row starts with, kept once (genrm.engine.cascade): its tokens and per-layer keys and values;
+        # the rows' cache and mask start after it
+        self._cascade = use_shared_prefix_attention(model)
+        self._shared_ids: list[int] = []
+        self._shared: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @property
     def active(self) -> int:
@@ -124,11 +132,19 @@ class DecodeLoop:
     def admit(self, rows: Sequence[tuple[Any, list[int], Any]]) -> None:
         """Add rows: ``(key, prompt token ids, compiled XGrammar grammar or None)``. Their prompts are run through
         the model now, in runs that share a prefix (:func:`_runs_by_prefix`: each run's prefix once), and they decode
-        from the next :meth:`step` on."""
+        from the next :meth:`step` on. The prefix all rows share, old and new, is kept once (the module docstring)."""
+        if not rows:
+            return
+        target = 0
+        if self._cascade:
+            prompts = [list(ids) for _, ids, _ in rows]
+            if self._rows:  # what the new rows share with the loop's shared prefix (-1: no token, so all of it)
+                prompts.append([*self._shared_ids, -1])
+            target = common_prefix_length(prompts)
         for run in _runs_by_prefix(rows):
-            self._admit_run(run)
+            self._admit_run(run, target)
 
-    def _admit_run(self, rows: Sequence[tuple[Any, list[int], Any]]) -> None:
+    def _admit_run(self, rows: Sequence[tuple[Any, list[int], Any]], target: int) -> None:
         import torch
         from transformers import DynamicCache
 
@@ -140,13 +156,48 @@ class DecodeLoop:
             cache = DynamicCache(config=self.model.config)
         _grow_with_room(cache)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        # prefilled over the whole cache with SDPA: its queries are many, so each token of the prefix is read once
+        # for all of them anyway, and SDPA's kernel is the faster there
         with torch.inference_mode():
             output = self.model(input_ids=inputs["input_ids"][:, shared:], attention_mask=mask,
                                 position_ids=positions[:, shared:], past_key_values=cache, use_cache=True,
                                 **self._last_only)  # fmt: skip
-        logits = output.logits[:, -1, :].float()
         new = [_Row(key, len(ids), _matcher(grammar)) for key, ids, grammar in rows]
-        self._join(cache, mask, logits, new)
+        # the run's cache starts with its prefix (its first `shared` positions alike in every row): the part of it
+        # that all rows share is kept once, and cut from the run
+        keep = min(target, shared)
+        keep = keep if keep >= MIN_SHARED_TOKENS else 0
+        if self._rows:
+            self._shrink_shared(min(keep, len(self._shared_ids)))
+        else:
+            self._shared_ids = list(rows[0][1][:keep])
+            self._shared = [(layer.keys[:1, :, :keep].clone(), layer.values[:1, :, :keep].clone())
+                            for layer in cache.layers] if keep else None  # fmt: skip
+        offset = len(self._shared_ids)
+        if offset:
+            for layer in cache.layers:
+                layer.keys, layer.values = layer.keys[..., offset:, :], layer.values[..., offset:, :]
+            mask = mask[:, offset:]
+        self._join(cache, mask, output.logits[:, -1, :].float(), new)
+
+    def _attending(self) -> contextlib.AbstractContextManager[None]:
+        return shared_prefix(self._shared) if self._shared else contextlib.nullcontext()
+
+    def _shrink_shared(self, keep: int) -> None:
+        """Keep only the first ``keep`` tokens of the shared prefix: the rest goes back into every row's cache."""
+        import torch
+
+        tail = len(self._shared_ids) - keep
+        if tail <= 0 or self._shared is None or self._mask is None:
+            return
+        rows = len(self._rows)
+        for layer, (keys, values) in zip(self._cache.layers, self._shared, strict=True):
+            layer.keys = torch.cat([keys[..., keep:, :].expand(rows, -1, -1, -1), layer.keys], -2)
+            layer.values = torch.cat([values[..., keep:, :].expand(rows, -1, -1, -1), layer.values], -2)
+        self._mask = torch.cat([self._mask.new_ones((rows, tail)), self._mask], 1)
+        kept = [(keys[..., :keep, :], values[..., :keep, :]) for keys, values in self._shared]
+        self._shared = kept if keep else None
+        self._shared_ids = self._shared_ids[:keep]
 
     def _join(self, cache: Any, mask: torch.Tensor, logits: torch.Tensor, rows: list[_Row]) -> None:
         import torch
@@ -208,7 +259,8 @@ class DecodeLoop:
         assert self._mask is not None and self._logits is not None
         self._rows = [self._rows[i] for i in keep]
         if not keep:
-            self._cache = self._mask = self._logits = None
+            self._cache = self._mask = self._logits = self._shared = None
+            self._shared_ids = []
             return
         index = torch.tensor(keep, device=self._mask.device)
         self._cache.batch_select_indices(index)
@@ -225,8 +277,8 @@ class DecodeLoop:
 
         assert self._mask is not None
         mask = torch.cat([self._mask, self._mask.new_ones((self._mask.shape[0], 1))], 1)
-        positions = mask.sum(-1, keepdim=True) - 1
-        with torch.inference_mode():
+        positions = len(self._shared_ids) + mask.sum(-1, keepdim=True) - 1
+        with torch.inference_mode(), self._attending():
             output = self.model(input_ids=tokens, attention_mask=mask, position_ids=positions,
                                 past_key_values=self._cache, use_cache=True, **self._last_only)  # fmt: skip
         self._mask, self._logits = mask, output.logits[:, -1, :].float()
