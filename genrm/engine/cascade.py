@@ -61,8 +61,8 @@ def use_shared_prefix_attention(model: PreTrainedModel) -> bool:
 
 @contextlib.contextmanager
 def shared_prefix(layers: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[None]:
-    """Within the block, a model switched by :func:`use_shared_prefix_attention` attends each single-token query
-    over ``layers`` (per layer: keys and values ``[1, key/value heads, tokens, head dim]``) before its row's cache."""
+    """Within the block, a model switched by :func:`use_shared_prefix_attention` attends its queries over ``layers``
+    (per layer: keys and values ``[1, key/value heads, tokens, head dim]``) before each row's own cache."""
     token = _shared.set(layers)
     try:
         yield
