@@ -42,14 +42,14 @@ def enable_two_stage_parsing() -> bool:
 
     def create_parser(self: Any, latex_str: str) -> Any:
         parser = create(self, latex_str)
-        full_context_math: Callable[[], Any] = parser.math
+        parse_math: Callable[[], Any] = parser.math
         if not hasattr(parser, "_interp"):
             return parser
 
         def math() -> Any:
             parser._interp.predictionMode = PredictionMode.SLL
             try:
-                return full_context_math()
+                return parse_math()
             except (RecursionError, MemoryError):  # too big for either mode: not worth a second try
                 raise
             except Exception:  # a syntax error in SLL: the input is wrong, or needs LL's full context
