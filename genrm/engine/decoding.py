@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,14 +47,11 @@ MIN_SHARED_TOKENS = 32
 
 
 def common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
-    """Tokens every row starts with, leaving each row at least one token of its own (generation needs one)."""
+    """Tokens every row starts with, leaving each row at least one token of its own (generation needs one). Rows are
+    sequences of one kind (all lists or all tuples)."""
     limit = min(len(row) for row in rows) - 1
-    first = rows[0]
-    for position in range(max(limit, 0)):
-        token = first[position]
-        if any(row[position] != token for row in rows):
-            return position
-    return max(limit, 0)
+    # the common prefix of all is that of the lexicographically first and last (os.path.commonprefix compares them)
+    return max(0, min(limit, len(os.path.commonprefix(list(rows)))))
 
 
 def supports_model(model: PreTrainedModel) -> bool:
