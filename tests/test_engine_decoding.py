@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from genrm.engine.decoding import _ROOM, MIN_SHARED_TOKENS, _append, _runs_by_prefix  # noqa: E402
+from genrm.engine.decoding import _ROOM, MIN_SHARED_TOKENS, RUN_COST_TOKENS, _append, _runs_by_prefix  # noqa: E402
 
 
 def _tokens(count: int, start: int = 0):
@@ -46,6 +46,30 @@ def test_rows_of_several_groups_join_in_one_run_per_group_and_a_groups_rows_stay
     rows.reverse()
     runs = _runs_by_prefix(rows)
     assert sorted(sorted(key for key, _, _ in run) for run in runs) == [["a0", "a1", "a2", "a3"], ["b0", "b1", "b2"]]
+
+
+def test_groups_whose_questions_begin_alike_still_get_a_run_each():
+    # Every question of a pass starts with the same words: the groups share more than the system message, and the
+    # cut between two of them is not where all rows share least.
+    system, tag = list(range(200)), [500] * 6
+    question = [0] * (RUN_COST_TOKENS // 2)  # a run of its own saves its tokens for every row but one
+    questions = {"a": tag + [901] * 3 + [910] + question, "b": tag + [901] * 3 + [920] + question,
+                 "c": tag + [930] + question}  # fmt: skip
+    rows = [_row(f"{name}{i}", system + question + [i] * 4) for name, question in questions.items() for i in range(4)]
+    runs = _runs_by_prefix(rows)
+    assert sorted(sorted(key for key, _, _ in run) for run in runs) == [[f"{name}{i}" for i in range(4)]
+                                                                       for name in "abc"]  # fmt: skip
+
+
+def test_rows_that_share_much_more_than_the_others_get_a_run_and_the_rest_stay_together():
+    group = list(range(300))
+    rows = [_row(f"r{i}", group + [1000 + i] * 3) for i in range(5)]  # distinct responses
+    said_twice = [_row(f"same{i}", group + [2000] * (RUN_COST_TOKENS + 10) + [i]) for i in range(2)]
+    runs = sorted(sorted(key for key, _, _ in run) for run in _runs_by_prefix(rows + said_twice))
+    assert runs == [[f"r{i}" for i in range(5)], ["same0", "same1"]]
+    # a run of its own for what saves less than a run costs: all stay together
+    said_twice = [_row(f"same{i}", group + [2000] * (RUN_COST_TOKENS - 10) + [i]) for i in range(2)]
+    assert len(_runs_by_prefix(rows + said_twice)) == 1
 
 
 def test_rows_that_share_little_more_than_all_do_stay_in_one_run():

@@ -12,6 +12,11 @@ from verifiers.expr_pool import ExprWorkerPool, tenant
 TOWER = "10^{10^{10^{10}}}"
 
 
+def _tower(k: int) -> str:
+    # Hostile checks that must each take a worker are all different: the pool runs one check of equal ones at a time.
+    return f"10^{{10^{{10^{{{10 + k}}}}}}}"
+
+
 @pytest.fixture
 def one_worker():
     pool = ExprWorkerPool(size=1)
@@ -111,7 +116,7 @@ def test_free_workers_go_round_the_tenants(one_worker):
             order.append(f"{name}:{outcome.status}")
 
     first = _occupy(one_worker, 0.6)
-    hostile = [threading.Thread(target=run, args=("hostile", TOWER, 0.6)) for _ in range(4)]
+    hostile = [threading.Thread(target=run, args=("hostile", _tower(k), 0.6)) for k in range(1, 5)]
     for thread in hostile:
         thread.start()
     _until(lambda: one_worker._idle.waiting() == 4)  # the four hostile checks queue before the cheap one
@@ -126,15 +131,15 @@ def test_free_workers_go_round_the_tenants(one_worker):
 def _start_hostile(pool: ExprWorkerPool, count: int, deadline_s: float) -> list[threading.Thread]:
     threads = []
     for k in range(count):
-        thread = threading.Thread(target=_hostile_check, args=(pool, f"hostile-{k}", deadline_s))
+        thread = threading.Thread(target=_hostile_check, args=(pool, k, deadline_s))
         thread.start()
         threads.append(thread)
     return threads
 
 
-def _hostile_check(pool: ExprWorkerPool, name: str, deadline_s: float) -> None:
-    with tenant(name):
-        pool.check("5", TOWER, 6, deadline_s, wait_s=60.0)
+def _hostile_check(pool: ExprWorkerPool, k: int, deadline_s: float) -> None:
+    with tenant(f"hostile-{k}"):
+        pool.check("5", _tower(k), 6, deadline_s, wait_s=60.0)
 
 
 @pytest.mark.slow

@@ -63,9 +63,11 @@ def test_workers_recover_after_a_timeout():
     pool.start()
     slow = verify_call_result("expr_verify(target='5')", "expr_verify(predict='10^{10^{10^{10}}}')", CONFIG)
     assert slow.status == "timeout"
-    # the killed worker is replaced in the background; a later call is judged normally
-    for _ in range(20):
-        later = verify_call_result("expr_verify(target='x^2')", "expr_verify(predict='x*x')", VerifyConfig())
+    # the killed worker is replaced in the background; a later call is judged normally (each try a new check, not
+    # one the pool remembers)
+    for k in range(20):
+        later = verify_call_result(f"expr_verify(target='x^{{{k + 2}}}')",
+                                   f"expr_verify(predict='{'*'.join(['x'] * (k + 2))}')", VerifyConfig())  # fmt: skip
         if later.status == "ok":
             break
     assert (later.score, later.status) == (1.0, "ok")
@@ -74,7 +76,9 @@ def test_workers_recover_after_a_timeout():
 @pytest.mark.slow
 def test_many_threads_each_get_their_own_verdict():
     get_expr_pool().start()
-    calls = [HOSTILE[1], ("expr_verify(target='x^2')", "expr_verify(predict='x*x')")] * 4 + [
+    # the right answers are all different checks, so that none is answered from the pool's memory
+    right = [(f"expr_verify(target='x^{k}')", f"expr_verify(predict='{'*'.join(['x'] * k)}')") for k in range(2, 6)]
+    calls = [call for pair in zip([HOSTILE[1]] * 4, right, strict=True) for call in pair] + [
         ("text_verify(target='abc')", "text_verify(predict='abd')")
     ] * 4
     results: list = [None] * len(calls)

@@ -17,7 +17,8 @@ that parses but cannot be compared in time is found by the parent, ``verifiers.e
 the G responses of a group share theirs. Its address space is capped with ``RLIMIT_AS`` so an expression that explodes
 in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
 deadline, which is why its own (signal-based) timeouts are turned off. LaTeX is parsed in ANTLR's two stages
-(``verifiers._latex_parsing``).
+(``verifiers._latex_parsing``), and a wrong answer is told apart by one exact evaluation before sympy's ``simplify``
+(``verifiers._quick_inequality``).
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ class Checker:
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
         from verifiers._latex_parsing import enable_two_stage_parsing
+        from verifiers._quick_inequality import enable_quick_inequality
 
         enable_two_stage_parsing()
+        enable_quick_inequality()
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
         self._targets: OrderedDict[str, list[Any]] = OrderedDict()

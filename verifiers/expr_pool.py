@@ -33,6 +33,10 @@ Within a lane, free workers are handed out fairly between *tenants* (the server 
 :func:`tenant`): when several wait, the next free worker goes to the tenant that has waited longest for a turn, not
 to whoever queued first. A process that forks gets a new pool on first use.
 
+A check the pool has decided before (the same target, prediction and rounding: a group's equal answers) is answered
+from memory, and one that is running for another caller is waited for rather than run twice
+(``verifiers.expr_verdicts``).
+
 Configuration: ``GENRM_EXPR_WORKERS`` (default 2), ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) and
 ``GENRM_EXPR_FIRST_SLICE_S`` (default 0.25) in the environment, or :func:`configure_expr_pool`.
 """
@@ -49,24 +53,15 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from verifiers.expr_processes import Launcher, Worker, make_launcher
+from verifiers.expr_verdicts import ExprOutcome, VerdictMemo
 
 logger = logging.getLogger(__name__)
 
 # The prediction a target is compared with when a check runs out of time, to tell whose fault it was.
 _PROBE = "0"
 _TESTED_TARGETS = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class ExprOutcome:
-    """What a worker said about one comparison; ``equal`` is meaningful only when ``status`` is ``ok``."""
-
-    status: str
-    equal: bool
-    reason: str
 
 
 class _Call:
@@ -255,6 +250,7 @@ class ExprWorkerPool:
         self._start_error: str | None = None
         # targets put to the test once (see the module docstring): None when readable, else why not
         self._targets_tested: OrderedDict[tuple[str, int], str | None] = OrderedDict()
+        self._verdicts = VerdictMemo()
 
     def _spawn(self) -> Worker | None:
         try:
@@ -317,6 +313,22 @@ class ExprWorkerPool:
         except RuntimeError as exc:
             return ExprOutcome("error", False, str(exc))
         wait_s = deadline_s if wait_s is None else wait_s
+        # The same check running for another caller (a group's equal answers) is waited for, no longer than this
+        # check could take itself: its wait for a worker and its two deadlines.
+        claim = self._verdicts.claim((target, predict, float_rounding), wait_s + 2 * deadline_s)
+        if claim.verdict is not None:
+            return claim.verdict
+        outcome = None
+        try:
+            outcome = self._tested_check(target, predict, float_rounding, deadline_s, wait_s)
+        finally:
+            self._verdicts.settle((target, predict, float_rounding), outcome, claim.leads)
+        return outcome
+
+    def _tested_check(
+        self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float
+    ) -> ExprOutcome:
+        # A check, and the target's test when the check runs out of time (see the module docstring).
         key = (target, float_rounding)
         with self._lock:
             tested = key in self._targets_tested
