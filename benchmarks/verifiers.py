@@ -15,7 +15,10 @@ all) and the answers Math-Verify's own ``parse`` extracts from them. Each call s
 in a process of its own after the same warm-up on other inputs, and is scored against the case's expected verdict (as
 its test states it, under that test's options). A third style, Math-Verify with ``$...$`` added around both sides,
 shows what reading the extracted answers costs it. Last, the group workload: one target and G = 8 predictions (the
-case's and the next seven cases'), every response checked, as a user calling either per response does.
+case's and the next seven cases'), every response checked, as a user calling either per response does; there
+expr_verify runs twice, as it is (a check decided before is answered from memory) and remembering nothing. The
+per-verifier rows above run every check too (the pool remembers nothing there); one more row shows a check decided
+before.
 
 Targets: text, list, bbox, point >= 20,000 calls/s; expr p99 <= 20 ms; no hostile input past the deadline; expr
 accuracy on Math-Verify's cases at least Math-Verify's on both kinds of input, p50 and p99 at or below its own, and
@@ -42,6 +45,7 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 from verifiers import (  # noqa: E402
     VerifyConfig,
     bbox_verify,
+    configure_expr_pool,
     expr_verify,
     list_verify,
     point_verify,
@@ -204,7 +208,9 @@ GROUP = 8
 
 
 def _style(name: str) -> Callable[[str, str], bool]:
-    if name == "expr_verify":
+    if name.startswith("expr_verify"):
+        if name == NO_MEMORY:  # every check run, equal ones too: what the remembered verdicts add is seen apart
+            configure_expr_pool(verdicts=0)
         return lambda target, predict: expr_verify(target=target, predict=predict) >= 0.5
     from math_verify import parse, verify
 
@@ -214,7 +220,11 @@ def _style(name: str) -> Callable[[str, str], bool]:
     return lambda target, predict: bool(verify(parse(f"${target}$"), parse(f"${predict}$")))
 
 
-STYLES = ("Math-Verify", "Math-Verify, $-wrapped", "expr_verify")
+NO_MEMORY = "expr_verify, no memory"
+STYLES = ("Math-Verify", "Math-Verify, $-wrapped", "expr_verify", NO_MEMORY)
+# the styles each kind of input is measured in: reading extracted answers is Math-Verify's concern on whole and
+# extracted answers; repeated checks, hence remembered verdicts, occur only in groups
+KIND_STYLES = {"whole": STYLES[:3], "extracted": STYLES[:3], "groups": ("Math-Verify", "expr_verify", NO_MEMORY)}
 WARM_UP = (("\\frac{1}{2}", "0.5"), ("x = 2", "2"), ("[1, 2)", "[1,2)"), ("9\\pi", "9\\pi"), ("$x^2$", "$x*x$"),
            ("\\sqrt{2}/2", "The answer is $\\boxed{\\frac{1}{\\sqrt{2}}}$"))  # fmt: skip
 
@@ -281,9 +291,8 @@ def math_verify_comparison(path: Path, rounds: int = 3) -> dict[str, dict[str, d
             inputs = Path(folder) / f"{kind}.json"
             inputs.write_text(json.dumps(_inputs(path, kind)), encoding="utf-8")
             for _ in range(rounds):
-                for style in STYLES:
-                    if not (kind == "groups" and style == "Math-Verify, $-wrapped"):
-                        runs.setdefault((kind, style), []).append(_in_own_process(inputs, style))
+                for style in KIND_STYLES[kind]:
+                    runs.setdefault((kind, style), []).append(_in_own_process(inputs, style))
     out: dict[str, dict[str, dict[str, object]]] = {}
     print(f"\nexpr against Math-Verify on its own test cases (each pass in a process of its own; medians of {rounds})")
     print(f"{'input':<10} {'style':<24} {'cases':>6} {'accuracy':>9} {'p50 ms':>8} {'p99 ms':>8} {'responses/s':>12}")
@@ -312,7 +321,6 @@ def main() -> None:
         return
     if not args.all_cores and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    warm_up()
 
     suites = [
         ("text_verify", text_verify, text_cases()),
@@ -324,6 +332,9 @@ def main() -> None:
     ]
     print(f"{'verifier':<14} {'path':<9} {'calls/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
     rows = {}
+    # each row cycles over its cases: the expression pool remembers nothing here, so that every check is run
+    configure_expr_pool(verdicts=0)
+    warm_up()
     for name, fn, cases in suites:
         rows[(name, "function")] = measure(lambda c, fn=fn: fn(**c), cases, args.seconds)
         calls = {id(c): _call(name, c) for c in cases}
@@ -331,6 +342,11 @@ def main() -> None:
         for path in ("function", "call"):
             rate, p50, p99 = rows[(name, path)]
             print(f"{name:<14} {path:<9} {rate:>10,.0f} {p50:>8.3f} {p99:>8.3f}")
+    configure_expr_pool()
+    warm_up()
+    rate, p50, p99 = measure(lambda c: expr_verify(**c), expr_cases(), args.seconds)
+    print(f"{'expr_verify':<14} {'repeated':<9} {rate:>10,.0f} {p50:>8.3f} {p99:>8.3f}  (checks decided before, "
+          "answered from memory)")  # fmt: skip
 
     config = VerifyConfig()
     print(f"\nhostile set (deadline {config.deadline_s:g} s)")
@@ -353,6 +369,7 @@ def main() -> None:
         for kind in ("whole", "extracted")
     )  # fmt: skip
     group_ratio = ours("groups")["rate"] / theirs("groups")["rate"]
+    unremembered = versus["groups"][NO_MEMORY]["rate"] / theirs("groups")["rate"]
     mv_met = mv_met and group_ratio >= 2
 
     fast = {
@@ -368,7 +385,8 @@ def main() -> None:
         f"on Math-Verify's cases expr_verify {ours('whole')['accuracy']:.1f}% / {ours('extracted')['accuracy']:.1f}% "
         f"against {theirs('whole')['accuracy']:.1f}% / {theirs('extracted')['accuracy']:.1f}% (whole / extracted), "
         f"p50 x{ratio('whole', 'p50'):.2f} / x{ratio('extracted', 'p50'):.2f} and p99 x{ratio('whole', 'p99'):.2f} / "
-        f"x{ratio('extracted', 'p99'):.2f} of Math-Verify's, groups x{group_ratio:.2f} its throughput; "
+        f"x{ratio('extracted', 'p99'):.2f} of Math-Verify's, groups x{group_ratio:.2f} its throughput "
+        f"(x{unremembered:.2f} remembering no verdict); "
         f"{'all targets met' if met else 'TARGETS MISSED'}"
     )
 

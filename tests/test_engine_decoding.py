@@ -122,6 +122,57 @@ def test_shared_prefix_attention_is_attention_over_the_prefix_and_each_rows_toke
     assert torch.allclose(out, _reference(query, key, value, prefix_keys, prefix_values, causal), atol=1e-5)
 
 
+def _group_prefixes(lengths, group, kv_heads=2, dim=8, seed=2):
+    """Group prefixes of the given lengths (padded to the longest) for rows in ``group`` (-1: no group), and the
+    keys and values each row reads from them."""
+    from genrm.engine.cascade import GroupPrefixes
+
+    generator = torch.Generator().manual_seed(seed)
+    longest = max(lengths)
+    keys = torch.randn(len(lengths) + 1, kv_heads, longest, dim, generator=generator)
+    values = torch.randn(len(lengths) + 1, kv_heads, longest, dim, generator=generator)
+    valid = torch.zeros(len(lengths) + 1, longest, dtype=torch.bool)
+    for index, length in enumerate(lengths):
+        valid[index, :length] = True
+    keys.masked_fill_(~valid[:, None, :, None], 1e3)  # padding must not be read, whatever it holds
+    row_group = torch.tensor([g if g >= 0 else len(lengths) for g in group])
+    slots = [sum(1 for other in group[:i] if other == g) for i, g in enumerate(group)]
+    prefixes = GroupPrefixes([(keys, values)], valid, row_group, torch.tensor(slots), max(slots) + 1)
+    per_row = [(keys[g, :, : (lengths[g] if g >= 0 else 0)], values[g, :, : (lengths[g] if g >= 0 else 0)])
+               for g in group]  # fmt: skip
+    return prefixes, per_row
+
+
+def test_group_prefixes_are_attention_over_each_rows_own_groups_prefix():
+    from genrm.engine.cascade import shared_prefix, shared_prefix_attention
+
+    rows = 5
+    query, key, value, prefix_keys, prefix_values = _attention_inputs(rows=rows, seed=3)
+    padding = torch.ones(rows, 1, 7, dtype=torch.bool)
+    padding[1, :, :2] = False
+    # rows 0, 2 and 4 in group 0 (9 tokens), row 1 in group 1 (4 tokens, padded), row 3 in no group
+    groups, per_row = _group_prefixes([9, 4], [0, 1, 0, -1, 0])
+    expected = torch.cat([
+        _reference(query[[i]], torch.cat([group_keys[None], key[[i]]], 2),
+                   torch.cat([group_values[None], value[[i]]], 2), prefix_keys, prefix_values,
+                   torch.cat([torch.ones(1, 1, group_keys.shape[1], dtype=torch.bool), padding[[i]]], -1))
+        for i, (group_keys, group_values) in enumerate(per_row)
+    ])  # fmt: skip
+    with shared_prefix([(prefix_keys, prefix_values)], groups):
+        out, _ = shared_prefix_attention(_Layer(), query, key, value, padding[:, None], scaling=8**-0.5)
+    assert torch.allclose(out, expected, atol=1e-5)
+    # group prefixes with no prefix of all rows before them
+    expected = torch.cat([
+        _reference(query[[i]], torch.cat([group_keys[None], key[[i]]], 2),
+                   torch.cat([group_values[None], value[[i]]], 2), prefix_keys[:, :, :0], prefix_values[:, :, :0],
+                   torch.cat([torch.ones(1, 1, group_keys.shape[1], dtype=torch.bool), padding[[i]]], -1))
+        for i, (group_keys, group_values) in enumerate(per_row)
+    ])  # fmt: skip
+    with shared_prefix(None, groups):
+        out, _ = shared_prefix_attention(_Layer(), query, key, value, padding[:, None], scaling=8**-0.5)
+    assert torch.allclose(out, expected, atol=1e-5)
+
+
 def test_without_a_shared_prefix_it_is_sdpa_and_what_it_cannot_do_it_refuses():
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 

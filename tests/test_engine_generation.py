@@ -94,6 +94,11 @@ def test_the_decode_loop_keeps_the_prefix_all_rows_share_once_as_groups_join(gen
     loop.join([(i, item) for i, item in enumerate(items) if i not in first])
     together = len(loop._loop._shared_ids)  # three groups: the system message and what follows it alike
     assert 100 < together < alone
+    # the two groups that joined keep what their rows share after that once each; the first group's rows took
+    # their share back into their own caches when the prefix of all rows shrank
+    groups = loop._loop._groups
+    assert groups is not None and groups.layers[0][0].shape[0] == 3  # two groups and the rows of none
+    assert groups.group.tolist().count(2) == len(first) and int(groups.valid[:2].sum(-1).min()) >= 32
     while loop.active:
         answers.update(loop.step())
     assert [answers[i] for i in range(len(items))] == expected

@@ -158,3 +158,27 @@ def test_equal_answers_on_real_workers_are_judged_once_and_alike():
         assert sorted(set(sent)) == sorted(set(answers)) and len(sent) == 2
     finally:
         pool.close()
+
+
+def test_a_pool_that_remembers_nothing_runs_every_check():
+    pool = ExprWorkerPool(size=1, verdicts=0)
+    pool._ready = True
+    with mock.patch.object(pool, "_tested_check", return_value=EQUAL) as tested:
+        assert pool.check("x^2", "x*x", 6, 1.0) is EQUAL and pool.check("x^2", "x*x", 6, 1.0) is EQUAL
+    assert tested.call_count == 2
+    with pytest.raises(ValueError, match="verdicts must be at least 0"):
+        ExprWorkerPool(verdicts=-1)
+
+
+def test_the_environment_sets_how_many_verdicts_are_remembered(monkeypatch):
+    from verifiers.expr_pool import configure_expr_pool, get_expr_pool
+
+    monkeypatch.setenv("GENRM_EXPR_VERDICTS", "0")
+    try:
+        assert configure_expr_pool()._verdicts is None
+        monkeypatch.setenv("GENRM_EXPR_VERDICTS", "7")
+        assert configure_expr_pool()._verdicts._entries == 7
+    finally:
+        monkeypatch.delenv("GENRM_EXPR_VERDICTS")
+        configure_expr_pool()
+    assert get_expr_pool()._verdicts._entries == 4096

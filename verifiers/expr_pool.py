@@ -37,8 +37,9 @@ A check the pool has decided before (the same target, prediction and rounding: a
 from memory, and one that is running for another caller is waited for rather than run twice
 (``verifiers.expr_verdicts``).
 
-Configuration: ``GENRM_EXPR_WORKERS`` (default 2), ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048) and
-``GENRM_EXPR_FIRST_SLICE_S`` (default 0.25) in the environment, or :func:`configure_expr_pool`.
+Configuration: ``GENRM_EXPR_WORKERS`` (default 2), ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048),
+``GENRM_EXPR_FIRST_SLICE_S`` (default 0.25) and ``GENRM_EXPR_VERDICTS`` (verdicts remembered, default 4096; 0: none)
+in the environment, or :func:`configure_expr_pool`.
 """
 
 from __future__ import annotations
@@ -227,10 +228,17 @@ class ExprWorkerPool:
         memory_mb: address-space limit of each worker in MiB; an expression that needs more gets status timeout.
         start_timeout_s: how long a worker may take to start before the start counts as failed.
         first_slice_s: seconds a check may run before it counts as long (see the module docstring); > 0.
+        verdicts: how many decided checks are remembered (``verifiers.expr_verdicts``); 0 remembers none and runs
+            every check, equal ones too.
     """
 
     def __init__(
-        self, size: int = 2, memory_mb: int = 2048, start_timeout_s: float = 60.0, first_slice_s: float = 0.25
+        self,
+        size: int = 2,
+        memory_mb: int = 2048,
+        start_timeout_s: float = 60.0,
+        first_slice_s: float = 0.25,
+        verdicts: int = 4096,
     ) -> None:
         if size < 1:
             raise ValueError(f"size must be at least 1, got {size}")
@@ -238,6 +246,8 @@ class ExprWorkerPool:
             raise ValueError(f"memory_mb must be at least 256, got {memory_mb}")
         if not first_slice_s > 0:
             raise ValueError(f"first_slice_s must be positive, got {first_slice_s}")
+        if verdicts < 0:
+            raise ValueError(f"verdicts must be at least 0, got {verdicts}")
         self.size, self.memory_mb, self.start_timeout_s = size, memory_mb, start_timeout_s
         self.first_slice_s = first_slice_s
         self._idle = _FairQueue(long_slots=max(1, size - 1))
@@ -250,7 +260,7 @@ class ExprWorkerPool:
         self._start_error: str | None = None
         # targets put to the test once (see the module docstring): None when readable, else why not
         self._targets_tested: OrderedDict[tuple[str, int], str | None] = OrderedDict()
-        self._verdicts = VerdictMemo()
+        self._verdicts = VerdictMemo(verdicts) if verdicts else None
 
     def _spawn(self) -> Worker | None:
         try:
@@ -315,6 +325,8 @@ class ExprWorkerPool:
         wait_s = deadline_s if wait_s is None else wait_s
         # The same check running for another caller (a group's equal answers) is waited for, no longer than this
         # check could take itself: its wait for a worker and its two deadlines.
+        if self._verdicts is None:
+            return self._tested_check(target, predict, float_rounding, deadline_s, wait_s)
         claim = self._verdicts.claim((target, predict, float_rounding), wait_s + 2 * deadline_s)
         if claim.verdict is not None:
             return claim.verdict
@@ -435,10 +447,14 @@ def _env_number(name: str, default: float, kind: type[int] | type[float] = int) 
 
 
 def configure_expr_pool(
-    size: int | None = None, memory_mb: int | None = None, first_slice_s: float | None = None
+    size: int | None = None,
+    memory_mb: int | None = None,
+    first_slice_s: float | None = None,
+    verdicts: int | None = None,
 ) -> ExprWorkerPool:
-    """Replace the process-wide pool with one of the given size, memory limit (MiB) and first slice (seconds); the
-    old one is closed. Unset arguments come from the environment (see the module docstring)."""
+    """Replace the process-wide pool with one of the given size, memory limit (MiB), first slice (seconds) and number
+    of remembered verdicts; the old one is closed. Unset arguments come from the environment (see the module
+    docstring)."""
     global _pool, _pool_pid
     new = ExprWorkerPool(
         size=size if size is not None else int(_env_number("GENRM_EXPR_WORKERS", 2)),
@@ -446,6 +462,7 @@ def configure_expr_pool(
         first_slice_s=first_slice_s
         if first_slice_s is not None
         else _env_number("GENRM_EXPR_FIRST_SLICE_S", 0.25, float),
+        verdicts=verdicts if verdicts is not None else int(_env_number("GENRM_EXPR_VERDICTS", 4096)),
     )
     with _pool_lock:
         old, old_pid = _pool, _pool_pid

@@ -1,18 +1,22 @@
 """Shared-prefix ("cascade") attention for the decode loop's steps: the prefix every row starts with is kept once, not
-once per row, and each step's queries attend over it in one product for all rows, then over each row's own tokens.
+once per row, and so is the prefix each group of rows shares after it; each step's queries attend over the first in
+one product for all rows, over their group's in one product per group, then over each row's own tokens.
 
-Why: the scoring prompts of a judge all start with the same system message (a thousand tokens and more), and a
-decode step on a CPU is bound by reading keys and values: with that prefix copied into every row's cache, each row
-read it at every step. Split in two, the shared part is read once per step, and the two parts' softmaxes are merged
-exactly (each part's exponentials are taken from the joint maximum, so the result is the softmax over the whole).
+Why: the scoring prompts of a judge all start with the same system message (a thousand tokens and more), the G
+prompts of a group then share their rubric and question (a few hundred), and a decode step on a CPU is bound by
+reading keys and values: with those prefixes copied into every row's cache, each row read them at every step. Split
+in three, each shared part is read once per step, and the parts' softmaxes are merged exactly (each part's
+exponentials are taken from the joint maximum, so the result is the softmax over the whole). The order of the parts
+does not matter: the positions are in the keys already (rotary embeddings are applied when a key is written).
 
 How it plugs in: transformers lets a model's attention modules call a registered function
 (``AttentionInterface``) in place of SDPA; :func:`use_shared_prefix_attention` registers
 :func:`shared_prefix_attention` and switches a model that uses SDPA to it. Outside a block with a shared prefix
 (prefill, ``model.generate``, any other use of the model) the function is SDPA itself, so nothing else changes. The
-loop (:class:`genrm.engine.decoding.DecodeLoop`) sets the shared prefix's keys and values around its decode steps
-(:func:`shared_prefix`). It takes several query tokens per row too (causal over the row's own tokens), but for a
-prefill, whose many queries read each key once for all of them anyway, SDPA's kernel was measured the faster.
+loop (:class:`genrm.engine.decoding.DecodeLoop`) sets the prefixes' keys and values around its decode steps
+(:func:`shared_prefix`, :class:`GroupPrefixes`). It takes several query tokens per row too (causal over the row's own
+tokens), but for a prefill, whose many queries read each key once for all of them anyway, SDPA's kernel was measured
+the faster.
 
 What it does not cover: attention with a sliding window, soft-capping, sinks or a position bias (refused with an
 error, never silently ignored).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,9 +38,31 @@ if TYPE_CHECKING:
 
 NAME = "genrm_shared_prefix"
 
-#: Per layer, the shared prefix's keys and values, each ``[1, key/value heads, prefix tokens, head dim]``.
-_shared: contextvars.ContextVar[Sequence[tuple[torch.Tensor, torch.Tensor]] | None] = contextvars.ContextVar(
-    "genrm_shared_prefix", default=None
+
+@dataclass(frozen=True)
+class GroupPrefixes:
+    """The prefixes groups of rows share after the prefix all rows share, each kept once.
+
+    Attributes:
+        layers: per layer, the groups' keys and values, each ``[groups, key/value heads, longest, head dim]``, a
+            shorter group's padded at the end.
+        valid: ``[groups, longest]``, True where a group's prefix has a token (False on its padding).
+        group: ``[rows]``, each row's group (a row of no group points at one whose prefix is all padding).
+        slot: ``[rows]``, each row's place among its group's rows, below ``width``.
+        width: the most rows one group has.
+    """
+
+    layers: Sequence[tuple[torch.Tensor, torch.Tensor]]
+    valid: torch.Tensor
+    group: torch.Tensor
+    slot: torch.Tensor
+    width: int
+
+
+#: Per layer, the shared prefix's keys and values, each ``[1, key/value heads, prefix tokens, head dim]`` (or None),
+#: and the groups' prefixes after it (or None).
+_shared: contextvars.ContextVar[tuple[Sequence[tuple[torch.Tensor, torch.Tensor]] | None, GroupPrefixes | None]] = (
+    contextvars.ContextVar("genrm_shared_prefix", default=(None, None))
 )
 
 
@@ -60,10 +87,13 @@ def use_shared_prefix_attention(model: PreTrainedModel) -> bool:
 
 
 @contextlib.contextmanager
-def shared_prefix(layers: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[None]:
+def shared_prefix(
+    layers: Sequence[tuple[torch.Tensor, torch.Tensor]] | None, groups: GroupPrefixes | None = None
+) -> Iterator[None]:
     """Within the block, a model switched by :func:`use_shared_prefix_attention` attends its queries over ``layers``
-    (per layer: keys and values ``[1, key/value heads, tokens, head dim]``) before each row's own cache."""
-    token = _shared.set(layers)
+    (per layer: keys and values ``[1, key/value heads, tokens, head dim]``, the prefix of all rows) and over their
+    group's prefix in ``groups``, besides each row's own cache."""
+    token = _shared.set((layers, groups))
     try:
         yield
     finally:
@@ -81,11 +111,11 @@ def shared_prefix_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Attention of ``query`` (``[rows, heads, queries, dim]``, the last ``queries`` positions of each row) over the
-    shared prefix, then over each row's ``key`` and ``value`` (``[rows, key/value heads, tokens, dim]``), causally,
-    ``attention_mask`` hiding padding; SDPA itself when no shared prefix is set. Returns ``[rows, queries, heads,
-    dim]`` and no weights."""
-    layers = _shared.get()
-    if layers is None:
+    shared prefix, each row's group prefix, and each row's ``key`` and ``value`` (``[rows, key/value heads, tokens,
+    dim]``), causally, ``attention_mask`` hiding padding; SDPA itself when no shared prefix is set. Returns ``[rows,
+    queries, heads, dim]`` and no weights."""
+    layers, groups = _shared.get()
+    if layers is None and groups is None:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
@@ -95,31 +125,83 @@ def shared_prefix_attention(
             raise NotImplementedError(f"shared-prefix attention does not support {option}")
     import torch
 
-    prefix_keys, prefix_values = layers[module.layer_idx]
     rows, heads, queries, dim = query.shape
-    groups, tokens = key.shape[1], key.shape[2]
-    per_group = heads // groups
+    kv_heads, tokens = key.shape[1], key.shape[2]
+    per = heads // kv_heads
     scale = dim**-0.5 if scaling is None else scaling
     # heads grouped by the key/value head they share (repeat_kv's order), in float32 for the softmax
-    grouped = query.reshape(rows, groups, per_group * queries, dim).float()
-    # the shared prefix: one product per key/value head for all rows' queries
-    stacked = grouped.transpose(0, 1).reshape(groups, rows * per_group * queries, dim)
-    prefix_scores = torch.bmm(stacked, prefix_keys[0].float().transpose(1, 2)) * scale
-    prefix_scores = prefix_scores.reshape(groups, rows, per_group * queries, -1).transpose(0, 1)
-    own_scores = torch.matmul(grouped, key.float().transpose(2, 3)) * scale  # [rows, groups, per*queries, tokens]
+    grouped = query.reshape(rows, kv_heads, per * queries, dim).float()
+    own_scores = torch.matmul(grouped, key.float().transpose(2, 3)) * scale  # [rows, kv heads, per*queries, tokens]
     if attention_mask is None:  # SDPA's mask left out: no padding, causal over the row's own tokens
         attention_mask = torch.ones(queries, tokens, dtype=torch.bool, device=query.device).tril(tokens - queries)
     mask = attention_mask.expand(rows, 1, queries, tokens).reshape(rows, 1, 1, queries, tokens)
-    mask = mask.expand(rows, 1, per_group, queries, tokens).reshape(rows, 1, per_group * queries, tokens)
+    mask = mask.expand(rows, 1, per, queries, tokens).reshape(rows, 1, per * queries, tokens)
     if mask.dtype == torch.bool:
         own_scores = own_scores.masked_fill(~mask, float("-inf"))
     else:
         own_scores = own_scores + mask.float()
-    top = torch.maximum(prefix_scores.amax(-1, keepdim=True), own_scores.amax(-1, keepdim=True))
-    prefix_weights, own_weights = (prefix_scores - top).exp(), (own_scores - top).exp()
-    total = prefix_weights.sum(-1, keepdim=True) + own_weights.sum(-1, keepdim=True)
-    stacked_weights = prefix_weights.transpose(0, 1).reshape(groups, rows * per_group * queries, -1)
-    from_prefix = torch.bmm(stacked_weights, prefix_values[0].float())
-    from_prefix = from_prefix.reshape(groups, rows, per_group * queries, dim).transpose(0, 1)
-    output = (from_prefix + torch.matmul(own_weights, value.float())) / total
+    parts = [_Part(own_scores, lambda weights: torch.matmul(weights, value.float()))]
+    if layers is not None:
+        parts.append(_prefix_part(grouped, *layers[module.layer_idx], scale))
+    if groups is not None:
+        parts.append(_group_part(grouped, groups, module.layer_idx, scale))
+    top = parts[0].scores.amax(-1, keepdim=True)
+    for part in parts[1:]:
+        top = torch.maximum(top, part.scores.amax(-1, keepdim=True))
+    total, output = None, None
+    for part in parts:
+        weights = (part.scores - top).exp()
+        part_total, part_output = weights.sum(-1, keepdim=True), part.read(weights)
+        total = part_total if total is None else total + part_total
+        output = part_output if output is None else output + part_output
+    assert output is not None and total is not None
+    output = output / total
     return output.reshape(rows, heads, queries, dim).transpose(1, 2).contiguous().to(query.dtype), None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One part of the keys: every query's scores over it ``[rows, kv heads, per*queries, keys]``, and how to read
+    its values with weights of that shape (``[rows, kv heads, per*queries, dim]``)."""
+
+    scores: torch.Tensor
+    read: Any
+
+
+def _prefix_part(grouped: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float) -> _Part:
+    import torch
+
+    # one product per key/value head for all rows' queries
+    rows, kv_heads, width, dim = grouped.shape
+    stacked = grouped.transpose(0, 1).reshape(kv_heads, rows * width, dim)
+    scores = (torch.bmm(stacked, keys[0].float().transpose(1, 2)) * scale).reshape(kv_heads, rows, width, -1)
+
+    def read(weights: torch.Tensor) -> torch.Tensor:
+        flat = weights.transpose(0, 1).reshape(kv_heads, rows * width, -1)
+        return torch.bmm(flat, values[0].float()).reshape(kv_heads, rows, width, dim).transpose(0, 1)
+
+    return _Part(scores.transpose(0, 1), read)
+
+
+def _group_part(grouped: torch.Tensor, groups: GroupPrefixes, layer: int, scale: float) -> _Part:
+    import torch
+
+    # the queries laid out by group ([groups, kv heads, width * per*queries, dim], empty places zero), one product per
+    # group and key/value head, then the scores back in row order; the weights go the same way for the values
+    keys, values = groups.layers[layer]
+    rows, kv_heads, width, dim = grouped.shape
+    count, longest = keys.shape[0], keys.shape[2]
+
+    def by_group(tensor: torch.Tensor) -> torch.Tensor:
+        placed = tensor.new_zeros(count, groups.width, *tensor.shape[1:])
+        placed[groups.group, groups.slot] = tensor
+        return placed.transpose(1, 2).reshape(count, kv_heads, groups.width * width, tensor.shape[-1])
+
+    def by_row(tensor: torch.Tensor) -> torch.Tensor:
+        tensor = tensor.reshape(count, kv_heads, groups.width, width, tensor.shape[-1]).transpose(1, 2)
+        return tensor[groups.group, groups.slot]
+
+    scores = by_row(torch.matmul(by_group(grouped), keys.float().transpose(2, 3)) * scale)
+    hidden = ~groups.valid[groups.group].reshape(rows, 1, 1, longest)
+    scores = scores.masked_fill(hidden, float("-inf"))
+    return _Part(scores, lambda weights: by_row(torch.matmul(by_group(weights), values.float())))

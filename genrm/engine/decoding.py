@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from genrm.engine.cascade import shared_prefix, use_shared_prefix_attention
+from genrm.engine.cascade import GroupPrefixes, shared_prefix, use_shared_prefix_attention
 
 if TYPE_CHECKING:
     import torch
@@ -68,11 +68,21 @@ def supports_model(model: PreTrainedModel) -> bool:
     return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
+@dataclass(eq=False)
+class _Segment:
+    """A prefix the rows of one group share after the loop's shared prefix: per layer, keys and values ``[1, key/value
+    heads, length, head dim]``."""
+
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+    length: int
+
+
 @dataclass
 class _Row:
     key: Any
     prompt_tokens: int
     matcher: Any
+    segment: _Segment | None = None
     tokens: list[int] = field(default_factory=list)
 
 
@@ -124,6 +134,10 @@ class DecodeLoop:
         self._cascade = use_shared_prefix_attention(model)
         self._shared_ids: list[int] = []
         self._shared: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        # after it, the prefix each group's rows share, kept once per group (a row's cache starts after its group's)
+        self._groups: GroupPrefixes | None = None
+        self._group_lengths: torch.Tensor | None = None
+        self._padded: tuple[tuple[Any, ...], list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor] | None = None
 
     @property
     def active(self) -> int:
@@ -144,6 +158,7 @@ class DecodeLoop:
             target = common_prefix_length(prompts)
         for run in _runs_by_prefix(rows):
             self._admit_run(run, target)
+        self._index_groups()
 
     def _admit_run(self, rows: Sequence[tuple[Any, list[int], Any]], target: int) -> None:
         import torch
@@ -163,9 +178,8 @@ class DecodeLoop:
             output = self.model(input_ids=inputs["input_ids"][:, shared:], attention_mask=mask,
                                 position_ids=positions[:, shared:], past_key_values=cache, use_cache=True,
                                 **self._last_only)  # fmt: skip
-        new = [_Row(key, len(ids), _matcher(grammar)) for key, ids, grammar in rows]
         # the run's cache starts with its prefix (its first `shared` positions alike in every row): the part of it
-        # that all rows share is kept once, and cut from the run
+        # that all rows share is kept once, the rest of it once for the run's rows, and both are cut from the run
         keep = min(target, shared)
         keep = keep if keep >= MIN_SHARED_TOKENS else 0
         if self._rows:
@@ -174,15 +188,64 @@ class DecodeLoop:
             self._shared_ids = list(rows[0][1][:keep])
             self._shared = [(layer.keys[:1, :, :keep].clone(), layer.values[:1, :, :keep].clone())
                             for layer in cache.layers] if keep else None  # fmt: skip
-        offset = len(self._shared_ids)
-        if offset:
+        offset = cut = len(self._shared_ids)
+        segment = None
+        if self._cascade and len(rows) > 1 and shared - offset >= MIN_SHARED_TOKENS:
+            segment = _Segment([(layer.keys[:1, :, offset:shared].clone(), layer.values[:1, :, offset:shared].clone())
+                                for layer in cache.layers], shared - offset)  # fmt: skip
+            cut = shared
+        if cut:
             for layer in cache.layers:
-                layer.keys, layer.values = layer.keys[..., offset:, :], layer.values[..., offset:, :]
-            mask = mask[:, offset:]
+                layer.keys, layer.values = layer.keys[..., cut:, :], layer.values[..., cut:, :]
+            mask = mask[:, cut:]
+        new = [_Row(key, len(ids), _matcher(grammar), segment) for key, ids, grammar in rows]
         self._join(cache, mask, output.logits[:, -1, :].float(), new)
 
     def _attending(self) -> contextlib.AbstractContextManager[None]:
-        return shared_prefix(self._shared) if self._shared else contextlib.nullcontext()
+        if self._shared or self._groups is not None:
+            return shared_prefix(self._shared, self._groups)
+        return contextlib.nullcontext()
+
+    def _index_groups(self) -> None:
+        """Lay out the group prefixes of the rows now in the loop (:class:`GroupPrefixes`): padded to the longest,
+        rebuilt only when the set of groups changed, and each row's group and place in it."""
+        import torch
+
+        segments = list({id(row.segment): row.segment for row in self._rows if row.segment is not None}.values())
+        if not segments:
+            self._groups = self._group_lengths = self._padded = None
+            return
+        ungrouped = any(row.segment is None for row in self._rows)
+        names = (*segments, ungrouped)  # segments compare by identity
+        if self._padded is None or self._padded[0] != names:
+            longest = max(segment.length for segment in segments)
+
+            def padded(tensors: list[torch.Tensor]) -> torch.Tensor:
+                parts = [torch.nn.functional.pad(t, (0, 0, 0, longest - t.shape[-2])) for t in tensors]
+                if ungrouped:  # the group of rows that have none: all padding
+                    parts.append(torch.zeros_like(parts[0]))
+                return torch.cat(parts)
+
+            layers = [(padded([s.layers[i][0] for s in segments]), padded([s.layers[i][1] for s in segments]))
+                      for i in range(len(segments[0].layers))]  # fmt: skip
+            valid = (
+                torch.arange(longest, device=layers[0][0].device)[None, :]
+                < torch.tensor([s.length for s in segments] + [0] * ungrouped, device=layers[0][0].device)[:, None]
+            )
+            self._padded = (names, layers, valid)
+        _, layers, valid = self._padded
+        index = {id(segment): i for i, segment in enumerate(segments)}
+        group, slot, seen = [], [], [0] * (len(segments) + 1)
+        for row in self._rows:
+            g = index[id(row.segment)] if row.segment is not None else len(segments)
+            group.append(g)
+            slot.append(seen[g])
+            seen[g] += 1
+        device = valid.device
+        self._groups = GroupPrefixes(layers, valid, torch.tensor(group, device=device),
+                                     torch.tensor(slot, device=device), max(seen))  # fmt: skip
+        lengths = [row.segment.length if row.segment is not None else 0 for row in self._rows]
+        self._group_lengths = torch.tensor(lengths, device=device)[:, None]
 
     def _shrink_shared(self, keep: int) -> None:
         """Keep only the first ``keep`` tokens of the shared prefix: the rest goes back into every row's cache."""
@@ -262,6 +325,7 @@ class DecodeLoop:
         if not keep:
             self._cache = self._mask = self._logits = self._shared = None
             self._shared_ids = []
+            self._index_groups()
             return
         index = torch.tensor(keep, device=self._mask.device)
         self._cache.batch_select_indices(index)
@@ -272,6 +336,7 @@ class DecodeLoop:
             self._mask = self._mask[:, first:]
             for layer in self._cache.layers:
                 layer.keys, layer.values = layer.keys[..., first:, :], layer.values[..., first:, :]
+        self._index_groups()
 
     def _advance(self, tokens: torch.Tensor) -> None:
         import torch
@@ -279,6 +344,8 @@ class DecodeLoop:
         assert self._mask is not None
         mask = torch.cat([self._mask, self._mask.new_ones((self._mask.shape[0], 1))], 1)
         positions = len(self._shared_ids) + mask.sum(-1, keepdim=True) - 1
+        if self._group_lengths is not None:
+            positions = positions + self._group_lengths
         with torch.inference_mode(), self._attending():
             output = self.model(input_ids=tokens, attention_mask=mask, position_ids=positions,
                                 past_key_values=self._cache, use_cache=True, **self._last_only)  # fmt: skip
