@@ -29,7 +29,9 @@ def test_a_decided_check_is_remembered_and_a_failed_one_is_not():
     assert memo.claim(("x^2", "x*x", 3), wait_s=0).verdict is None  # another rounding is another check
 
 
-def test_a_caller_waits_for_the_same_check_running_for_another():
+@pytest.mark.parametrize("ended, leads", [(EQUAL, False), (None, True)], ids=["decided", "raised"])
+def test_a_caller_waits_for_the_same_check_running_for_another(ended, leads):
+    # decided: the waiting caller takes its verdict; raised: it leads a check of its own
     memo = VerdictMemo()
     assert memo.claim(KEY, wait_s=0).leads
     found = []
@@ -37,21 +39,9 @@ def test_a_caller_waits_for_the_same_check_running_for_another():
     follower.start()
     time.sleep(0.05)
     assert not found  # still waiting for the leader
-    memo.settle(KEY, EQUAL, leads=True)
+    memo.settle(KEY, ended, leads=True)
     follower.join(timeout=30)
-    assert found[0].verdict is EQUAL and not found[0].leads
-
-
-def test_when_the_running_check_fails_the_waiting_caller_leads_its_own():
-    memo = VerdictMemo()
-    assert memo.claim(KEY, wait_s=0).leads
-    found = []
-    follower = threading.Thread(target=lambda: found.append(memo.claim(KEY, wait_s=30)))
-    follower.start()
-    time.sleep(0.05)
-    memo.settle(KEY, None, leads=True)  # the leader's check raised
-    follower.join(timeout=30)
-    assert found[0].verdict is None and found[0].leads
+    assert found[0].verdict is ended and found[0].leads is leads
 
 
 def test_a_caller_waits_no_longer_than_it_was_given_and_then_runs_its_own():

@@ -5,7 +5,8 @@ Why not ``model.generate`` for concurrent requests: it runs a batch until its lo
 included, and it takes no new rows. A judge's answers vary a lot in length (a weak or untrained judge may run to the
 token budget), and on a CPU much of a decode step's cost is per row, because each row attends over its own prompt and
 answer. Here a row costs only its own steps, prompts that arrive while others decode join at the next step, each
-group's prompts are prefilled together (:func:`_runs_by_prefix`), and a step writes its token into room kept in the
+group's prompts are prefilled together (:func:`_runs_by_prefix`), the prefix all rows share and the one each group's
+rows share after it are kept once (:mod:`genrm.engine.cascade`), and a step writes its token into room kept in the
 cache (:func:`_grow_with_room`) instead of copying every row's cache to add it.
 
 Why not transformers' own continuous batching (``generate_batch``, ``ContinuousBatchingManager``): its logits
