@@ -114,7 +114,7 @@ def main() -> int:
                     for _ in range(args.rounds)
                 ]
                 one = statistics.median(alone for alone, _ in passes)
-                many = statistics.median(together for _, together in passes)  # fmt: skip
+                many = statistics.median(together for _, together in passes)
                 asyncio.run(engine.aclose())
                 label = "continuous loop" if continuous else "model.generate"
                 schema = "XGrammar" if constrained else "free"
