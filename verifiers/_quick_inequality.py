@@ -30,24 +30,39 @@ _DIGITS = 30
 _POINTS = ((13, 11), (29, 17), (37, 13), (47, 19), (59, 23), (71, 29), (83, 31), (97, 37), (101, 41), (113, 43))
 
 
-def _allowed_node(node: Any) -> bool:
-    from sympy import Add, Function, Integer, Mul, NumberSymbol, Pow, Rational, Symbol
-    from sympy.core.numbers import ImaginaryUnit
-
-    if isinstance(node, (Add, Mul, Pow, Integer, Rational, NumberSymbol, ImaginaryUnit, Symbol)):
+def _allowed_node(node: Any, plain: tuple[type, ...], function: type) -> bool:
+    if isinstance(node, plain):
         return True
     # an undefined function f(x) has no module
-    return isinstance(node, Function) and (type(node).__module__ or "").startswith("sympy.functions.elementary")
+    return isinstance(node, function) and (type(node).__module__ or "").startswith("sympy.functions.elementary")
 
 
 def certainly_nonzero(difference: Any) -> bool:
     """True only when ``difference`` (a sympy expression) is provably not identically zero: it is non-zero, to
     guaranteed digits, at one point that satisfies its symbols' assumptions (see the module docstring). False means
     "not shown", never "zero"."""
-    from sympy import Expr, Rational, nan, oo, preorder_traversal, zoo
+    from sympy import (
+        Add,
+        Expr,
+        Function,
+        Integer,
+        Mul,
+        NumberSymbol,
+        Pow,
+        Rational,
+        Symbol,
+        nan,
+        oo,
+        preorder_traversal,
+        zoo,
+    )
     from sympy.core.evalf import PrecisionExhausted
+    from sympy.core.numbers import ImaginaryUnit
 
-    if not isinstance(difference, Expr) or not all(_allowed_node(node) for node in preorder_traversal(difference)):
+    plain = (Add, Mul, Pow, Integer, Rational, NumberSymbol, ImaginaryUnit, Symbol)
+    if not isinstance(difference, Expr) or not all(
+        _allowed_node(node, plain, Function) for node in preorder_traversal(difference)
+    ):
         return False
     symbols = sorted(difference.free_symbols, key=lambda symbol: symbol.name)
     if len(symbols) > len(_POINTS):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,14 +148,9 @@ def shared_prefix_attention(
     top = parts[0].scores.amax(-1, keepdim=True)
     for part in parts[1:]:
         top = torch.maximum(top, part.scores.amax(-1, keepdim=True))
-    total, output = None, None
-    for part in parts:
-        weights = (part.scores - top).exp()
-        part_total, part_output = weights.sum(-1, keepdim=True), part.read(weights)
-        total = part_total if total is None else total + part_total
-        output = part_output if output is None else output + part_output
-    assert output is not None and total is not None
-    output = output / total
+    weights = [(part.scores - top).exp() for part in parts]
+    total = sum(w.sum(-1, keepdim=True) for w in weights)
+    output = sum(part.read(w) for part, w in zip(parts, weights, strict=True)) / total
     return output.reshape(rows, heads, queries, dim).transpose(1, 2).contiguous().to(query.dtype), None
 
 
@@ -165,7 +160,7 @@ class _Part:
     its values with weights of that shape (``[rows, kv heads, per*queries, dim]``)."""
 
     scores: torch.Tensor
-    read: Any
+    read: Callable[[torch.Tensor], torch.Tensor]
 
 
 def _prefix_part(grouped: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float) -> _Part:
