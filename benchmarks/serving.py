@@ -50,10 +50,9 @@ import httpx  # noqa: E402
 from benchmarks.loopback import closed_loop, free_port, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
-from genrm.methods.rubric.judges import call_string  # noqa: E402
 from genrm.methods.rubric.method import PreparedInstance, RubricMethod  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
-from verifiers import REGISTRY  # noqa: E402
+from verifiers import REGISTRY, format_call  # noqa: E402
 from verifiers.registry import empty_prediction  # noqa: E402
 
 G = 8
@@ -77,7 +76,7 @@ class ZeroLatencyMethod(RubricMethod):
                 criteria.append(CriterionJudgement(plan, credit=1.0))
             else:
                 empty = {k: v for k, v in empty_prediction(REGISTRY[plan.verifier]).items() if v is not None}
-                criteria.append(CriterionJudgement(plan, call=call_string(plan.verifier, empty)))
+                criteria.append(CriterionJudgement(plan, call=format_call(plan.verifier, empty)))
         return [ParsedJudgement(None, "zero", "", list(criteria)) for _ in prepared.instance.responses]
 
 

@@ -10,7 +10,7 @@ Two ways in:
 - the call-string protocol, joining a rubric-side call with the judge's scoring-side call::
 
       from verifiers import verify_call, verify_call_result
-      verify_call("expr_verify(target=r'\\frac{4}{6}')", "expr_verify(predict='2/3')")  # 1.0
+      verify_call(r"expr_verify(target='\\frac{4}{6}')", "expr_verify(predict='2/3')")  # 1.0
       verify_call_result(ref, pred).status  # ok, unparseable_pred, timeout, unparseable_target, bad_call, busy, error
 
 Every check is bounded by a deadline (2 s by default, ``VerifyConfig.deadline_s``) from any thread or event loop.
@@ -18,7 +18,14 @@ Importing this package never imports torch, sympy or scipy; the last two load wh
 """
 
 from verifiers.api import bbox_verify, expr_verify, list_verify, point_verify, text_verify, time_verify
-from verifiers.calls import ParsedCall, averify_call_result, parse_call, verify_call, verify_call_result
+from verifiers.calls import (
+    ParsedCall,
+    averify_call_result,
+    format_call,
+    parse_call,
+    verify_call,
+    verify_call_result,
+)
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
 from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
 from verifiers.registry import REGISTRY, VerifierSpec, get_spec, render_specs, run_verifier, uses_workers
@@ -50,6 +57,7 @@ __all__ = [
     "configure_expr_pool",
     "expr_verify",
     "expression_workers",
+    "format_call",
     "get_spec",
     "list_verify",
     "parse_call",

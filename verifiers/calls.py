@@ -4,6 +4,10 @@ A rubric holds ``bbox_verify(target=[[531,118,892,435]])``; the judge emits
 ``bbox_verify(predict=[[529,119,890,433]])`` without ever seeing the target. :func:`verify_call` parses both, checks
 that they name the same verifier and that each uses only its own side's keywords, and runs the check.
 
+String arguments are read as people write LaTeX (``target='\\frac{2}{3}'`` is ``\\frac{2}{3}``, not a form feed and
+``rac``); the doubled form (``'\\\\frac{2}{3}'``) reads the same. See :mod:`verifiers.literals` for the rules, and
+:func:`format_call` for writing a call that reads back exactly.
+
 Call strings are untrusted. They are parsed with ``ast.parse`` and each argument is read with ``ast.literal_eval``,
 which accepts only literals (strings, numbers, tuples, lists, dicts, sets, booleans, None): no name lookup, attribute,
 subscript, call, comprehension, f-string or operator other than a sign is ever evaluated, so no call string can run
@@ -20,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
+from verifiers.literals import literal_source, normalize_string_literals, syntax_error_cause
 from verifiers.registry import REGISTRY, Side, bind, get_spec, run_verifier
 from verifiers.result import BadCallError, VerifierError, VerifyResult, failed, raise_for_failure
 
@@ -67,11 +72,12 @@ def _literal(node: ast.expr, name: str) -> Any:
 def _parse(text: str, max_chars: int) -> ParsedCall:
     if len(text) > max_chars:
         raise BadCallError(f"the call has {len(text)} characters; at most {max_chars} are accepted")
+    source = normalize_string_literals(text.strip())
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         where = f" at column {exc.offset}" if exc.offset else ""
-        raise BadCallError(f"not a valid call: {exc.msg}{where}") from None
+        raise syntax_error_cause(text) or BadCallError(f"not a valid call: {exc.msg}{where}") from None
     except (ValueError, MemoryError, RecursionError) as exc:
         raise BadCallError(f"not a valid call: {type(exc).__name__} {exc}".rstrip()) from None
     call = tree.body
@@ -117,6 +123,12 @@ def parse_call(text: str, side: Side | None = None, config: VerifyConfig | None 
                 # bind() words the error (which side the keyword belongs to, the expected signature).
                 bind(spec, side, parsed.as_dict())
     return parsed
+
+
+def format_call(verifier: str, keywords: dict[str, Any]) -> str:
+    """A call string with literal keyword values, e.g. ``expr_verify(predict='\\\\frac{2}{3}')``, that
+    :func:`parse_call` reads back to the same values (strings in the doubled-backslash form)."""
+    return f"{verifier}({', '.join(f'{key}={literal_source(value)}' for key, value in keywords.items())})"
 
 
 def verify_call_result(reference: str, prediction: str, config: VerifyConfig | None = None) -> VerifyResult:

@@ -18,7 +18,6 @@ Argument kinds, and how untrusted scoring-side values are read:
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +29,7 @@ from verifiers.dates import check_time
 from verifiers.expr import check_expr
 from verifiers.grounding import check_bbox, check_point
 from verifiers.lists import check_list
+from verifiers.literals import read_literal
 from verifiers.result import (
     BadCallError,
     PredictionError,
@@ -58,7 +58,7 @@ _TYPE_NAMES: dict[str, str] = {
     "str_lists": "List[List[str]]",
     "coords": "List[List[int]]",
 }
-#: Longest string the scoring side may hold a list literal in (read with ast.literal_eval).
+#: Longest string the scoring side may hold a list literal in (read as call strings read literals).
 _MAX_LITERAL_CHARS = 100_000
 
 
@@ -368,8 +368,8 @@ def _literal_list(value: str) -> Any:
     if len(value) > _MAX_LITERAL_CHARS or not value.lstrip().startswith(("[", "(")):
         return value
     try:
-        return ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return read_literal(value)
+    except VerifierError:
         return value
 
 

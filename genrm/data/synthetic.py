@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
-from genrm.methods.rubric.judges import call_string
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
-from verifiers import verify_call_result
+from verifiers import format_call, verify_call_result
 
 
 @dataclass
@@ -283,7 +282,7 @@ def _label(plan: Any, value: Any, rationale: str) -> CriterionLabel:
     if plan.verifier is None:
         return CriterionLabel(path=plan.path, credit=float(value), rationale=rationale)
     keywords = {key: item for key, item in value.items() if item is not None}
-    call = call_string(plan.verifier, keywords)
+    call = format_call(plan.verifier, keywords)
     if not rationale:
         found = keywords.get("predict") not in ("", [])
         rationale = "Read from the final answer." if found else "The response gives no final answer for this."

@@ -50,9 +50,8 @@ from genrm.evaluation.audit_set import (
 )
 from genrm.evaluation.master_keys import MASTER_KEYS, keyed
 from genrm.methods.rubric.answer_extraction import final_answer_span
-from genrm.methods.rubric.judges import call_string
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
-from verifiers import get_spec, parse_call, verify_call_result
+from verifiers import format_call, get_spec, parse_call, verify_call_result
 from verifiers.registry import ValueKind, empty_prediction
 
 #: Highest verifier credit a changed value may keep to count as wrong.
@@ -121,7 +120,7 @@ def label_for(plan: CriterionPlan, keywords: dict[str, Any] | float, rationale: 
     """
     if plan.verifier is None:
         return CriterionLabel(path=plan.path, credit=float(keywords), rationale=rationale)  # type: ignore[arg-type]
-    call = call_string(plan.verifier, {k: v for k, v in keywords.items() if v is not None})  # type: ignore[union-attr]
+    call = format_call(plan.verifier, {k: v for k, v in keywords.items() if v is not None})  # type: ignore[union-attr]
     result = verify_call_result(plan.criterion.reference, call)
     if not result.is_verdict:
         raise ValueError(f"{plan.path}: {call} cannot be judged: {result.reason}")

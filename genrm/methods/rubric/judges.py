@@ -24,6 +24,7 @@ from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.planning import CriterionPlan
 from genrm.methods.rubric.prompts import build_group_prompts
+from verifiers import format_call
 
 #: The schema name of a scoring answer in an OpenAI ``response_format``.
 SCORING_SCHEMA_NAME = "judge_output"
@@ -80,17 +81,11 @@ class RubricJudge(Protocol):
         ...
 
 
-def call_string(verifier: str, keywords: dict[str, object]) -> str:
-    """A scoring-side call with literal keyword values, e.g. ``expr_verify(predict='42')``."""
-    # repr() writes Python literals, which is what the call parser reads back (never evaluated).
-    return f"{verifier}({', '.join(f'{key}={value!r}' for key, value in keywords.items())})"
-
-
 def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJudgement:
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
-    call = call_string(plan.verifier, extract_prediction(plan.verifier, span))
+    call = format_call(plan.verifier, extract_prediction(plan.verifier, span))
     where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}" if span else "no final answer found"
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
 
