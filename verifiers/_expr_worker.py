@@ -101,6 +101,17 @@ class Checker:
         self._targets.move_to_end(target)
         return gold
 
+    def _equal_with_imaginary_unit(self, gold: list[Any], parsed: list[Any], float_rounding: int) -> bool:
+        # A complex number in product form, i(2-i) against 1+2i: the parser reads i as a variable. When i is the only
+        # symbol on both sides, it is compared once more as the imaginary unit.
+        if "i" not in {getattr(s, "name", None) for item in (*gold, *parsed) if hasattr(item, "free_symbols")
+                       for s in item.free_symbols}:  # fmt: skip
+            return False
+        gold_i, parsed_i = _with_imaginary_unit(gold), _with_imaginary_unit(parsed)
+        if gold_i is None or parsed_i is None:
+            return False
+        return bool(self._verify(gold_i, parsed_i, float_rounding=float_rounding, timeout_seconds=None))
+
     def check(
         self, target: str, predict: str, float_rounding: int, target_read: Callable[[], None] = lambda: None
     ) -> dict[str, Any]:
@@ -124,8 +135,25 @@ class Checker:
         # A set and the relations that describe it are the same answer (x \in [-2, 7] and -2 \le x \le 7).
         equal = bool(self._verify(gold, parsed, float_rounding=float_rounding, timeout_seconds=None,
                                   allow_set_relation_comp=True))  # fmt: skip
+        if not equal:
+            equal = self._equal_with_imaginary_unit(gold, parsed, float_rounding)
         reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
         return {"status": "ok", "equal": equal, "reason": reason}
+
+
+def _with_imaginary_unit(items: list[Any]) -> list[Any] | None:
+    """``items`` with the symbol ``i`` read as the imaginary unit, or None when an item has any other free symbol."""
+    from sympy import Basic, I
+
+    out = []
+    for item in items:
+        if isinstance(item, Basic):
+            symbols = item.free_symbols
+            if any(getattr(symbol, "name", None) != "i" for symbol in symbols):
+                return None
+            item = item.subs({symbol: I for symbol in symbols})
+        out.append(item)
+    return out
 
 
 def _answer(checker: Checker, line: str, target_read: Callable[[], None]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ scores 0. For the status behind a score, use ``verifiers.run_verifier`` or ``ver
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from verifiers.registry import get_spec, run_verifier
 from verifiers.result import raise_for_failure
 
 Coords = Sequence[Sequence[float]]
+logger = logging.getLogger(__name__)
 
 
 def _run(name: str, arguments: dict[str, Any]) -> float:
@@ -50,8 +52,19 @@ def text_verify(
 def expr_verify(*, predict: str, target: str, config: VerifyConfig | None = None) -> float:
     """1.0 when ``predict`` is mathematically equivalent to ``target`` (option letters, numbers, LaTeX), else 0.0.
 
-    Bounded by ``config.deadline_s`` (2 s by default): a check past it returns 0.0. See ``verifiers.expr``.
+    Bounded by ``config.deadline_s`` (2 s by default): a check past it returns 0.0. A target string that cannot be
+    read (empty, blank, no expression in it) also returns 0.0 rather than raising, as math graders' score calls do, so
+    that one bad reference cannot stop a training loop; it is logged, and ``verify_call_result`` or ``run_verifier``
+    report it as status ``unparseable_target`` (not a verdict). A target that is not a string still raises
+    TargetError. See ``verifiers.expr``.
     """
+    if isinstance(target, str):
+        rubric = {"target": target}
+        result = run_verifier("expr_verify", rubric, {"predict": predict}, config)
+        if result.status == "unparseable_target":
+            logger.warning("expr_verify scored 0.0 for an unreadable target %.60r: %s", target, result.reason)
+            return 0.0
+        return raise_for_failure(result)
     return _run("expr_verify", locals())
 
 

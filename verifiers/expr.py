@@ -28,12 +28,22 @@ Three paths, tried in order:
 A prediction (or a target) longer than ``VerifyConfig.max_expr_chars`` (up to ``max_response_chars``) is a whole
 response: it is cut to its final answer (:func:`final_answer`: the last ``\\boxed{}``, else what follows the last
 "answer is" or "answer:", else its last math span) and that is compared. Not accepted: a response with no final answer
-that short (a target's is a rubric error). Units and words in the target are not stripped: keep them in
-the criterion text.
+that short (a target's is a rubric error).
+
+Before paths 2 and 3, both sides are read down to the value they state (:mod:`verifiers.answer_forms`): a short
+"the answer is" phrase, a currency sign, a unit after a number (``10 weeks``, ``10cm^2``; different units on the two
+sides are a wrong answer), a named quantity (``f(x) = 2x + 3`` is ``2x + 3``), LaTeX digit groups (``1,\\!000``),
+degrees inside trigonometric functions. Option letters in a font or followed by their text (``\\mathcal{B}``,
+``C. x = 42``) are option letters on either side, while a capital next to an operator (``\\mathrm{E}*2``) is a symbol,
+and a lone primed symbol is not the symbol (``E'`` is not ``E``). Path 2 also reads mixed numbers (``1 1/2``,
+``2\\frac58``) and scientific notation in LaTeX (``2.3148\\times10^{-3}``), which is compared to the significant
+digits it states (it matches ``\\frac{1}{432}``). In path 3, when ``i`` is the only symbol on both sides and they
+differ as written, they are compared once more with ``i`` as the imaginary unit (``i(2-i)`` matches ``1+2i``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +51,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from verifiers.answer_forms import option_letter, read_forms, split_unit
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifyResult
 
@@ -56,11 +67,26 @@ _ANSWER_LETTER = re.compile(
 )
 _LONE_CAPITAL = re.compile(r"(?<![\w'-])[\(\[]?([A-Z])[\)\]]?(?![\w'-])")
 _WORD_USE = re.compile(r"[AI]\s+[a-z]")
+# Operators next to a capital make it a symbol in a formula (\mathrm{E}*2), not an option stated in a sentence.
+_FORMULA_NEIGHBOUR = re.compile(r"[*^=+/_<>|]|\\(?:cdot|times|div)")
+_FORMULA_BEFORE = re.compile(r"(?:[*^=+/_<>|]|\\(?:cdot|times|div))$")
+_LONE_SYMBOL = re.compile(r"^[A-Za-z]'*$")
+_PRIMED = re.compile(r"(?<![A-Za-z])[A-Za-z]'+(?![A-Za-z])")  # f', E'' (not the s of "it's")
 
 _DIGITS = r"(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
 _DECIMAL = rf"(?:{_DIGITS}(?:\.\d*)?|\.\d+)"
 _NUMBER = re.compile(rf"^([+-])?({_DECIMAL})(?:[eE]([+-]?\d{{1,4}}))?(\\?%)?$")
-_FRACTION = re.compile(r"^([+-])?(?:\\[dt]?frac\{\s*(\d{1,50})\s*\}\{\s*(\d{1,50})\s*\}|(\d{1,50})\s*/\s*(\d{1,50}))$")
+_FRACTION = re.compile(
+    r"^([+-])?(?:\\[dt]?frac\s*(?:\{\s*(\d{1,50})\s*\}|(\d))\s*(?:\{\s*(\d{1,50})\s*\}|(\d))"
+    r"|(\d{1,50})\s*/\s*(\d{1,50}))$"
+)
+# 1 1/2, 918\frac{1}{2}, 2\frac58: a whole number and a proper fraction
+_MIXED = re.compile(
+    r"^([+-])?(\d{1,30})(?:\s+(\d{1,30})\s*/\s*(\d{1,30})|\s*\\[dt]?frac\s*(?:\{\s*(\d{1,30})\s*\}|(\d))"
+    r"\s*(?:\{\s*(\d{1,30})\s*\}|(\d)))$"
+)
+# 2.3148\times10^{-3}, 6.02 \cdot 10^{23}: scientific notation written in LaTeX
+_TIMES_TEN = re.compile(r"^(.+?)\s*(?:\\times|\\cdot|\*|\u00d7)\s*10\s*\^\s*(?:\{\s*([+-]?\d{1,4})\s*\}|([+-]?\d))$")
 _COMMA_DECIMAL = re.compile(r"^([+-])?(\d+),(\d+)(\\?%)?$")
 _THIN_SPACES = re.compile(r"\\[,; ]|[\u00a0\u2009\u202f]")
 _MAX_NUMBER_CHARS = 60
@@ -76,6 +102,8 @@ class Number:
     value: Fraction
     decimal: bool
     percent: bool
+    #: significant digits, for a number written in scientific notation (its precision is stated in them)
+    significant: int | None = None
 
 
 def parse_options(text: str) -> frozenset[str] | None:
@@ -111,8 +139,18 @@ def _prediction_options(predict: str) -> frozenset[str] | None:
     if stated:
         return frozenset({stated[-1].upper()})
     # "A" and "I" before a lower-case word are an article and a pronoun, not options
-    capitals = {m.group(1) for m in _LONE_CAPITAL.finditer(predict) if not _WORD_USE.match(predict, m.start(1))}
+    capitals = {
+        m.group(1)
+        for m in _LONE_CAPITAL.finditer(predict)
+        if not _WORD_USE.match(predict, m.start(1)) and not _in_formula(predict, m.start(), m.end())
+    }
     return frozenset(capitals) if len(capitals) == 1 else None
+
+
+def _in_formula(text: str, start: int, end: int) -> bool:
+    before = text[:start].rstrip(" {")
+    after = text[end:].lstrip(" }")
+    return bool(_FORMULA_BEFORE.search(before) or _FORMULA_NEIGHBOUR.match(after))
 
 
 @lru_cache(maxsize=16_384)
@@ -125,15 +163,36 @@ def parse_number(text: str) -> Number | None:
     if match:
         sign, digits, exponent, percent = match.groups()
         value = Fraction(digits.replace(",", "").replace(" ", "")) * Fraction(10) ** int(exponent or 0)
-        return Number(-value if sign == "-" else value, "." in digits or exponent is not None, percent is not None)
-    match = _FRACTION.match(text[:-1] if text.endswith(".") else text)  # a sentence's period: "2/3."
+        significant = (len(re.sub(r"\D", "", digits).lstrip("0")) or 1) if exponent is not None else None
+        return Number(
+            -value if sign == "-" else value, "." in digits or exponent is not None, percent is not None, significant
+        )
+    text = text[:-1] if text.endswith(".") else text  # a sentence's period: "2/3."
+    match = _FRACTION.match(text)
     if match:
-        sign, num_a, den_a, num_b, den_b = match.groups()
-        numerator, denominator = int(num_a or num_b), int(den_a or den_b)
+        sign, *parts = match.groups()
+        numerator = int(parts[0] or parts[1] or parts[4])
+        denominator = int(parts[2] or parts[3] or parts[5])
         if denominator == 0:
             return None
         value = Fraction(numerator, denominator)
         return Number(-value if sign == "-" else value, False, False)
+    match = _MIXED.match(text)
+    if match:
+        sign, whole, *parts = match.groups()
+        numerator, denominator = int(parts[0] or parts[2] or parts[3]), int(parts[1] or parts[4] or parts[5])
+        if not 0 < numerator < denominator:
+            return None  # not a mixed number: "2 3/2" and "2\frac{0}{3}" are left to the parser
+        value = int(whole) + Fraction(numerator, denominator)
+        return Number(-value if sign == "-" else value, False, False)
+    match = _TIMES_TEN.match(text)
+    if match:
+        mantissa = parse_number(match.group(1))
+        if mantissa is None or mantissa.percent or "e" in match.group(1).lower():
+            return None
+        value = mantissa.value * Fraction(10) ** int(match.group(2) or match.group(3))
+        digits = len(re.sub(r"\D", "", match.group(1)).lstrip("0")) or 1
+        return Number(value, True, False, digits)
     return None
 
 
@@ -214,8 +273,24 @@ def _close(a: Fraction, b: Fraction, decimal: bool, places: int) -> bool:
     return a == b or (decimal and round(a, places) == round(b, places))
 
 
+def _same_to_significant(written: Number, other: Fraction) -> bool:
+    # The other value rounded to as many significant digits as the written one states.
+    if written.significant is None or other == 0 or written.value == 0:
+        return False
+    exponent = math.floor(math.log10(abs(other)))
+    scale = Fraction(10) ** (exponent - written.significant + 1)
+    return round(other / scale) * scale == written.value
+
+
 def numbers_equal(target: Number, pred: Number, places: int) -> bool:
     """Whether two plainly written numbers are equal under the rules of the module docstring."""
+    if not (target.percent or pred.percent) and (target.significant or pred.significant):
+        # scientific notation states its precision in significant digits, not in decimal places
+        return (
+            target.value == pred.value
+            or _same_to_significant(target, pred.value)
+            or _same_to_significant(pred, target.value)
+        )
     decimal = target.decimal or pred.decimal
     if target.percent == pred.percent:
         return _close(target.value, pred.value, decimal, places)
@@ -223,6 +298,25 @@ def numbers_equal(target: Number, pred: Number, places: int) -> bool:
     return _close(percent.value / 100, other.value, decimal, places) or _close(
         percent.value, other.value, decimal, places
     )
+
+
+def _read_forms(target: str, predict: str) -> tuple[str, str]:
+    """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped; raises _DifferentUnits
+    when both sides carry units and they differ."""
+    target, predict = read_forms(target) or target, read_forms(predict)
+    target_value, target_unit = split_unit(target)
+    pred_value, pred_unit = split_unit(predict)
+    if target_unit is not None and pred_unit is not None and target_unit != pred_unit:
+        raise _DifferentUnits(f"the units differ ({target_unit} and {pred_unit})")
+    return target_value, pred_value
+
+
+class _DifferentUnits(Exception):
+    """Both sides carry a unit, and not the same one: a wrong answer, whatever the numbers."""
+
+
+def _primes(text: str) -> list[str]:
+    return sorted(_PRIMED.findall(text)) if "'" in text else []
 
 
 def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
@@ -245,9 +339,9 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
                                   f"{config.max_expr_chars} (a \\boxed{{}}, 'answer is', a math span)")  # fmt: skip
         predict = answer
 
-    options = _target_options(target)
+    options = _target_options(option_letter(target))
     if options is not None:
-        predicted = _prediction_options(predict)
+        predicted = _prediction_options(option_letter(predict))
         if predicted is None:
             raise PredictionError(f"expected option letter(s), got {predict!r:.80}")
         equal = predicted == options
@@ -255,6 +349,15 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
         return VerifyResult(float(equal), "ok", f"option letters {verdict}", "expr_verify")
     if not predict:
         raise PredictionError("the prediction is empty")
+    try:
+        target, predict = _read_forms(target, predict)
+    except _DifferentUnits as exc:
+        return VerifyResult(0.0, "ok", str(exc), "expr_verify")
+    if not predict:
+        raise PredictionError("the prediction states no value")
+    if _LONE_SYMBOL.match(bare(target)) and _LONE_SYMBOL.match(bare(predict)) and _primes(target) != _primes(predict):
+        # E' is not E, though the parser drops the prime
+        return VerifyResult(0.0, "ok", "primes differ (E' is not E)", "expr_verify")
 
     target_number, pred_number = _numbers(target, predict)
     if target_number is not None and pred_number is not None:

@@ -485,9 +485,24 @@ def expression_workers() -> int:
     return get_expr_pool().size
 
 
-def warm_up() -> None:
-    """Start the expression workers now, so that the first expression check does not wait for them."""
-    get_expr_pool().start()
+def warm_up(wait: bool = True) -> None:
+    """Start the expression workers now, so that the first expression check does not wait for them (about a second
+    in a fresh process: Python, sympy and Math-Verify imported, each kind of comparison run once).
+
+    With ``wait=False`` the start runs in a background thread and this returns at once: a caller that will check
+    expressions soon (a reward function being built) pays nothing, and a check that comes first waits only for what
+    is left of the start. A start that fails there is reported by the first check, as it would be without warming.
+    """
+    pool = get_expr_pool()
+    if wait:
+        pool.start()
+        return
+
+    def start_quietly() -> None:
+        with contextlib.suppress(RuntimeError):
+            pool.start()
+
+    threading.Thread(target=start_quietly, name="expr-warm-up", daemon=True).start()
 
 
 @atexit.register

@@ -24,7 +24,7 @@ from genrm.methods.rubric.judges import rubric_judge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import CriterionPlan, split_path
 from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig, group_request, plan_instance, score_group
-from verifiers import uses_workers
+from verifiers import uses_workers, warm_up
 
 # Criterion statuses that are the judge's failure, not a verifier's verdict (genrm.methods.rubric.judge_output).
 _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call",
@@ -65,11 +65,17 @@ class RubricMethod:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
         if "answer_format" in options:
             self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
+        self._workers_warming = False
 
     def prepare(self, instance: Instance) -> PreparedInstance:
         """Check the instance's rubric and plan it for its task type, as exposed; raises
         ``genrm.methods.rubric.planning.RubricError`` (a located input error) when the rubric fails its checks."""
-        return PreparedInstance(instance, plan_instance(instance, self.config))
+        prepared = PreparedInstance(instance, plan_instance(instance, self.config))
+        if not self._workers_warming and self.uses_workers(prepared):
+            # the expression workers start (about a second) while the judge reads the responses, not in the first check
+            self._workers_warming = True
+            warm_up(wait=False)
+        return prepared
 
     async def judge(self, prepared: PreparedInstance, judge: Judge) -> list[ParsedJudgement]:
         """One checked judgement per response: the judge's model asked (a group's requests together), or the rule

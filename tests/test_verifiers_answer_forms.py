@@ -1,0 +1,187 @@
+"""Answer forms of other graders' suites and of what policies write: each kind read to its value, and the forms that
+look alike but must not match (one table per kind, every row through the whole expr_verify path)."""
+
+import logging
+import time
+
+import pytest
+
+from verifiers import expr_verify, run_verifier, verify_call_result
+from verifiers.answer_forms import answer_phrase, named_value, option_letter, split_unit, trig_degrees
+from verifiers.expr import parse_number
+
+
+def _verdict(target: str, predict: str) -> int:
+    result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
+    assert result.is_verdict, result.reason
+    return int(result.score)
+
+
+def _table(*groups):
+    return [row for group in groups for row in group]
+
+
+UNITS = [
+    ("10", "10 weeks", 1),
+    ("10", "10weeks", 1),
+    ("10", "10cm^2", 1),
+    ("10", "10 \\text{cm}^2", 1),
+    ("10", "10\\text{ cm}^{2}", 1),
+    ("24", "24 square units", 1),
+    ("3.5", "3.5 km/h", 1),
+    ("12", "12\\,\\mathrm{m}", 1),
+    ("7", "7 apples", 1),
+    ("10 \\text{ cm}", "10", 1),
+    ("\\frac{1}{2}", "\\frac{1}{2} cm", 1),
+    # a different number, a different unit, or letters that are mathematics stay apart
+    ("10 cm", "100 cm", 0),
+    ("10 cm", "10 m", 0),
+    ("10", "10x", 0),
+    ("2", "2 \\pi", 0),
+    ("10", "11 weeks", 0),
+]
+CURRENCY = [
+    ("\\$10", "10", 1),
+    ("10", "\\$10", 1),
+    ("10", "$10", 1),
+    ("10.50", "\\$10.5", 1),
+    ("5", "€5", 1),
+    ("42", "42 dollars", 1),
+    ("10", "$10$", 1),
+    ("\\$10", "\\$12", 0),
+]
+MIXED_NUMBERS = [
+    ("1.5", "1 1/2", 1),
+    ("1 1/2", "3/2", 1),
+    ("2.625", "2\\frac58", 1),
+    ("918.5", "918\\frac{1}{2}", 1),
+    ("-3.5", "-3 1/2", 1),
+    ("1.5", "1 2/3", 0),
+]
+DIGIT_GROUPS = [
+    ("11111111100", "11,\\! 111,\\! 111,\\! 100", 1),
+    ("1234567", "1,\\!234,\\!567", 1),
+    ("1234567", "1,\\!234,\\!568", 0),
+]
+OPTION_TARGETS = [
+    ("\\mathcal{B}", "B", 1),
+    ("\\textbf{A}", "(A)", 1),
+    ("C. x = 42", "C", 1),
+    ("(D) 7", "D", 1),
+    ("\\text{(C)}", "The answer is C", 1),
+    ("\\mathcal{B}", "C", 0),
+]
+NAMED_QUANTITIES = [
+    ("f(x) = 2x + 3", "y = 2x + 3", 1),
+    ("f(x) = 2x + 3", "2x+3", 1),
+    ("any text = 12", "12", 1),
+    ("12", "the area = 12", 1),
+    ("P(A) = 0.3", "0.3", 1),
+    ("f(x) = 2x + 3", "y = 2x + 4", 0),
+    ("\\text{area} = 12", "13", 0),
+]
+PHRASES = [
+    ("+7", "The answer is +7", 1),
+    ("+7", "Therefore the answer is +7", 1),
+    ("2x + 3", "Answer: 2x + 3", 1),
+    ("42", "Therefore, the final answer is 42 dollars", 1),
+    ("-3.5", "Final answer: -3.5", 1),
+    ("-3", "The answer is 3", 0),
+]
+COMPLEX = [("1+2i", "i(2-i)", 1), ("i(2-i)", "1+2i", 1), ("2+i", "i(2-i)", 0)]
+DEGREES = [
+    ("\\cos(x)", "\\sin(90^\\circ - x)", 1),
+    ("\\cos(x)", "\\sin(90^{\\circ} - x)", 1),
+    ("\\frac{1}{2}", "\\sin 30^\\circ", 1),
+    ("30^\\circ", "30", 1),
+    ("\\cos(x)", "\\sin(80^\\circ - x)", 0),
+]
+SCIENTIFIC = [
+    ("\\frac{1}{432}", "2.3148\\times10^{-3}", 1),
+    ("\\frac{1}{432}", "2.3148 \\times 10^{-3}", 1),
+    ("6.02 \\times 10^{23}", "602000000000000000000000", 1),
+    ("1/3", "3.333e-1", 1),
+    ("\\frac{1}{432}", "2.3149\\times10^{-3}", 0),
+    ("5", "5.001", 0),
+]
+FALSE_POSITIVES = [
+    ("E", "\\mathrm{E}*2", 0), ("E", "E'", 0), ("E'", "E", 0), ("f'", "f'", 1), ("E", "\\mathrm{E}", 1),
+    ("A", "\\textbf{A}", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "target, predict, expected",
+    _table(
+        UNITS,
+        CURRENCY,
+        MIXED_NUMBERS,
+        DIGIT_GROUPS,
+        OPTION_TARGETS,
+        NAMED_QUANTITIES,
+        PHRASES,
+        COMPLEX,
+        DEGREES,
+        SCIENTIFIC,
+        FALSE_POSITIVES,
+    ),  # fmt: skip
+)
+def test_answer_forms(target, predict, expected):
+    assert _verdict(target, predict) == expected
+
+
+@pytest.mark.parametrize(
+    "text, value, unit",
+    [("10 weeks", "10", "week"), ("10cm^2", "10", "cm^2"), ("10 m", "10", "m"), ("10m", "10m", None),
+     ("10 square units", "10", "square unit"), ("2 \\pi", "2 \\pi", None), ("x cm", "x cm", None),
+     ("10\\text{ cm}^{2}", "10", "cm^2")],
+)  # fmt: skip
+def test_split_unit(text, value, unit):
+    assert split_unit(text) == (value, unit)
+
+
+def test_the_narrow_readers_leave_other_forms_alone():
+    assert answer_phrase("The result is \\boxed{-3}") == "The result is \\boxed{-3}"  # boxes are the parser's
+    assert answer_phrase("x + 1") == "x + 1"
+    assert named_value("y = 2x + 3") == "y = 2x + 3"  # one letter: an equation
+    assert named_value("xy = 6") == "xy = 6"
+    assert named_value("a = b = c") == "a = b = c"
+    assert named_value("\\sin x = 1") == "\\sin x = 1"
+    assert trig_degrees("30^\\circ") == "30^\\circ"  # a bare degree answer matches its number
+    assert option_letter("x. y = 2") == "x. y = 2"  # only a capital leads an option's text
+
+
+def test_parse_number_reads_mixed_numbers_and_latex_scientific_notation():
+    assert parse_number("1 1/2").value == 1.5
+    assert parse_number("2 3/2") is None  # not a mixed number: left to the parser
+    scientific = parse_number("2.3148\\times10^{-3}")
+    assert scientific.significant == 5 and scientific.decimal and float(scientific.value) == pytest.approx(2.3148e-3)
+
+
+@pytest.mark.parametrize("target", ["", "   ", "\\$"])
+def test_an_unreadable_target_scores_zero_from_expr_verify_and_reports_its_status(target, caplog):
+    with caplog.at_level(logging.WARNING, logger="verifiers.api"):
+        assert expr_verify(target=target, predict="1") == 0.0
+    assert "unreadable target" in caplog.text
+    result = verify_call_result(f"expr_verify(target='{target}')", "expr_verify(predict='1')")
+    assert result.status == "unparseable_target" and not result.is_verdict
+
+
+def test_a_target_that_is_not_a_string_still_raises():
+    with pytest.raises(ValueError, match="must be a string"):
+        expr_verify(target=5, predict="5")
+
+
+def test_warm_up_without_waiting_returns_at_once_and_starts_the_workers():
+    from verifiers import configure_expr_pool, warm_up
+    from verifiers.expr_pool import get_expr_pool
+
+    configure_expr_pool()  # a fresh pool, not yet started
+    pool = get_expr_pool()
+    assert not pool._ready
+    warm_up(wait=False)  # returns before the workers are up: it waits for nothing
+    deadline = time.monotonic() + 60
+    while not pool._ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool._ready
+    assert expr_verify(target="\\frac{1}{2}+x", predict="x+0.5") == 1.0

@@ -1,0 +1,169 @@
+"""Answer forms people and policies write around a value, read down to the value before it is compared.
+
+Each rule is narrow on purpose: it fires only on the form it names, so that an expression that merely looks alike is
+left to the comparison as written.
+
+- **A short final-answer phrase** without a box: ``Therefore the answer is +7``, ``Answer: 2x + 3`` are ``+7``,
+  ``2x + 3`` (what follows the last "answer is" or "answer:" on its line; boxes are left to the parser).
+- **Currency**: ``\\$10``, ``$10`` (a lone dollar sign, not a math delimiter), ``€5``, ``£5``, ``¥5``, ``US$5``.
+- **A unit after a number**: ``10 weeks``, ``42 dollars``, ``10 square units``, ``10cm^2``, ``10\\text{ cm}^2``,
+  ``5\\,\\mathrm{m/s}``. A unit is up to three words of letters, or one of the usual abbreviations with an optional
+  power or ``/`` unit; a one-letter abbreviation (``m``, ``s``, ``g``) needs a space or a ``\\text{}`` so that ``10m``
+  stays a product. Only a value with no letters of its own is read this way (``2x cm`` is not). When both sides carry
+  units and the units differ, the unit rule steps aside (``10 cm`` against ``0.1 m`` is compared as written).
+- **A named quantity**: an equation whose left side only names what the right side gives is its right side:
+  ``f(x) = 2x + 3``, ``P(A) = 0.3``, ``\\text{area} = 12``, ``any text = 12``. A left side of one or two letters
+  (``y = 2x + 3``, ``xy = 6``) is an equation and stays one.
+- **Digit groups in LaTeX**: ``11,\\!111,\\!100`` is ``11111100``.
+- **Degrees inside a trigonometric function**: ``\\sin(90^\\circ - x)`` is ``\\sin(\\frac{90\\pi}{180} - x)``, so that
+  the identity holds; a bare ``30^\\circ`` is left alone (a degree answer matches its number).
+- **Option letters in a font or with their text** (as the target too): ``\\mathcal{B}``, ``\\textbf{A}``,
+  ``\\text{(C)}``, ``C. x = 42``.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSWER_MARK = re.compile(r"answer\s*(?:is\b|:)", re.IGNORECASE)
+_BOXED = "\\boxed"
+
+_CURRENCY = re.compile(r"^\s*([+-]?)\s*(?:\\\$|\\\\\$|US\$|\$|€|£|¥|\\euro\b|\\pounds\b)\s*(?=[\d.])")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textrm|mathrm|mbox|operatorname|textnormal|mathit|textit)\s*\{([^{}]*)\}")
+_SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
+_POWER = r"(?:\s*\^\s*(?:\{\s*[23]\s*\}|[23]))?"
+_SHORT_UNITS = (
+    "mm|cm|km|dm|nm|um|kg|mg|ms|ns|min|hr|hrs|mL|ml|kL|ft|yd|mi|in|lb|lbs|oz|mph|kph|km/h|m/s|cm/s|km/hr|sq|cu|"
+    "kWh|kW|MW|Hz|kHz|MHz|GHz|kJ|J|N|Pa|kPa|atm|mol|V|W|A|K|L|m|s|g|h|l"
+)
+_UNIT_ABBREVIATION = re.compile(rf"^(?:(?:{_SHORT_UNITS}){_POWER})(?:\s*/\s*(?:{_SHORT_UNITS}){_POWER})?$")
+_UNIT_WORDS = re.compile(r"^[A-Za-z]{2,}(?:[\s-]+[A-Za-z]{2,}){0,2}\.?$")
+# Words after a number that are mathematics, not a unit: a product with pi, a root, a logarithm, a connective.
+_NOT_UNITS = frozenset(
+    "pi sqrt sin cos tan sec csc cot log ln exp and or to times cdot over plus minus mod infty infinity "
+    "alpha beta gamma delta theta lambda mu sigma omega phi psi rho tau epsilon".split()
+)
+_NUMBER_PART = re.compile(
+    r"^(?P<value>[+-]?(?:\d[\d,\s]*(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot)\s*10\s*\^\s*\{?[+-]?\d+\}?)?"
+    r"(?:\s*\\?%)?|[+-]?\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})"
+    r"\s*(?P<unit>.*)$",
+    re.DOTALL,
+)
+
+_NAMED_EQUATION = re.compile(
+    r"^\s*(?P<name>[A-Za-z](?:_\{?\w+\}?)?'*\s*\([^()=]{0,40}\)"  # f(x), P(A), h_1(t)
+    r"|\\(?:text|mathrm|textrm|operatorname)\s*\{[^{}=]{1,60}\}"  # \text{area}
+    r"|[A-Za-z]{3,}(?:\s+[A-Za-z]+){0,6}"  # area, any text
+    r"|[A-Za-z]{1,2}(?:\s+[A-Za-z]+){1,6})"  # the area
+    r"\s*=\s*(?P<value>[^=<>]+?)\s*$"
+)
+_LATEX_WORDS = re.compile(r"\\[A-Za-z]+")
+
+_TRIG = re.compile(r"\\(?:sin|cos|tan|sec|csc|cot)\b")
+_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*(?:\{\s*\\circ\s*\}|\\circ)")
+
+_DIGIT_GROUP = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")
+_FONT_LETTER = re.compile(
+    r"^\s*\\(?:mathcal|mathbf|mathrm|textbf|text|mathit|textit|mathsf|mathbb|mathscr|mathfrak|boxed|textrm)\s*"
+    r"\{\s*([\(\[]?\s*[A-Za-z]\s*[\)\]]?\.?)\s*\}\s*$"
+)
+_LEADING_OPTION_TEXT = re.compile(r"^\s*(?:\(\s*([A-Z])\s*\)|([A-Z])\s*[.)])\s+\S")
+
+
+def answer_phrase(text: str) -> str:
+    """The value a short phrase states (see the module docstring), or ``text`` when it states none."""
+    if _BOXED in text:
+        return text  # boxes are read by the parser, which knows what several of them mean
+    marks = list(_ANSWER_MARK.finditer(text))
+    if marks:
+        line = text[marks[-1].end() :].strip().split("\n", 1)[0].strip().rstrip(".").strip()
+        if line:
+            return line
+    return text
+
+
+def without_currency(text: str) -> str:
+    """``text`` without a currency sign before its number (``\\$10`` is ``10``)."""
+    if text.count("$") > 1 and not text.lstrip().startswith(("\\$", "US$")):
+        return text  # "$10$" is a math span, not ten dollars
+    return _CURRENCY.sub(lambda m: m.group(1), text, count=1)
+
+
+def _unit_text(unit: str) -> str | None:
+    """The unit ``unit`` names, normalised (lower case, no wrappers or spaces), or None when it is not a unit."""
+    unit = _SPACING.sub(" ", unit).strip()
+    unit = _TEXT_WRAPPER.sub(lambda m: " " + m.group(1) + " ", unit).replace("{", "").replace("}", "")
+    unit = unit.replace("\\", "").strip().rstrip(".").strip()
+    if not unit:
+        return None
+    if _UNIT_ABBREVIATION.match(unit.replace(" ", "")):
+        return unit.replace(" ", "")
+    if _UNIT_WORDS.match(unit):
+        words = unit.lower().rstrip(".").replace("-", " ").split()
+        if any(word in _NOT_UNITS for word in words):
+            return None
+        return " ".join(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
+    return None
+
+
+def split_unit(text: str) -> tuple[str, str | None]:
+    """``(value, unit)`` for a number followed by a unit (see the module docstring), else ``(text, None)``."""
+    match = _NUMBER_PART.match(text.strip())
+    if match is None or not match.group("unit"):
+        return text, None
+    value, rest = match.group("value"), match.group("unit")
+    spaced = value != value.rstrip() or rest[:1].isspace() or rest.lstrip().startswith("\\")
+    value = value.strip()
+    unit = _unit_text(rest)
+    if unit is None or (len(unit) == 1 and not spaced):
+        return text, None
+    return value, unit
+
+
+def named_value(text: str) -> str:
+    """The right side of an equation whose left side only names it (see the module docstring), else ``text``."""
+    if text.count("=") != 1:
+        return text
+    match = _NAMED_EQUATION.match(text)
+    if match is None:
+        return text
+    name = match.group("name")
+    if not name.startswith("\\") and "(" not in name:
+        words = _LATEX_WORDS.sub("", name).split()
+        if any(word.lower() in _NOT_UNITS for word in words):
+            return text
+    return match.group("value")
+
+
+def trig_degrees(text: str) -> str:
+    """``text`` with degrees inside trigonometric functions written in radians (see the module docstring)."""
+    if "circ" not in text or not _TRIG.search(text):
+        return text
+    return _DEGREES.sub(lambda m: f"\\frac{{{m.group(1)}\\pi}}{{180}}", text)
+
+
+def digit_groups(text: str) -> str:
+    """``text`` with LaTeX digit groups joined (``11,\\!111`` is ``11111``)."""
+    return _DIGIT_GROUP.sub("", text) if ",\\!" in text else text
+
+
+def option_letter(text: str) -> str:
+    """``text`` as a bare option letter when it is one in a font (``\\mathcal{B}``) or followed by the option's text
+    (``C. x = 42``), else ``text``."""
+    font = _FONT_LETTER.match(text)
+    if font is not None:
+        return font.group(1).strip()
+    leading = _LEADING_OPTION_TEXT.match(text)
+    if leading is not None:
+        return leading.group(1) or leading.group(2)
+    return text
+
+
+def read_forms(text: str) -> str:
+    """``text`` read down to the value it states: a phrase, currency, LaTeX digit groups, a named quantity, degrees in
+    trigonometric functions (units are split apart by :func:`split_unit`, since they depend on the other side)."""
+    text = answer_phrase(text.strip())
+    text = without_currency(text)
+    text = digit_groups(text)
+    text = named_value(text)
+    return trig_degrees(text).strip()
