@@ -75,6 +75,9 @@ def test_expr_values(span, value):
         ("2:35 PM", "2:35 PM"), ("It was 14:35 sharp", "14:35"), ("15 March 2024", "15 March 2024"),
         ("March 15, 2024", "March 15, 2024"), ("2024-03-15", "2024-03-15"), ("03/11/2025", "03/11/2025"),
         ("June 2019", "June 2019"), ("6 pm", "6 pm"), ("tomorrow", "tomorrow"),
+        # a UTC offset belongs to the time it follows
+        ("Final answer: 18:15 +05:00", "18:15 +05:00"), ("18:15 UTC+2.", "18:15 UTC+2"),
+        ("2024-03-01T18:15:00Z", "2024-03-01T18:15:00Z"), ("at 18:15 GMT", "18:15 GMT"),
     ],
 )  # fmt: skip
 def test_time_values(span, value):

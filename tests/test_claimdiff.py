@@ -120,6 +120,16 @@ def test_a_failed_judgement_is_no_reward():
     assert blind.rewards == [None] * 4 and "cannot see the image" in blind.records[0].failure_reason
 
 
+@pytest.mark.parametrize("winner", ["Tie", "A", "B"])
+def test_a_judge_that_finds_no_difference_is_read_in_either_format(winner):
+    # the blocks form then holds no [DIFFERENCE n] block at all, only the winner
+    blocks = _score({"answer_format": "blocks"}, script=lambda request: f"[OVERALL_WINNER]\n{winner}")
+    as_json = json.dumps({"differences": [], "overall_winner": {"Tie": "tie"}.get(winner, winner)})
+    json_result = _score(script=lambda request: as_json)
+    assert None not in blocks.rewards
+    assert blocks.rewards == json_result.rewards
+
+
 def test_options_and_settings_that_mean_nothing_are_refused():
     with pytest.raises(ValueError, match="takes no option colour; it takes mode"):
         make_method("claimdiff", options={"colour": 1})

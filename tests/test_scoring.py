@@ -36,6 +36,14 @@ def test_rule_backend_rewards_the_right_final_answer():
     assert isinstance(RuleJudge(), RubricJudge)
 
 
+def test_the_rule_backend_keeps_a_time_s_utc_offset():
+    clock = ("Gives the time in UTC.", "time_verify(target='18:15 +0000', tformat='%H:%M %z')", 3)
+    responses = ["Final answer: 18:15 +05:00", "Final answer: 23:15 +05:00", "Final answer: 18:15 UTC"]
+    result = score_instance(_instance([clock], responses=responses))
+    assert result.rewards == [0.0, 1.0, 1.0]
+    assert result.records[0].criteria[0].extracted == "time_verify(predict='18:15 +05:00')"
+
+
 def test_fuzzy_criteria_are_unscored_never_guessed():
     steps = ("Shows the multiplication.", "6 times 7 is 42", 1)
     instance = _instance([PRODUCT], [steps], responses=["6 x 7 = \\boxed{42}", "\\boxed{41}"])

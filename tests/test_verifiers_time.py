@@ -30,6 +30,15 @@ from verifiers import TargetError, run_verifier, time_verify
         ("2024-03-05 18:15", "%Y-%m-%d %H:%M", "5 March 2024, 6:15 PM", "%d %B %Y, %I:%M %p", 1.0),
         # UTC offsets on both sides compare instants
         ("2024-03-05 10:00 +0000", "%Y-%m-%d %H:%M %z", "2024-03-05 11:00 +0100", "%Y-%m-%d %H:%M %z", 1.0),
+        ("18:15 +0000", "%H:%M %z", "18:15 +05:00", None, 0.0),
+        ("18:15 +0000", "%H:%M %z", "23:15 +05:00", None, 1.0),
+        ("18:15 +0000", "%H:%M %z", "18:15", None, 0.0),  # the target's offset is a field the prediction omits
+        ("18:15", "%H:%M", "18:15 +05:00", None, 1.0),  # a target without one compares the clock only
+        # UTC+2 is two hours ahead of UTC, not the POSIX reading dateutil makes alone
+        ("16:15 +0000", "%H:%M %z", "18:15 UTC+2", None, 1.0),
+        ("16:15 +0000", "%H:%M %z", "18:15 GMT+02:00", None, 1.0),
+        ("16:15 +0000", "%H:%M %z", "14:15 UTC-2", None, 1.0),
+        ("16:15 +0000", "%H:%M %z", "18:15 UTC-2", None, 0.0),
         # without pformat, or with one that does not match, dateutil reads the prediction
         ("2024-03-05", "%Y-%m-%d", "5 March 2024", None, 1.0),
         ("2024-03-05", "%Y-%m-%d", "March 5th, 2024", "%d/%m/%Y", 1.0),

@@ -40,8 +40,13 @@ _UNIT_ABBREVIATION = re.compile(rf"^(?:(?:{_SHORT_UNITS}){_POWER})(?:\s*/\s*(?:{
 _UNIT_WORDS = re.compile(r"^[A-Za-z]{2,}(?:[\s-]+[A-Za-z]{2,}){0,2}\.?$")
 # Words after a number that are mathematics, not a unit: a product with pi, a root, a logarithm, a connective.
 _NOT_UNITS = frozenset(
-    "pi sqrt sin cos tan sec csc cot log ln exp and or to times cdot over plus minus mod infty infinity "
-    "alpha beta gamma delta theta lambda mu sigma omega phi psi rho tau epsilon".split()
+    "pi sqrt sin cos tan sec csc cot log ln exp and or not to times cdot over plus minus mod infty infinity "
+    "alpha beta gamma delta theta lambda mu sigma omega phi psi rho tau epsilon "
+    # words that change the number they follow: 10 factorial, 2 squared, 5 million, 2 thirds
+    "factorial squared cubed root roots power powers inverse less more than divided half halves third thirds quarter "
+    "quarters fourth fourths fifth fifths sixth sixths seventh sevenths eighth eighths ninth ninths tenth tenths "
+    "hundred hundreds thousand thousands million millions billion billions trillion trillions dozen dozens "
+    "hundredth hundredths thousandth thousandths percent".split()
 )
 _NUMBER_PART = re.compile(
     r"^(?P<value>[+-]?(?:\d[\d,\s]*(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot)\s*10\s*\^\s*\{?[+-]?\d+\}?)?"

@@ -8,8 +8,10 @@ with day-first order when the target format puts the day before the month.
 Compared fields: those the target format names (``%Y``/``%y`` year, ``%m``/``%b``/``%B`` month, ``%d`` day, ``%j``
 month and day, ``%H``/``%I`` hour, ``%M`` minute, ``%S`` second, ``%f`` microsecond). A time-only target therefore
 ignores any date in the prediction, and a prediction that omits a field the target gives does not match. When both
-sides carry a UTC offset (``%z``), the prediction is converted to the target's offset first. Locale composites
-(``%c``, ``%x``, ``%X``) compare every field. Weekday names are not compared.
+sides carry a UTC offset (``%z``), the prediction is converted to the target's offset first; when only the target
+does, the prediction omits a field and does not match. ``UTC+2`` and ``GMT+2`` mean two hours ahead of UTC (dateutil
+alone reads them the POSIX way, two hours behind). Locale composites (``%c``, ``%x``, ``%X``) compare every field.
+Weekday names are not compared.
 
 Not accepted: strings or formats longer than ``VerifyConfig.max_time_chars``; a target that does not match its
 ``tformat`` is a rubric error; a prediction that neither parser reads scores 0 as unparseable.
@@ -39,6 +41,7 @@ _DIRECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
 _ALL_FIELDS = ("year", "month", "day", "hour", "minute", "second", "microsecond")
 _DIRECTIVE = re.compile(r"%([a-zA-Z%])")
 _DEFAULT = datetime(1900, 1, 1)
+_NAMED_OFFSET = re.compile(r"\s*\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?\b")
 
 
 @lru_cache(maxsize=4096)
@@ -74,6 +77,9 @@ def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[
             pass
     from dateutil import parser as date_parser  # imported on first use
 
+    # dateutil reads "UTC+2" the POSIX way (two hours behind UTC); people mean two hours ahead, as ISO 8601 writes it
+    text = _NAMED_OFFSET.sub(lambda m: f" {m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}", text)
+
     try:
         parsed = date_parser.parse(text, default=_DEFAULT, dayfirst=_day_first(pformat or tformat))
     except (ValueError, OverflowError) as exc:
@@ -92,6 +98,10 @@ def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     if len(predict) > config.max_time_chars or (pformat is not None and len(pformat) > config.max_time_chars):
         raise PredictionError(f"the prediction and pformat may have at most {config.max_time_chars} characters")
     actual, how = _parse_prediction(predict, pformat, tformat)
+    if expected.tzinfo is not None and actual.tzinfo is None:
+        # the target's format names a UTC offset: a prediction that gives none omits a field the target gives
+        return VerifyResult(0.0, "ok", f"read with {how}; the target gives a UTC offset and the prediction none",
+                            "time_verify")  # fmt: skip
     if expected.tzinfo is not None and actual.tzinfo is not None:
         try:
             actual = actual.astimezone(expected.tzinfo)

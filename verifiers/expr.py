@@ -273,24 +273,29 @@ def _close(a: Fraction, b: Fraction, decimal: bool, places: int) -> bool:
     return a == b or (decimal and round(a, places) == round(b, places))
 
 
-def _same_to_significant(written: Number, other: Fraction) -> bool:
-    # The other value rounded to as many significant digits as the written one states.
-    if written.significant is None or other == 0 or written.value == 0:
-        return False
-    exponent = math.floor(math.log10(abs(other)))
-    scale = Fraction(10) ** (exponent - written.significant + 1)
-    return round(other / scale) * scale == written.value
+def _rounded_to(value: Fraction, significant: int) -> Fraction:
+    if value == 0:
+        return value
+    scale = Fraction(10) ** (math.floor(math.log10(abs(value))) - significant + 1)
+    return round(value / scale) * scale
+
+
+# A prediction in scientific notation matches an exact target to the digits it states only when it states at least
+# this many (2.3e-3 is not 1/432).
+_MIN_SIGNIFICANT = 3
 
 
 def numbers_equal(target: Number, pred: Number, places: int) -> bool:
     """Whether two plainly written numbers are equal under the rules of the module docstring."""
     if not (target.percent or pred.percent) and (target.significant or pred.significant):
-        # scientific notation states its precision in significant digits, not in decimal places
-        return (
-            target.value == pred.value
-            or _same_to_significant(target, pred.value)
-            or _same_to_significant(pred, target.value)
-        )
+        # Scientific notation states its precision in significant digits, not in decimal places: a target written so
+        # is met by a prediction that rounds to it at those digits; an exact target by a prediction that states at
+        # least _MIN_SIGNIFICANT digits and is the target rounded to them.
+        if target.value == pred.value:
+            return True
+        if target.significant:
+            return _rounded_to(pred.value, target.significant) == target.value
+        return pred.significant >= _MIN_SIGNIFICANT and _rounded_to(target.value, pred.significant) == pred.value
     decimal = target.decimal or pred.decimal
     if target.percent == pred.percent:
         return _close(target.value, pred.value, decimal, places)

@@ -128,7 +128,8 @@ def read_answer(text: str, hall_vs_miss: bool = False) -> Reading:
     body = text[ends[-1] :] if ends else text  # what follows the last reasoning block
     model: type[BaseModel] = HallMissAnswer if hall_vs_miss else DiffAnswer
     lines = body.splitlines()
-    if any(_BLOCK.match(line) for line in lines):
+    # A judge that finds no difference writes no [DIFFERENCE n] block, only [OVERALL_WINNER]: still the blocks form.
+    if any(_BLOCK.match(line) or (not hall_vs_miss and _WINNER.match(line)) for line in lines):
         raw, form = (_hall_blocks(lines) if hall_vs_miss else _diff_blocks(lines)), "blocks"
     else:
         found = extract_json_object(text)

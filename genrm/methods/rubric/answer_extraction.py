@@ -22,7 +22,8 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
 - ``text_verify``: the span without surrounding quotes, bold markers, ``$`` and a final period;
 - ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``; else,
   in a span of words (``42 apples``, ``about 3.5 km``), its last number; else the span;
-- ``time_verify``: the first date or time found in the span (``18:15``, ``6:15 PM``, ``2024-03-01``, ``1 March
+- ``time_verify``: the first date or time found in the span, with its UTC offset (``18:15``, ``18:15 +05:00``,
+  ``6:15 PM``, ``2024-03-01``, ``1 March
   2024``, ``March 1, 2024``, ``01/03/2024``), else the span; read by the verifier's parser (no ``pformat``);
 - ``list_verify``: a JSON list in the span, else its items split on semicolons, commas, new lines or a final
   ``and``, with bullets and numbering removed;
@@ -57,12 +58,14 @@ _NUM = r"-?\d+(?:\.\d+)?"
 _GROUP4 = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*[\])]")
 _GROUP2 = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*[\])]")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+# A UTC offset after a time belongs to it: dropping it would pay 18:15 +05:00 for a target of 18:15 +0000.
+_OFFSET = r"(?:\s*(?:Z\b|(?:UTC|GMT)(?:\s*[+-]\d{1,2}(?::?\d{2})?)?|[+-]\d{2}:?\d{2}\b))?"
 _TIME_PATTERNS = (
-    re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?"),
+    re.compile(rf"\d{{4}}-\d{{1,2}}-\d{{1,2}}(?:[T ]\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?{_OFFSET})?"),
     re.compile(rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}}", re.IGNORECASE),
     re.compile(rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}", re.IGNORECASE),
     re.compile(r"\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"),
-    re.compile(r"\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AaPp]\.?\s?[Mm]\.?)?"),
+    re.compile(rf"\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[AaPp]\.?\s?[Mm]\.?)?{_OFFSET}"),
     re.compile(r"\d{1,2}\s*[AaPp]\.?\s?[Mm]\.?"),
     re.compile(rf"{_MONTH}\s+\d{{4}}", re.IGNORECASE),
 )
