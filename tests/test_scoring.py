@@ -44,6 +44,25 @@ def test_the_rule_backend_keeps_a_time_s_utc_offset():
     assert result.records[0].criteria[0].extracted == "time_verify(predict='18:15 +05:00')"
 
 
+def test_control_characters_in_a_response_are_noise_to_the_rule_backend():
+    responses = ["\\boxed{4\x112}", "Answer: 4\t2", "\x00", "\\boxed{42\x7f}"]
+    result = score_instance(_instance([PRODUCT], responses=responses))
+    assert result.rewards == [1.0, 0.0, 0.0, 1.0]
+    assert [r.criteria[0].extracted for r in result.records][:2] == ["expr_verify(predict='42')",
+                                                                     "expr_verify(predict='4 2')"]  # fmt: skip
+
+
+def test_a_call_that_cannot_be_read_is_a_failed_criterion_not_an_error():
+    from genrm.methods.rubric.execution import execute
+    from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
+
+    plans = plan_rubric(_instance([PRODUCT]).rubric)
+    call = CriterionJudgement(plans[0], call="expr_verify(predict='4\x112')")
+    judged = ParsedJudgement(None, "read", criteria=[call])
+    (score,) = execute(judged, plans)
+    assert score.score is None and score.status == "bad_call" and "control character" in score.reason
+
+
 def test_fuzzy_criteria_are_unscored_never_guessed():
     steps = ("Shows the multiplication.", "6 times 7 is 42", 1)
     instance = _instance([PRODUCT], [steps], responses=["6 x 7 = \\boxed{42}", "\\boxed{41}"])

@@ -157,6 +157,19 @@ def read_literal(text: str) -> Any:
         raise BadCallError(f"not a literal: {exc}") from None
 
 
+def without_control_characters(value: Any) -> Any:
+    """``value`` (a string, or lists and tuples of them) with control characters out of its strings: the white-space
+    ones (tab, line break, form feed, ...) become a space, the others are dropped. For values read from free text,
+    such as a policy's response, where they are noise around the value and would make the call unreadable."""
+    if isinstance(value, str):
+        if not _CONTROL.search(value):
+            return value
+        return _CONTROL.sub(lambda m: " " if m.group(0).isspace() else "", value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(without_control_characters(item) for item in value)
+    return value
+
+
 def _string_source(value: str) -> str:
     escaped = []
     for char in value:

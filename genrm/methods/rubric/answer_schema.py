@@ -39,7 +39,7 @@ DEFAULT_MAX_RATIONALE_CHARS = 200
 # Bounded repetitions are spelled out (``[0-9]?[0-9]?`` rather than ``[0-9]{0,2}``, ``X X X`` rather than ``X{3}``):
 # XGrammar 0.2.8 mis-scopes ``{m,n}`` before an optional group, so that ``(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,6})?``
 # accepted "040404" and 7-digit integers (tests/test_output_schema.py compares both engines on these patterns).
-_STR = r"'[^'\"\\\x00-\x1f]*'"
+_STR = r"'[^'\"\\\x00-\x1f\x7f-\x9f]*'"
 
 
 def _upto(piece: str, least: int, most: int) -> str:

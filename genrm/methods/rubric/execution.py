@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import VerifyConfig, parse_call, run_verifier
+from verifiers import VerifierError, VerifyConfig, parse_call, run_verifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +37,12 @@ class CriterionScore:
 
 
 def _run_call(plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None) -> CriterionScore:
-    # The parser has checked that the call parses and names the plan's verifier; parsing again hits its cache.
-    prediction = parse_call(str(judged.call), side="scoring")
+    # The parser has checked that a model judge's call parses and names the plan's verifier (parsing again hits its
+    # cache); a call that still cannot be read is a failed judgement, never an error of the whole group.
+    try:
+        prediction = parse_call(str(judged.call), side="scoring")
+    except VerifierError as exc:
+        return CriterionScore(plan, None, exc.status, f"{plan.path}: {exc}", judged.call)
     result = run_verifier(str(plan.verifier), plan.target_kwargs, prediction.as_dict(), config)
     score = result.score if result.is_verdict else None
     return CriterionScore(plan, score, result.status, result.reason, judged.call)

@@ -25,6 +25,7 @@ from genrm.methods.rubric.judge_output import UNREADABLE, CriterionJudgement, Pa
 from genrm.methods.rubric.planning import CriterionPlan
 from genrm.methods.rubric.prompts import build_group_prompts
 from verifiers import format_call
+from verifiers.literals import without_control_characters
 
 #: The schema name of a scoring answer in an OpenAI ``response_format``.
 SCORING_SCHEMA_NAME = "judge_output"
@@ -85,7 +86,10 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
-    call = format_call(plan.verifier, extract_prediction(plan.verifier, span))
+    keywords = {
+        key: without_control_characters(value) for key, value in extract_prediction(plan.verifier, span).items()
+    }
+    call = format_call(plan.verifier, keywords)
     where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}" if span else "no final answer found"
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
 
