@@ -1,5 +1,6 @@
 """The openai/sglang backends against a judge served over real HTTP on loopback (tests/fake_judge.py)."""
 
+import json
 from contextlib import asynccontextmanager
 
 import httpx
@@ -135,3 +136,28 @@ async def test_health_turns_503_while_every_chat_completion_fails_and_back(judge
     assert sick.status_code == 503 and "chat completions failed" in sick.json()["detail"]
     assert recovered.json()["groups"][0]["rewards"] == [1.0, 0.75, 0.0]
     assert healthy.status_code == 200
+
+
+def test_lone_surrogates_in_responses_reach_a_model_judge_as_replacement_characters(judge):
+    # A policy can emit any bytes; JSON's \ud800 escape decodes to a lone surrogate, which httpx cannot encode. A real
+    # server process with a model judge on loopback: the judge is sent U+FFFD, the client a verdict, never a 500, and
+    # the next request on the same connection is served.
+    from fake_judge import ServeProcess
+
+    group = dict(
+        GROUP, responses=["Spiders are arachnids \ud800 with \\boxed{8} legs.", "\\boxed{8}\udfff", "\\boxed{6}"]
+    )
+    serve = ("--backend", "openai", "--judge-urls", judge.url, "--judge-model", "fake-judge", "--log-level", "warning")
+    headers = {"content-type": "application/json"}
+    with ServeProcess(*serve) as served, httpx.Client(base_url=served.url, timeout=60) as http:
+        scored = http.post("/v1/score", content=json.dumps({"groups": [group]}), headers=headers)
+        reward = http.post("/get_reward", content=json.dumps({
+            "query": ["Q: How many legs? A: \\boxed{8} \ud800"], "prompts": ["Q: How many legs? A:"],
+            "labels": [json.dumps(dict(GROUP, responses=[]))]}), headers=headers)  # fmt: skip
+        again = http.post("/v1/score", json={"groups": [GROUP]})
+    assert scored.status_code == 200, scored.text
+    assert scored.json()["groups"][0]["rewards"][:2] == [1.0, 0.75]
+    assert reward.status_code == 200, reward.text
+    assert again.status_code == 200
+    sent = [str(body["messages"]) for body in judge.app.state.requests]
+    assert any("\ufffd" in text for text in sent) and not any("\ud800" in text for text in sent)
