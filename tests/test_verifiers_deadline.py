@@ -140,18 +140,37 @@ def test_worker_that_cannot_start_gives_status_error():
 
 
 @pytest.mark.slow
-def test_worker_that_dies_gives_status_error_and_is_replaced():
+def test_a_check_handed_a_dead_worker_runs_again_on_a_fresh_one():
     pool = ExprWorkerPool(size=1)
     try:
         pool.start()
-        os.kill(pool._idle.idle()[0].pid, signal.SIGKILL)
-        outcome = pool.check("x", "x", 6, 5.0)
-        assert outcome.status == "error" and "died" in outcome.reason
-        for _ in range(50):
-            outcome = pool.check("x^2", "x*x", 6, 5.0)
-            if outcome.status == "ok":
-                break
+        os.kill(pool._idle.idle()[0].pid, signal.SIGKILL)  # dies while idle: the next check is handed a dead worker
+        outcome = pool.check("x^2", "x*x", 6, 5.0)
         assert outcome.status == "ok" and outcome.equal
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("target_read, status", [(False, "unparseable_target"), (True, "timeout")])
+def test_a_check_that_kills_its_worker_twice_is_judged_as_one_that_ran_out(target_read, status):
+    from verifiers.expr_pool import _Call
+
+    real_wait, deaths = _Call.wait, []
+
+    def dies(call, until):  # the check's two attempts die; what follows (the pool's test of the target) does not
+        if len(deaths) == 2:
+            return real_wait(call, until)
+        deaths.append(call)
+        if target_read:
+            call.target_read_at = time.monotonic()
+        raise EOFError("the worker exited")
+
+    pool = ExprWorkerPool(size=1)
+    try:
+        with mock.patch.object(_Call, "wait", dies):
+            outcome = pool.check("x", "y", 6, 1.0)
+        assert outcome.status == status and "died twice" in outcome.reason  # never "error"
+        assert pool.check("x^2", "x*x", 6, 5.0).status == "ok"  # the pool serves on
     finally:
         pool.close()
 

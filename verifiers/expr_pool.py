@@ -22,6 +22,10 @@ Time is split three ways, so that each failure is blamed on what caused it:
   outcome is remembered: the next checks against a target found unreadable answer at once, and one found readable
   is not tested again (so hostile predictions against one target cost one test, not one each).
 
+A worker that dies under a check (killed while idle, a crash inside a library) is replaced, and the check runs once
+more on a fresh worker; a check that kills its worker twice is judged as one that ran out (``unparseable_target``
+when the target was not read yet, else ``timeout``), never reported as an ``error``.
+
 Two lanes keep slow checks from crowding out quick ones. Every check starts in the *first slice* (``first_slice_s``,
 0.25 s by default; almost every real expression is judged within it). A check still running at the end of its slice
 becomes a *long* check, and at most ``size - 1`` long checks run at once (1 when ``size`` is 1), so a worker is
@@ -361,7 +365,9 @@ class ExprWorkerPool:
                 self._targets_tested.popitem(last=False)
         return ExprOutcome("unparseable_target", False, reason) if reason else outcome
 
-    def _check(self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float) -> ExprOutcome:
+    def _check(
+        self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float, attempt: int = 0
+    ) -> ExprOutcome:
         name, end = _tenant.get()
         wait_end = time.monotonic() + wait_s if end is None else min(time.monotonic() + wait_s, end)
         busy = ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
@@ -371,6 +377,7 @@ class ExprWorkerPool:
         payload = {"target": target, "predict": predict, "float_rounding": float_rounding}
         call: _Call | None = None
         long = False
+        died: str | None = None
         try:
             call = _Call(worker, payload, deadline_s)
             answer = call.wait(call.started + self.first_slice_s)
@@ -394,15 +401,33 @@ class ExprWorkerPool:
             return ExprOutcome("timeout", False, f"the expression check did not finish within {deadline_s:g} s")
         except (EOFError, OSError, ValueError) as exc:
             self._retire(worker)
-            return ExprOutcome("error", False, f"the expression worker died: {exc}")
+            died = str(exc) or type(exc).__name__
         finally:
             if long:
                 self._idle.end_long()
+        if died is not None:
+            return self._after_death(died, call, (target, predict, float_rounding, deadline_s, wait_s), attempt)
         self._idle.put(worker)
         status, reason = str(answer.get("status")), str(answer.get("reason", ""))
         if call.target_read_at is None and status in ("timeout", "unparseable_pred"):  # limits hit by the target
             return ExprOutcome("unparseable_target", False, f"the target could not be read: {reason}")
         return ExprOutcome(status, bool(answer.get("equal")), reason)
+
+    def _after_death(self, died: str, call: _Call | None, request: tuple, attempt: int) -> ExprOutcome:
+        # A worker can die under a check for reasons of its own (killed while idle, a crash in a library): the check
+        # runs once more on a fresh worker. Dying twice on the same check is the check's doing, judged as one that ran
+        # out: the target's when it was not read yet, else the prediction's. Never "error", which callers turn into a
+        # server error.
+        if self._closed:
+            return ExprOutcome("error", False, "the expression worker pool was closed")
+        if attempt == 0:
+            logger.warning("an expression worker died during a check (%s); running it again on a fresh worker", died)
+            return self._check(*request, attempt=1)
+        if call is None or call.target_read_at is None:
+            return ExprOutcome("unparseable_target", False, f"the expression worker died twice reading the target "
+                               f"({died})")  # fmt: skip
+        return ExprOutcome("timeout", False, f"the expression worker died twice on this check ({died}), as a check "
+                           "that runs out would")  # fmt: skip
 
     def _closed_outcome(self) -> ExprOutcome | None:
         return ExprOutcome("error", False, "the expression worker pool was closed") if self._closed else None
