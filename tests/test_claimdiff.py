@@ -204,7 +204,8 @@ def test_the_judge_route_reports_failures_and_refuses_what_it_cannot_score():
                 _payload("x", verifier="gemini_caption_holistic"),
                 _payload("x", image_path=None, reward_verifier_parm=json.dumps({"image_path": ["a.png", "b.png"]})),
                 _payload("x", image_path=None, reward_verifier_parm="[1]"),
-                _payload("x", solution="  "))]  # fmt: skip
+                _payload("x", solution="  "),
+                _payload("x", image_path="p" * 10_000_001))]  # every field is bounded: a 422, never a 500  # fmt: skip
             scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance(CAPTIONS[:1]).model_dump()]})
         opted = ServerSettings(method="claimdiff", judge=spec, judge_payload_failure_reward=0.0)
         with AppServer(create_app(opted)) as server:
@@ -212,11 +213,12 @@ def test_the_judge_route_reports_failures_and_refuses_what_it_cannot_score():
     assert failed["rewards"]["accuracy_reward"] is None and failed["rewards"]["final_reward"] is None
     assert failed["rewards"]["judge_failed_reward"] == 1.0 and "unreadable" in failed["error"]
     assert failed["rewards"]["format_reward"] == 1.0  # the format part is no judgement: it is known
-    assert [r.status_code for r in refusals] == [422] * 4
+    assert [r.status_code for r in refusals] == [422] * 5
     details = [r.json()["detail"][0] for r in refusals]
     assert details[0]["loc"] == ["body", "reward_verifier"] and "answers gemini_caption_diff" in details[0]["msg"]
     assert details[1]["loc"] == ["body", "reward_verifier_parm", "image_path"] and "2 images" in details[1]["msg"]
     assert details[2]["msg"] == "must be a JSON object" and details[3]["loc"] == ["body", "solution"]
+    assert details[4]["loc"][:2] == ["body", "image_path"]
     assert scored.json()["groups"][0]["rewards"] == [None]
     assert zero["rewards"]["accuracy_reward"] == 0.0 and zero["rewards"]["final_reward"] == 0.5
     assert zero["rewards"]["judge_failed_reward"] == 1.0 and "error" in zero

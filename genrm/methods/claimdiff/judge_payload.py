@@ -19,7 +19,7 @@ field, not scored 0.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,9 @@ from genrm.methods.claimdiff.rewards import final_reward
 PAYLOAD_VERIFIERS = ("gemini_caption_diff",)
 
 _TEXT = 100_000
+#: Longest image reference a payload may hold: a data URI of an image within the server's limits (as an instance's).
+MAX_IMAGE_REFERENCE = 10_000_000
+_Reference = Annotated[str, Field(max_length=MAX_IMAGE_REFERENCE)]
 
 
 class JudgePayload(BaseModel):
@@ -50,7 +53,7 @@ class JudgePayload(BaseModel):
     len_ratio: float | None = None
     iter: int | None = None
     data_index: int | None = None
-    image_path: str | list[str] | None = None
+    image_path: _Reference | Annotated[list[_Reference], Field(max_length=16)] | None = None
 
 
 def _images(payload: JudgePayload) -> tuple[list[str], list[str]]:
@@ -69,6 +72,9 @@ def _images(payload: JudgePayload) -> tuple[list[str], list[str]]:
     images = [found] if isinstance(found, str) else found
     if not isinstance(images, list) or not all(isinstance(i, str) and i for i in images):
         raise MethodInputError("must name the image, as a path or a list of one path", where, kind="payload")
+    if any(len(i) > MAX_IMAGE_REFERENCE for i in images):
+        raise MethodInputError(f"an image reference holds at most {MAX_IMAGE_REFERENCE} characters", where,
+                               kind="payload")  # fmt: skip
     return images, where
 
 
