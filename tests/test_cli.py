@@ -69,3 +69,37 @@ def test_examples_run_one_call_pair_per_verifier():
 def test_verify_needs_both_calls_or_examples():
     assert _genrm("verify").returncode == 2
     assert _genrm("verify", "--examples", "text_verify(target='a')").returncode == 2
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("transformers:./runs/missing", "checkpoint folder './runs/missing' does not exist"),
+        ("transformers:datasets/missing", "checkpoint folder 'datasets/missing' does not exist"),
+        ("transformers:README.md", "is a file; give the folder it was saved to"),
+    ],
+)
+def test_a_missing_checkpoint_path_is_named_and_never_sent_to_the_hub(spec, words):
+    done = _genrm("score", "datasets/examples/reward_core.jsonl", "-o", "/dev/null", "--judge", spec, "-q")
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_eval_names_a_missing_checkpoint_and_refuses_a_model_without_a_backend():
+    missing = _genrm("eval", "--data", "datasets/judge_synth/test.jsonl", "--backend", "transformers",
+                     "--model", "datasets/no-such-run")  # fmt: skip
+    assert missing.returncode == 2 and "'datasets/no-such-run' does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bare = _genrm("eval", "--data", "datasets/judge_synth/test.jsonl", "--model", "datasets/no-such-run")
+    assert bare.returncode == 2 and "add --backend" in bare.stderr
+
+
+def test_checkpoint_paths_and_hub_ids():
+    from genrm.engine.spec import checkpoint_path
+
+    assert checkpoint_path("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"  # a hub id is left to the hub
+    assert checkpoint_path("datasets") == "datasets"  # a folder that exists
+    for path in ("/no/such/model", "./model", "~/no-such-model", "a/b/c", "datasets/no-such-run", "no-such-folder/"):
+        with pytest.raises(FileNotFoundError, match="does not exist"):
+            checkpoint_path(path)
+    with pytest.raises(ValueError, match="neither a checkpoint folder nor a model hub id"):
+        checkpoint_path("not a name!")

@@ -86,6 +86,9 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
         return JudgeSpec.parse(args.judge)
     backend = args.backend or "rule"
     if backend == "rule":
+        if args.model or args.url:
+            raise ValueError("--model and --url name a model judge: add --backend (transformers, openai or sglang), "
+                             "or give --judge SPEC; the rule judge takes neither")  # fmt: skip
         return JudgeSpec()
     if not args.model:
         raise ValueError(f"--backend {backend} needs --model (a checkpoint path, or the served model's name)")
@@ -122,7 +125,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
-    judge = judge_from_args(args, args.data)
+    try:
+        judge = judge_from_args(args, args.data)
+    except (OSError, ValueError) as exc:  # no checkpoint at that path, a contradicting option
+        print(f"genrm eval: cannot make the judge: {exc}", file=sys.stderr)
+        return 2
     if args.exposure == "vlm" and not judge.sees_images:
         print(f"genrm eval: --exposure vlm shows the judge the image, but {judge.model} is a text-only model",
               file=sys.stderr)  # fmt: skip

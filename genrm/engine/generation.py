@@ -179,6 +179,9 @@ class LocalGenerator:
             AutoTokenizer,
         )
 
+        from genrm.engine.spec import checkpoint_path
+
+        path = checkpoint_path(path)
         where = pick_device(device)
         options = {"trust_remote_code": trust_remote_code}
         if getattr(AutoConfig.from_pretrained(path, **options), "vision_config", None) is not None:

@@ -15,7 +15,9 @@ builds it. Light on purpose: the HTTP client and the model libraries are importe
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
@@ -23,6 +25,33 @@ from genrm.engine.types import Engine, SamplingSettings
 
 _URL_SCHEMES = ("http://", "https://")
 SPEC_FORMS = "rule, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
+
+
+def checkpoint_path(path: str) -> str:
+    """``path`` when it names a checkpoint folder that exists, or a model hub id (``Qwen/Qwen3-0.6B``).
+
+    A name that looks like a path is never sent to the hub: one that starts with ``/``, ``.`` or ``~``, has more than
+    one ``/``, ends in one, or whose folder part exists here (``runs/tiny-judge`` with a ``runs`` folder). Raises
+    FileNotFoundError naming it when it does not exist (instead of five retries to the hub and a message about the
+    internet connection), and ValueError for a name that is neither.
+    """
+    text = path.strip()
+    local = Path(text).expanduser()
+    if local.exists():
+        if not local.is_dir():
+            raise FileNotFoundError(f"checkpoint {text!r:.200} is a file; give the folder it was saved to")
+        return str(local)
+    parent = local.parent
+    path_like = (text.startswith(("/", ".", "~", "\\")) or text.count("/") > 1 or text.endswith(("/", "\\"))
+                 or (str(parent) not in ("", ".") and parent.is_dir()))  # fmt: skip
+    if path_like:
+        raise FileNotFoundError(f"checkpoint folder {text!r:.200} does not exist")
+    if not _HUB_ID.match(text):
+        raise ValueError(f"{text!r:.200} is neither a checkpoint folder nor a model hub id (ORG/NAME)")
+    return text
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,9 @@ def sampled_format_reward(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from genrm.engine.spec import checkpoint_path
+
+    checkpoint = checkpoint_path(checkpoint)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(checkpoint).eval()
     prompts = [tokenizer.apply_chat_template(sft_record(e)["prompt"], tokenize=False, add_generation_prompt=True)

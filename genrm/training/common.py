@@ -102,6 +102,9 @@ def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code
     """
     from transformers import AutoProcessor, AutoTokenizer
 
+    from genrm.engine.spec import checkpoint_path
+
+    path = checkpoint_path(path)
     if not data.shows_images():
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)

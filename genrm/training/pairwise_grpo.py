@@ -111,8 +111,9 @@ class _Judge:
         )
 
         from genrm.engine.generation import pick_device
+        from genrm.engine.spec import checkpoint_path
 
-        path = args.model_name_or_path
+        path = checkpoint_path(args.model_name_or_path)
         self.vision = getattr(AutoConfig.from_pretrained(path), "vision_config", None) is not None
         if self.vision:
             self.processor = AutoProcessor.from_pretrained(path)
