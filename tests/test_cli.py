@@ -103,3 +103,18 @@ def test_checkpoint_paths_and_hub_ids():
             checkpoint_path(path)
     with pytest.raises(ValueError, match="neither a checkpoint folder nor a model hub id"):
         checkpoint_path("not a name!")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["audit", "run", "datasets/audit/synth_test.jsonl", "-o", "README.md"], "is a file, not a folder"),
+        (["eval", "--data", "datasets/judge_synth/test.jsonl", "--json", "README.md/x.json"], "is a file, so nothing"),
+        (["score", "datasets/examples/reward_core.jsonl", "-o", "datasets"], "is a folder; give a file name"),
+        (["data", "sft", "datasets/judge_synth/test.jsonl", "-o", "README.md/sft.jsonl"], "is a file, so nothing"),
+    ],
+)
+def test_outputs_are_checked_before_any_work(args, words):
+    done = _genrm(*args)
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+    assert "judging" not in done.stderr  # refused when the command line was read

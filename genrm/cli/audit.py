@@ -19,6 +19,7 @@ from typing import Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
 from genrm.cli.data import answer_format_option, judge_backend_options, judge_from_args
+from genrm.cli.outputs import output_dir, output_file
 
 
 def _read_audit(path: str) -> Any:
@@ -234,7 +235,7 @@ def register(sub: Any) -> None:
         "default; with --generator a model rewrites responses and --checker models review them.",
     )  # fmt: skip
     build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl")
-    build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl")
+    build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl", type=output_file)
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--per-category", type=int, metavar="N", help="at most N abnormal responses per category")
     build.add_argument("--report", metavar="OUT.json", help="also write the build report as JSON")
@@ -260,7 +261,14 @@ def register(sub: Any) -> None:
         "rewarded at least as well as the regular response (and strictly better: rises), per category and key.",
     )  # fmt: skip
     run.add_argument("audit", metavar="AUDIT.jsonl", help="an audit set (rubric) or the method's instances")
-    run.add_argument("-o", "--output", required=True, metavar="DIR", help="where audit.md, audit.json (audit.png) go")
+    run.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        type=output_dir,
+        help="where audit.md, audit.json (audit.png) go",
+    )
     run.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method audited (default: {DEFAULT_METHOD})")
     judge_backend_options(run)
     run.add_argument("--settings", nargs="+", choices=list(SETTINGS), help="the rubric method's settings (all)")
@@ -279,7 +287,9 @@ def register(sub: Any) -> None:
         "paid them: candidates for new audit cases, for a person to read.",
     )  # fmt: skip
     mine.add_argument("records", metavar="RECORDS.jsonl", help="the record log")
-    mine.add_argument("-o", "--output", required=True, metavar="DIR", help="where mined.md and mined.json go")
+    mine.add_argument(
+        "-o", "--output", required=True, metavar="DIR", type=output_dir, help="where mined.md and mined.json go"
+    )
     mine.add_argument("--min-reward", type=float, default=0.75, help="a high reward (default: 0.75)")
     mine.add_argument("--max-words", type=int, default=8, help="at most this many words is short (default: 8)")
     mine.add_argument("--min-prompts", type=int, default=2, help="paid under this many prompts is repeated (2)")
@@ -298,7 +308,7 @@ def register(sub: Any) -> None:
         "counted apart.",
     )  # fmt: skip
     captions.add_argument("captions", metavar="CAPTIONS.jsonl", help="the method's instances with regular captions")
-    captions.add_argument("-o", "--output", required=True, metavar="DIR")
+    captions.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     captions.add_argument("--method", default="claimdiff", help="the caption reward method audited (claimdiff)")
     judge_backend_options(captions)
     _response_audit_options(captions)

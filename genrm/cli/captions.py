@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
+from genrm.cli.outputs import output_dir
 
 
 def _cmd_bcapscore(args: argparse.Namespace) -> int:
@@ -66,7 +67,9 @@ def register(sub: Any) -> None:
         "when all instances hold the same number of captions). Failed judgements are counted apart.",
     )  # fmt: skip
     bcap.add_argument("captions", metavar="CAPTIONS.jsonl", help="balcap instances: image, reference, responses")
-    bcap.add_argument("-o", "--output", metavar="DIR", help="also write bcapscore.md and bcapscore.json there")
+    bcap.add_argument(
+        "-o", "--output", metavar="DIR", type=output_dir, help="also write bcapscore.md and bcapscore.json there"
+    )
     bcap.add_argument("--names", metavar="A,B,...", help="a name per caption position (the systems compared)")
     bcap.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
                       help="balcap options over the metric's own (prompt eval, length_rule none)")  # fmt: skip
@@ -83,7 +86,9 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     arena.add_argument("first", metavar="A.jsonl", help="caption instances (id, image, responses)")
     arena.add_argument("second", metavar="B.jsonl", help="caption instances of the same images")
-    arena.add_argument("-o", "--output", metavar="DIR", help="also write arena.md and arena.json there")
+    arena.add_argument(
+        "-o", "--output", metavar="DIR", type=output_dir, help="also write arena.md and arena.json there"
+    )
     arena.add_argument("--names", metavar="A,B", help="the two files' names in the report")
     arena.add_argument("--seed", type=int, default=0, help="the positions' random order (default: 0)")
     judge_backend_options(arena)

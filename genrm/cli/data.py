@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
+from genrm.cli.outputs import output_dir, output_file
 from genrm.engine.blocking import run_blocking
 from genrm.engine.spec import SPEC_FORMS
 
@@ -393,7 +394,7 @@ def register(sub: Any) -> None:
         description="Generate inputs of seven task families with rubrics over all six verifiers and fuzzy criteria, "
         "responses with known labels, balance them and split them by input into train.jsonl and test.jsonl.",
     )  # fmt: skip
-    synthetic.add_argument("-o", "--output", required=True, metavar="DIR")
+    synthetic.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     synthetic.add_argument("--inputs", type=int, default=240, help="inputs to generate (default: 240)")
     synthetic.add_argument("--seed", type=int, default=0)
     synthetic.add_argument("--test-fraction", type=float, default=0.15, help="share of inputs held out")
@@ -403,7 +404,7 @@ def register(sub: Any) -> None:
                        ("rlvr", "prompt records with the judge_label column for TRL's GRPOTrainer")):  # fmt: skip
         records = data_sub.add_parser(name, help=what, description=f"Turn judge examples into {what}.")
         records.add_argument("input", metavar="EXAMPLES.jsonl")
-        records.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+        records.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", type=output_file)
         records.add_argument("--exposure", choices=EXPOSURES, default="minimal")
         answer_format_option(records)
         records.set_defaults(handler=_cmd_records)
@@ -415,7 +416,7 @@ def register(sub: Any) -> None:
         "verifiable criteria fail on the reference answer are repaired by the aggregator or dropped.",
     )  # fmt: skip
     rubrics.add_argument("input", metavar="TASKS.jsonl")
-    rubrics.add_argument("-o", "--output", required=True, metavar="INSTANCES.jsonl")
+    rubrics.add_argument("-o", "--output", required=True, metavar="INSTANCES.jsonl", type=output_file)
     _teacher_options(rubrics)
     rubrics.add_argument("--aggregator", metavar="SPEC", help="the merging teacher (default: the first teacher)")
     rubrics.add_argument(
@@ -439,7 +440,7 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     labels.add_argument("input", metavar="INSTANCES.jsonl")
     labels.add_argument("--method", default="rubric", help="the reward method whose judge is labelled (rubric)")
-    labels.add_argument("-o", "--output", required=True, metavar="DIR")
+    labels.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     _teacher_options(labels)
     labels.add_argument("--min-teachers", type=int, help="usable answers a label needs (default: a majority)")
     labels.add_argument("--test-fraction", type=float, default=0.15, help="share of inputs held out")
@@ -457,7 +458,7 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     cr = caption_rubrics
     cr.add_argument("input", metavar="IMAGES.jsonl", help="one {id, image, prompt?, reference?} a line")
-    cr.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+    cr.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", type=output_file)
     cr.add_argument("--captioner", action="append", required=True, metavar="SPEC",
                     help="a captioner of the committee (MODEL@URL or transformers:PATH); repeat")  # fmt: skip
     cr.add_argument("--student", required=True, metavar="SPEC", help="the student policy (the same forms)")
@@ -482,6 +483,6 @@ def register(sub: Any) -> None:
     answer_format_option(evaluation)
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
-    evaluation.add_argument("--json", metavar="OUT", help="also write the table as JSON")
+    evaluation.add_argument("--json", metavar="OUT", type=output_file, help="also write the table as JSON")
     evaluation.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     evaluation.set_defaults(handler=_cmd_eval)

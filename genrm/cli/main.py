@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
+from genrm.cli.outputs import output_file
 
 #: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
 EXAMPLE_CALLS: tuple[tuple[str, str], ...] = (
@@ -184,7 +185,9 @@ def make_parser() -> argparse.ArgumentParser:
         "failed, 2 on a usage error.",
     )
     score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
-    score.add_argument("-o", "--output", default="-", metavar="OUTPUT.jsonl", help="default: standard output")
+    score.add_argument(
+        "-o", "--output", default="-", metavar="OUTPUT.jsonl", type=output_file, help="default: standard output"
+    )
     method_options(score)
     judge_backend_options(score)
     score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")

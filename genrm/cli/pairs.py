@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
+from genrm.cli.outputs import output_dir
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -69,7 +70,9 @@ def register(sub: Any) -> None:
                             "response_b, family, label)")  # fmt: skip
     evaluation.add_argument("--conditions", default="real", help="image conditions, comma-separated (real)")
     evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")
-    evaluation.add_argument("-o", "--output", metavar="DIR", help="also write pairs_eval.md and pairs_eval.json")
+    evaluation.add_argument(
+        "-o", "--output", metavar="DIR", type=output_dir, help="also write pairs_eval.md and pairs_eval.json"
+    )
     judge_backend_options(evaluation)
     evaluation.set_defaults(handler=_cmd_eval)
 
