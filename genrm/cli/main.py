@@ -92,6 +92,17 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def share(text: str) -> float:
+    """A share in [0, 1] given on the command line; raises ArgumentTypeError otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text}")
+    return value
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
@@ -125,6 +136,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         summary = score_file(source, sink, method, judge, progress=not args.quiet)
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
+    shortfall = summary.shortfall(args.min_judged)
+    if shortfall is not None:
+        print(f"genrm score: {shortfall}", file=sys.stderr)
+        return 1
     return 1 if summary.failed else 0
 
 
@@ -197,6 +212,9 @@ def make_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     score.add_argument("--no-format-check", action="store_true", help="turn off the repetition/language mask")
     score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
+    score.add_argument("--min-judged", type=share, default=None, metavar="SHARE",
+                       help="fail (exit 1) when fewer than this share (0-1) of the responses get a reward "
+                       "(default: fail only when none does)")  # fmt: skip
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     score.set_defaults(handler=_cmd_score)
 

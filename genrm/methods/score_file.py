@@ -24,6 +24,7 @@ from genrm.engine.judge import Judge
 from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
 from genrm.methods.run import score_instance
+from verifiers.result import VERDICT_STATUSES
 
 MAX_LINE_CHARS = 16_000_000
 
@@ -55,6 +56,24 @@ class ScoreSummary:
         if tally is not None:
             self.statuses.update(tally.verifier_statuses)
             self.statuses.update(f"judge:{failure}" for failure in tally.judge_failures)
+
+    def shortfall(self, min_judged: float | None) -> str | None:
+        """Why this run did not do its job, or None: no response could be judged, or fewer than ``min_judged``
+        (a share in [0, 1]) of them. A reward left unknown by design (a fuzzy criterion under the rule judge) counts
+        as not judged: the run's output holds no reward for it."""
+        judged = len(self.rewards)
+        if self.responses == 0:
+            return "no response was scored" if self.lines else None
+        share = judged / self.responses
+        if judged and (min_judged is None or share >= min_judged):
+            return None
+        wanted = "any" if min_judged is None else f"at least {min_judged:.0%}"
+        causes = ", ".join(f"{k} {v}" for k, v in self.statuses.most_common() if k not in VERDICT_STATUSES)
+        return (
+            f"{judged} of {self.responses} responses ({share:.0%}) got a reward, where {wanted} should have"
+            + (f"; most common: {causes}" if causes else "")
+            + "; the records in the output say why"
+        )
 
     def table(self) -> str:
         """The summary as a small plain-text table."""
