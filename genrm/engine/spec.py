@@ -15,6 +15,7 @@ builds it. Light on purpose: the HTTP client and the model libraries are importe
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ SPEC_FORMS = "rule, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@U
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
 
 
-def checkpoint_path(path: str) -> str:
+def checkpoint_path(path: str | os.PathLike[str]) -> str:
     """``path`` when it names a checkpoint folder that exists, or a model hub id (``Qwen/Qwen3-0.6B``).
 
     A name that looks like a path is never sent to the hub: one that starts with ``/``, ``.`` or ``~``, has more than
@@ -38,7 +39,7 @@ def checkpoint_path(path: str) -> str:
     FileNotFoundError naming it when it does not exist (instead of five retries to the hub and a message about the
     internet connection), and ValueError for a name that is neither.
     """
-    text = path.strip()
+    text = os.fspath(path).strip()
     local = Path(text).expanduser()
     if local.exists():
         if not local.is_dir():
