@@ -75,16 +75,21 @@ _FONT_LETTER = re.compile(
 _LEADING_OPTION_TEXT = re.compile(r"^\s*(?:\(\s*([A-Z])\s*\)|([A-Z])\s*[.)])\s+\S")
 
 
+def stated_answer(text: str) -> str | None:
+    """What follows the last "answer is" or "answer:" of ``text``, up to the end of that line (a sentence's period
+    dropped); None when it has no such mark, or nothing follows it."""
+    marks = list(_ANSWER_MARK.finditer(text))
+    if not marks:
+        return None
+    line = text[marks[-1].end() :].strip().split("\n", 1)[0].strip().rstrip(".").strip()
+    return line or None
+
+
 def answer_phrase(text: str) -> str:
     """The value a short phrase states (see the module docstring), or ``text`` when it states none."""
     if _BOXED in text:
         return text  # boxes are read by the parser, which knows what several of them mean
-    marks = list(_ANSWER_MARK.finditer(text))
-    if marks:
-        line = text[marks[-1].end() :].strip().split("\n", 1)[0].strip().rstrip(".").strip()
-        if line:
-            return line
-    return text
+    return stated_answer(text) or text
 
 
 def without_currency(text: str) -> str:

@@ -51,7 +51,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from verifiers.answer_forms import option_letter, read_forms, split_unit
+from verifiers.answer_forms import option_letter, read_forms, split_unit, stated_answer
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifyResult
 
@@ -71,7 +71,6 @@ _WORD_USE = re.compile(r"[AI]\s+[a-z]")
 _FORMULA_NEIGHBOUR = re.compile(r"[*^=+/_<>|]|\\(?:cdot|times|div)")
 _FORMULA_BEFORE = re.compile(r"(?:[*^=+/_<>|]|\\(?:cdot|times|div))$")
 _LONE_SYMBOL = re.compile(r"^[A-Za-z]'*$")
-_PRIMED = re.compile(r"(?<![A-Za-z])[A-Za-z]'+(?![A-Za-z])")  # f', E'' (not the s of "it's")
 
 _DIGITS = r"(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
 _DECIMAL = rf"(?:{_DIGITS}(?:\.\d*)?|\.\d+)"
@@ -91,7 +90,6 @@ _COMMA_DECIMAL = re.compile(r"^([+-])?(\d+),(\d+)(\\?%)?$")
 _THIN_SPACES = re.compile(r"\\[,; ]|[\u00a0\u2009\u202f]")
 _MAX_NUMBER_CHARS = 60
 _BOXED = "\\boxed{"
-_ANSWER_MARK = re.compile(r"answer\s*(?:is\b|:)", re.IGNORECASE)
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
@@ -153,6 +151,11 @@ def _in_formula(text: str, start: int, end: int) -> bool:
     return bool(_FORMULA_BEFORE.search(before) or _FORMULA_NEIGHBOUR.match(after))
 
 
+def _significant_digits(written: str) -> int:
+    # the digits a number is written with, leading zeros not counted (0.0023148 states 5)
+    return len(re.sub(r"\D", "", written).lstrip("0")) or 1
+
+
 @lru_cache(maxsize=16_384)
 def parse_number(text: str) -> Number | None:
     """Read a plainly written number (see the module docstring), or None when ``text`` is anything else."""
@@ -163,7 +166,7 @@ def parse_number(text: str) -> Number | None:
     if match:
         sign, digits, exponent, percent = match.groups()
         value = Fraction(digits.replace(",", "").replace(" ", "")) * Fraction(10) ** int(exponent or 0)
-        significant = (len(re.sub(r"\D", "", digits).lstrip("0")) or 1) if exponent is not None else None
+        significant = _significant_digits(digits) if exponent is not None else None
         return Number(
             -value if sign == "-" else value, "." in digits or exponent is not None, percent is not None, significant
         )
@@ -191,8 +194,7 @@ def parse_number(text: str) -> Number | None:
         if mantissa is None or mantissa.percent or "e" in match.group(1).lower():
             return None
         value = mantissa.value * Fraction(10) ** int(match.group(2) or match.group(3))
-        digits = len(re.sub(r"\D", "", match.group(1)).lstrip("0")) or 1
-        return Number(value, True, False, digits)
+        return Number(value, True, False, _significant_digits(match.group(1)))
     return None
 
 
@@ -218,11 +220,9 @@ def final_answer(response: str) -> str | None:
             if depth == 0:
                 return response[begin:index].strip() or None
         return None
-    marks = list(_ANSWER_MARK.finditer(response))
-    if marks:
-        line = response[marks[-1].end() :].strip().split("\n", 1)[0].strip().rstrip(".")
-        if line:
-            return line
+    stated = stated_answer(response)
+    if stated:
+        return stated
     spans = list(_MATH_SPAN.finditer(response))
     if spans:
         return next(group for group in spans[-1].groups() if group is not None).strip() or None
@@ -305,23 +305,15 @@ def numbers_equal(target: Number, pred: Number, places: int) -> bool:
     )
 
 
-def _read_forms(target: str, predict: str) -> tuple[str, str]:
-    """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped; raises _DifferentUnits
-    when both sides carry units and they differ."""
+def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
+    """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
+    whatever the numbers (both sides carry units, and not the same), or None."""
     target, predict = read_forms(target) or target, read_forms(predict)
     target_value, target_unit = split_unit(target)
     pred_value, pred_unit = split_unit(predict)
     if target_unit is not None and pred_unit is not None and target_unit != pred_unit:
-        raise _DifferentUnits(f"the units differ ({target_unit} and {pred_unit})")
-    return target_value, pred_value
-
-
-class _DifferentUnits(Exception):
-    """Both sides carry a unit, and not the same one: a wrong answer, whatever the numbers."""
-
-
-def _primes(text: str) -> list[str]:
-    return sorted(_PRIMED.findall(text)) if "'" in text else []
+        return target, predict, f"the units differ ({target_unit} and {pred_unit})"
+    return target_value, pred_value, None
 
 
 def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
@@ -354,13 +346,13 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
         return VerifyResult(float(equal), "ok", f"option letters {verdict}", "expr_verify")
     if not predict:
         raise PredictionError("the prediction is empty")
-    try:
-        target, predict = _read_forms(target, predict)
-    except _DifferentUnits as exc:
-        return VerifyResult(0.0, "ok", str(exc), "expr_verify")
+    target, predict, mismatch = _read_forms(target, predict)
+    if mismatch is not None:
+        return VerifyResult(0.0, "ok", mismatch, "expr_verify")
     if not predict:
         raise PredictionError("the prediction states no value")
-    if _LONE_SYMBOL.match(bare(target)) and _LONE_SYMBOL.match(bare(predict)) and _primes(target) != _primes(predict):
+    lone = bare(target), bare(predict)
+    if all(_LONE_SYMBOL.match(side) for side in lone) and lone[0].count("'") != lone[1].count("'"):
         # E' is not E, though the parser drops the prime
         return VerifyResult(0.0, "ok", "primes differ (E' is not E)", "expr_verify")
 

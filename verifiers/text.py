@@ -111,8 +111,14 @@ def normalize_text(text: str, options: TextOptions = TextOptions()) -> str:
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate (JSON's ``"\\ud800"`` decodes to one; UTF-8 cannot carry it) replaced by
+    U+FFFD, the replacement character."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
 def _normalize(text: str, options: TextOptions) -> str:
-    text = unicodedata.normalize("NFKC", _SURROGATES.sub("\ufffd", text))
+    text = unicodedata.normalize("NFKC", without_lone_surrogates(text))
     if options.use_latex:
         text = _strip_latex(text)
     if options.ignore_st:

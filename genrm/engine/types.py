@@ -8,30 +8,22 @@ read). Light on purpose: nothing here imports a model library or an HTTP client.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from verifiers.text import without_lone_surrogates
+
 UsageCallback = Callable[[int, int], None]
 """Called with (prompt tokens, completion tokens) of every answered request."""
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def safe_text(text: str) -> str:
-    """``text`` with every lone surrogate (JSON's ``"\\ud800"`` decodes to one; UTF-8 cannot carry it) replaced by
-    U+FFFD, the replacement character: a policy can emit any bytes, and a judge must still be sent valid text."""
-    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 @dataclass(frozen=True, slots=True)
 class ChatPrompt:
     """A system and a user message, with an optional image for the user turn (path, URL or data URI).
 
-    The messages are made safe to send on creation (:func:`safe_text`), so that no engine, HTTP or in-process, is
-    handed text it cannot encode.
+    The messages are made safe to send on creation (lone surrogates, which a policy can emit and UTF-8 cannot carry,
+    become U+FFFD), so that no engine, HTTP or in-process, is handed text it cannot encode.
     """
 
     system: str
@@ -39,8 +31,8 @@ class ChatPrompt:
     image: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "system", safe_text(self.system))
-        object.__setattr__(self, "user", safe_text(self.user))
+        object.__setattr__(self, "system", without_lone_surrogates(self.system))
+        object.__setattr__(self, "user", without_lone_surrogates(self.user))
 
     def messages(self) -> list[dict[str, Any]]:
         """The conversation in OpenAI chat format; an image goes before the text of the user turn."""
