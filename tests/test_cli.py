@@ -118,3 +118,20 @@ def test_outputs_are_checked_before_any_work(args, words):
     done = _genrm(*args)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
     assert "judging" not in done.stderr  # refused when the command line was read
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["data", "sft", "no-such.jsonl", "-o", "out.jsonl"],
+        ["eval", "--data", "no-such.jsonl"],
+        ["audit", "run", "no-such.jsonl", "-o", "out"],
+        ["score", "no-such.jsonl"],
+        ["pairs", "eval", "no-such.jsonl"],
+        ["captions", "arena", "no-such.jsonl", "datasets"],
+    ],
+)
+def test_a_missing_input_is_one_line_naming_it(args):
+    done = _genrm(*args)
+    assert done.returncode == 2 and "no such file: 'no-such.jsonl'" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

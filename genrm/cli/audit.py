@@ -19,7 +19,7 @@ from typing import Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
 from genrm.cli.data import answer_format_option, judge_backend_options, judge_from_args
-from genrm.cli.outputs import output_dir, output_file
+from genrm.cli.paths import input_file, output_dir, output_file
 
 
 def _read_audit(path: str) -> Any:
@@ -234,11 +234,11 @@ def register(sub: Any) -> None:
         "per input and as many per category, each with per-criterion annotations. Deterministic constructors by "
         "default; with --generator a model rewrites responses and --checker models review them.",
     )  # fmt: skip
-    build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl")
+    build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl", type=input_file)
     build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl", type=output_file)
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--per-category", type=int, metavar="N", help="at most N abnormal responses per category")
-    build.add_argument("--report", metavar="OUT.json", help="also write the build report as JSON")
+    build.add_argument("--report", metavar="OUT.json", type=output_file, help="also write the build report as JSON")
     build.add_argument("--generator", metavar="SPEC", help="model constructor: MODEL@URL or transformers:PATH")
     build.add_argument("--checker", action="append", metavar="SPEC", help="quality-control model; repeat for several")
     build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
@@ -260,7 +260,9 @@ def register(sub: Any) -> None:
         "scored under each of the method's settings (its safeguards on and off) and reported as the share that is "
         "rewarded at least as well as the regular response (and strictly better: rises), per category and key.",
     )  # fmt: skip
-    run.add_argument("audit", metavar="AUDIT.jsonl", help="an audit set (rubric) or the method's instances")
+    run.add_argument(
+        "audit", metavar="AUDIT.jsonl", type=input_file, help="an audit set (rubric) or the method's instances"
+    )
     run.add_argument(
         "-o",
         "--output",
@@ -286,7 +288,7 @@ def register(sub: Any) -> None:
         "--min-reward that are short, repeated across prompts, or mostly repeated words, ranked by how many prompts "
         "paid them: candidates for new audit cases, for a person to read.",
     )  # fmt: skip
-    mine.add_argument("records", metavar="RECORDS.jsonl", help="the record log")
+    mine.add_argument("records", metavar="RECORDS.jsonl", type=input_file, help="the record log")
     mine.add_argument(
         "-o", "--output", required=True, metavar="DIR", type=output_dir, help="where mined.md and mined.json go"
     )
@@ -307,7 +309,9 @@ def register(sub: Any) -> None:
         "abnormal caption is rewarded at least as well as its regular one, per category; failed judgements are "
         "counted apart.",
     )  # fmt: skip
-    captions.add_argument("captions", metavar="CAPTIONS.jsonl", help="the method's instances with regular captions")
+    captions.add_argument(
+        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="the method's instances with regular captions"
+    )
     captions.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     captions.add_argument("--method", default="claimdiff", help="the caption reward method audited (claimdiff)")
     judge_backend_options(captions)

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
-from genrm.cli.outputs import output_dir
+from genrm.cli.paths import input_file, output_dir
 
 
 def _cmd_bcapscore(args: argparse.Namespace) -> int:
@@ -66,7 +66,9 @@ def register(sub: Any) -> None:
         "(their harmonic mean), averaged over captions, per system (caption k of every instance is system k's "
         "when all instances hold the same number of captions). Failed judgements are counted apart.",
     )  # fmt: skip
-    bcap.add_argument("captions", metavar="CAPTIONS.jsonl", help="balcap instances: image, reference, responses")
+    bcap.add_argument(
+        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="balcap instances: image, reference, responses"
+    )
     bcap.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write bcapscore.md and bcapscore.json there"
     )
@@ -84,8 +86,8 @@ def register(sub: Any) -> None:
         "ties, the win rate and win-lose rate of the first file, and how often the judge chose the caption shown "
         "first. Failed judgements are counted apart.",
     )  # fmt: skip
-    arena.add_argument("first", metavar="A.jsonl", help="caption instances (id, image, responses)")
-    arena.add_argument("second", metavar="B.jsonl", help="caption instances of the same images")
+    arena.add_argument("first", metavar="A.jsonl", type=input_file, help="caption instances (id, image, responses)")
+    arena.add_argument("second", metavar="B.jsonl", type=input_file, help="caption instances of the same images")
     arena.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write arena.md and arena.json there"
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
-from genrm.cli.outputs import output_dir, output_file
+from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
 from genrm.engine.spec import SPEC_FORMS
 
@@ -403,7 +403,7 @@ def register(sub: Any) -> None:
     for name, what in (("sft", "prompt-completion records for TRL's SFTTrainer"),
                        ("rlvr", "prompt records with the judge_label column for TRL's GRPOTrainer")):  # fmt: skip
         records = data_sub.add_parser(name, help=what, description=f"Turn judge examples into {what}.")
-        records.add_argument("input", metavar="EXAMPLES.jsonl")
+        records.add_argument("input", metavar="EXAMPLES.jsonl", type=input_file)
         records.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", type=output_file)
         records.add_argument("--exposure", choices=EXPOSURES, default="minimal")
         answer_format_option(records)
@@ -415,7 +415,7 @@ def register(sub: Any) -> None:
         "responses); the aggregator merges valid proposals keeping what most agree on; rubrics whose essential "
         "verifiable criteria fail on the reference answer are repaired by the aggregator or dropped.",
     )  # fmt: skip
-    rubrics.add_argument("input", metavar="TASKS.jsonl")
+    rubrics.add_argument("input", metavar="TASKS.jsonl", type=input_file)
     rubrics.add_argument("-o", "--output", required=True, metavar="INSTANCES.jsonl", type=output_file)
     _teacher_options(rubrics)
     rubrics.add_argument("--aggregator", metavar="SPEC", help="the merging teacher (default: the first teacher)")
@@ -426,7 +426,7 @@ def register(sub: Any) -> None:
         help="who reads the reference answer: rule extraction (default) or the aggregator as judge",
     )
     rubrics.add_argument("--repair-rounds", type=int, default=1, help="repair attempts after a failed dual check")
-    rubrics.add_argument("--report", metavar="OUT.json", help="write every task's outcome as JSON")
+    rubrics.add_argument("--report", metavar="OUT.json", type=output_file, help="write every task's outcome as JSON")
     rubrics.set_defaults(handler=_cmd_rubrics)
 
     labels = data_sub.add_parser(
@@ -438,7 +438,7 @@ def register(sub: Any) -> None:
         "labelled pairs): the tagged answer of the first teacher whose well-formed answer prefers the label. Writes "
         "train.jsonl, test.jsonl (no input in both) and labels_report.json.",
     )  # fmt: skip
-    labels.add_argument("input", metavar="INSTANCES.jsonl")
+    labels.add_argument("input", metavar="INSTANCES.jsonl", type=input_file)
     labels.add_argument("--method", default="rubric", help="the reward method whose judge is labelled (rubric)")
     labels.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     _teacher_options(labels)
@@ -457,7 +457,9 @@ def register(sub: Any) -> None:
         "kept and dropped, and why.",
     )  # fmt: skip
     cr = caption_rubrics
-    cr.add_argument("input", metavar="IMAGES.jsonl", help="one {id, image, prompt?, reference?} a line")
+    cr.add_argument(
+        "input", metavar="IMAGES.jsonl", type=input_file, help="one {id, image, prompt?, reference?} a line"
+    )
     cr.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", type=output_file)
     cr.add_argument("--captioner", action="append", required=True, metavar="SPEC",
                     help="a captioner of the committee (MODEL@URL or transformers:PATH); repeat")  # fmt: skip
@@ -468,7 +470,7 @@ def register(sub: Any) -> None:
     cr.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     cr.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
     cr.add_argument("--concurrency", type=int, default=8, help="images worked on at once (default: 8)")
-    cr.add_argument("--report", metavar="OUT.json", help="also write the report as JSON")
+    cr.add_argument("--report", metavar="OUT.json", type=output_file, help="also write the report as JSON")
     cr.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     cr.set_defaults(handler=_cmd_caption_rubrics)
 
@@ -477,7 +479,7 @@ def register(sub: Any) -> None:
         description="Judge every labelled example and print the reliability table: schema, criterion slots, "
         "execution, arguments (judged by the verifier), credit, criterion-level and sample-level accuracy.",
     )  # fmt: skip
-    evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl")
+    evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl", type=input_file)
     judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     answer_format_option(evaluation)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
-from genrm.cli.outputs import output_file
+from genrm.cli.paths import input_file, output_file
 
 #: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
 EXAMPLE_CALLS: tuple[tuple[str, str], ...] = (
@@ -199,7 +199,7 @@ def make_parser() -> argparse.ArgumentParser:
         "response. A bad line gets an error line and the others are still scored. Exit code 1 when any line "
         "failed, 2 on a usage error.",
     )
-    score.add_argument("input", metavar="INPUT.jsonl", help="instance JSONL ('-' for standard input)")
+    score.add_argument("input", metavar="INPUT.jsonl", type=input_file, help="instance JSONL ('-' for standard input)")
     score.add_argument(
         "-o", "--output", default="-", metavar="OUTPUT.jsonl", type=output_file, help="default: standard output"
     )

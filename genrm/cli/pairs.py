@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
-from genrm.cli.outputs import output_dir
+from genrm.cli.paths import input_file, output_dir
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -66,8 +66,12 @@ def register(sub: Any) -> None:
         "prefer the same response. Conditions: real images, shuffled ones (another pair's image), a blank grey "
         "square (MJ1's grounding diagnostic). Failed judgements (no readable scores, a tie) are counted apart.",
     )  # fmt: skip
-    evaluation.add_argument("pairs", metavar="PAIRS.jsonl", help="labelled pairs (id, prompt, image, response_a, "
-                            "response_b, family, label)")  # fmt: skip
+    evaluation.add_argument(
+        "pairs",
+        metavar="PAIRS.jsonl",
+        type=input_file,
+        help="labelled pairs: id, prompt, image, response_a, response_b, family, label",
+    )
     evaluation.add_argument("--conditions", default="real", help="image conditions, comma-separated (real)")
     evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")
     evaluation.add_argument(

@@ -1,9 +1,10 @@
-"""Output paths checked when the command line is read, before any work: a run that judges for an hour must not end
-on a path it cannot write (``-o README.md`` for a folder, ``--json nodir/x.json`` under a file).
+"""Input and output paths checked when the command line is read, before any work: a missing input is one line naming
+it (not a traceback), and a run that judges for an hour must not end on a path it cannot write (``-o README.md`` for
+a folder, ``--json nodir/x.json`` under a file).
 
 Used as argparse ``type=`` functions, so that a bad path is the usual one-line usage error naming the option. A
-missing folder is fine when it can be made (the command makes it): the nearest existing folder above it must be
-writable.
+missing output folder is fine when it can be made (the command makes it): the nearest existing folder above it must
+be writable.
 """
 
 from __future__ import annotations
@@ -47,4 +48,19 @@ def output_file(text: str) -> str:
     problem = _writable_from(path.parent)
     if problem:
         raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def input_file(text: str) -> str:
+    """``text`` when it is a file this process can read (``-`` is standard input); raises ArgumentTypeError saying
+    why not."""
+    if text == "-":
+        return text
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read (permission denied)")
     return text
