@@ -1,4 +1,4 @@
-"""TRL's own command line with our reward functions, exactly as the README writes it: `genrm policy-data`, then
+"""TRL's own command line with our reward functions, exactly as docs/policy-rl.md writes it: `genrm policy-data`, then
 `trl grpo --reward_funcs policy_rl.trl_rewards.rubric_reward policy_rl.trl_rewards.method_reward` on a tiny policy,
 two steps, CPU."""
 
