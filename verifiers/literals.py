@@ -31,7 +31,6 @@ from verifiers.result import BadCallError
 
 # A backslash that is not itself escaped (an odd run of backslashes) standing before an ASCII letter.
 _LATEX_COMMAND = re.compile(r"(?<!\\)(?:\\\\)*\\[A-Za-z]")
-_PREFIX = re.compile(r"^([A-Za-z]*)(['\"]{3}|['\"])", re.DOTALL)
 _CONTROL_NAMES = {
     "\b": ("a backspace", "\\b"),
     "\t": ("a tab", "\\t"),
@@ -74,11 +73,8 @@ def control_character_message(text: str) -> str | None:
 
 
 def _decode_body(prefix: str, quote: str, body: str, token: str) -> Any:
-    if "b" in prefix.lower():
-        return _python_literal(token)  # bytes: refused later as "must be a string"
-    if "r" in prefix.lower():
-        return _python_literal(token)
-    if _LATEX_COMMAND.search(body):
+    # raw strings are Python's own "as written"; bytes are refused later ("must be a string")
+    if "r" not in prefix.lower() and "b" not in prefix.lower() and _LATEX_COMMAND.search(body):
         # As written: only an escaped delimiter (an odd run of backslashes before it) loses its last backslash.
         return re.sub(rf"(?<!\\)((?:\\\\)*)\\({re.escape(quote[0])})", r"\1\2", body)
     return _python_literal(token)
@@ -91,15 +87,6 @@ def _python_literal(token: str) -> Any:
             return ast.literal_eval(token)
         except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
             raise BadCallError(f"not a valid string literal: {getattr(exc, 'msg', exc)}") from None
-
-
-def read_string_token(token: str) -> Any:
-    """The value of one string literal token (prefix, quotes and body) under the rules of the module docstring."""
-    match = _PREFIX.match(token)
-    if match is None or not token.endswith(match.group(2)) or len(token) < len(match.group(0)) + len(match.group(2)):
-        return _python_literal(token)
-    prefix, quote = match.groups()
-    return _decode_body(prefix, quote, token[match.end() : len(token) - len(quote)], token)
 
 
 # A string literal: its prefix, then a triple-quoted or single-line body; a quote outside a string literal cannot
