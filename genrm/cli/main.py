@@ -263,8 +263,11 @@ def _register_plugins(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``genrm`` command line; returns the process exit code."""
-    args = make_parser().parse_args(argv)
+    """Run the ``genrm`` command line; returns the process exit code (2 for a usage error, 0 after ``--help``)."""
+    try:
+        args = make_parser().parse_args(argv)
+    except SystemExit as stop:  # argparse has printed the usage error or the help; the code is what it exits with
+        return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     try:
         return args.handler(args)
     except ValueError as exc:  # configuration values out of range, e.g. --deadline 0
