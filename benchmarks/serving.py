@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -139,7 +140,10 @@ async def _throughput(
     return await closed_loop(url, "/v1/score", bodies, concurrency, seconds, timeout_s, requests)
 
 
-_HOSTILE = ("{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900, "\\frac{{" * 600 + "{k}" + "}}{{2}}" * 600)
+# Checks that hold a worker to its deadline (a sum of ten million exact terms), and the forms the worker now refuses
+# at once (a power tower, brackets nested past the parser's depth): each string new, so no cache helps.
+_SLOW_SUM = "\\sum_{{n=1}}^{{10^{{7}}}} \\frac{{{k}}}{{n^3}}"
+_HOSTILE = (_SLOW_SUM, "{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(" * 900 + "{k}" + ")" * 900)
 _CHEAP = (
     ("text_verify(target='North Gate {k}', ignore_case=True)", "text_verify(predict='north gate {k}')"),
     ("bbox_verify(target=[[10, 10, 200, 200]])", "bbox_verify(predict=[[12, 10, 200, 19{d}]])"),
@@ -193,6 +197,116 @@ async def _mixed_load(url: str, hostile: int, seconds: float) -> dict[str, objec
     return {"cheap": cheap_times, "correct": correct_times, **outcomes}
 
 
+def _hostile_group_rows(core: int | None, size: int) -> list[tuple[str, float, dict[str, int]]]:
+    """Time to answer one group of ``size`` distinct hostile responses on a fresh ``rule`` server, per form."""
+    from collections import Counter
+
+    rubric = {"essential": [{"criterion": "the answer", "weight": 1, "reference": "expr_verify(target='5')"}]}
+    forms = {"power towers": "{k}^{{{k}^{{{k}^{{{k}}}}}}}", "(10k)! factorials": "({k}0!)!",
+             "900-deep brackets": "(" * 900 + "{k}" + ")" * 900,
+             "10^7-term sums": _SLOW_SUM}  # fmt: skip
+    rows = []
+    for name, form in forms.items():
+        responses = [f"Final answer: $\\boxed{{{form.format(k=k)}}}$" for k in range(3, 3 + size)]
+        body = {"groups": [{"id": "hostile", "prompt": "What is 2 + 3?", "rubric": rubric, "responses": responses}]}
+        process, url = _start("rule", core)
+        try:
+            start = time.perf_counter()
+            answer = httpx.post(url + "/v1/score", json=body, timeout=600)
+            elapsed = time.perf_counter() - start
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        answer.raise_for_status()
+        records = answer.json()["groups"][0]["records"]
+        rows.append((name, elapsed, dict(Counter(c["status"] for r in records for c in r["criteria"]))))
+    return rows
+
+
+def _image_rows(core: int | None) -> list[tuple[str, int, int, int, int, float]]:
+    """Image-laden claimdiff requests through a server whose judge (the scripted scene judge behind an
+    OpenAI-compatible app on loopback) counts what it is sent: (case, status, judge calls, bytes, rewards known,
+    seconds)."""
+    import base64
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from genrm.methods.claimdiff.scene_judge import responder
+    from genrm.methods.scene_images import scene_png
+
+    received = {"calls": 0, "bytes": 0}
+
+    async def complete(request: Request) -> JSONResponse:
+        raw = await request.body()
+        received["calls"] += 1
+        received["bytes"] += len(raw)
+        body = json.loads(raw)
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": responder(body)}}]})  # fmt: skip
+
+    async def models(_: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": "scenes", "object": "model"}]})
+
+    judge_app = Starlette(
+        routes=[Route("/v1/chat/completions", complete, methods=["POST"]), Route("/v1/models", models)]
+    )
+    judge_port = free_port()
+    judge_server = uvicorn.Server(uvicorn.Config(judge_app, host="127.0.0.1", port=judge_port, log_level="warning"))
+    threading.Thread(target=judge_server.run, daemon=True).start()
+    while not judge_server.started:
+        time.sleep(0.05)
+    reference = "A red car. Two dogs. A green bench."
+    captions = ["A red car. Two dogs.", "A red car. Three cats."]
+    with tempfile.TemporaryDirectory() as folder:
+        photo = scene_png("park.png", 600, noise=True)  # about 1 MB
+        (Path(folder) / "photo.png").write_bytes(photo)
+        (Path(folder) / "park.png").write_bytes(scene_png("park.png"))
+        inline = "data:image/png;base64," + base64.b64encode(photo).decode()
+        junk = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 7_000_000).decode()
+        heavy = scene_png("park.png", 900, noise=True)  # about 2.4 MB
+        large = "data:image/png;base64," + base64.b64encode(heavy).decode()
+        cases = {
+            "1 MB data URI, 8 captions": (inline, 4),
+            "1 MB by path, 8 captions": ("photo.png", 4),
+            "1 MB data URI, 64 captions": (inline, 32),
+            "7 MB junk data URI, 64 captions": (junk, 32),
+            "2.4 MB image, 4 groups x 64": (large, 32),
+            "/etc/passwd, 64 captions": ("/etc/passwd", 32),
+            "http://127.0.0.1/, 64 captions": (f"http://127.0.0.1:{judge_port}/v1/models", 32),
+        }
+        port = free_port()
+        command = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning",
+                   "--method", "claimdiff", "--judge", f"openai:scenes@http://127.0.0.1:{judge_port}/v1",
+                   "--image-dir", folder]  # fmt: skip
+        process, url = start_server(command, port, core, "claimdiff")
+        rows = []
+        try:
+            with httpx.Client(base_url=url, timeout=600) as http:
+                for name, (image, times) in cases.items():
+                    count = 4 if "4 groups" in name else 1
+                    groups = [{"id": f"g{n}", "image": image, "reference": reference, "responses": captions * times}
+                              for n in range(count)]  # fmt: skip
+                    before = dict(received)
+                    start = time.perf_counter()
+                    answer = http.post("/v1/score", json={"groups": groups})
+                    elapsed = time.perf_counter() - start
+                    judged = sum(r is not None for g in answer.json().get("groups", []) for r in g["rewards"])
+                    rows.append((name, answer.status_code, received["calls"] - before["calls"],
+                                 received["bytes"] - before["bytes"], judged, elapsed))  # fmt: skip
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            judge_server.should_exit = True
+    return rows
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -214,6 +328,9 @@ def main() -> int:
     )
     parser.add_argument("--hostile", type=int, default=50, help="hostile expression checks in flight (default: 50)")
     parser.add_argument("--mixed-seconds", type=float, default=20.0, help="mixed-load phase (default: 20; 0 skips)")
+    parser.add_argument("--hostile-group", type=int, default=64,
+                        help="responses in each hostile group (default: 64; 0 skips)")  # fmt: skip
+    parser.add_argument("--no-images", action="store_true", help="skip the image-laden requests")
     parser.add_argument("--serve-zero", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_zero is not None:
@@ -274,6 +391,23 @@ def main() -> int:
               f"{len(cheap):>8} {mixed['right']:>6} {mixed['busy']:>5} {mixed['wrong']:>6} "
               f"{statistics.median(correct):>14.2f} {max(correct):>14.2f}")  # fmt: skip
 
+    groups = []
+    if args.hostile_group > 0:
+        groups = _hostile_group_rows(server_core, args.hostile_group)
+        print(f"\none group of {args.hostile_group} different hostile responses on a fresh rule server (deadline 2 s "
+              "a check, 30 s of waiting for workers a request)")  # fmt: skip
+        print(f"{'form':<20} {'seconds':>8}  statuses")
+        for name, elapsed, statuses in groups:
+            print(f"{name:<20} {elapsed:>8.2f}  {statuses}")
+    images = []
+    if not args.no_images:
+        images = _image_rows(server_core)
+        print("\nimage-laden claimdiff requests: what one request sends the judge (the server reads each image once "
+              "and refuses a request over max_judge_bytes, 512 MiB, before any call)")  # fmt: skip
+        print(f"{'request':<34} {'HTTP':>5} {'judge calls':>12} {'MB to judge':>12} {'rewards':>8} {'seconds':>8}")
+        for name, status, calls, sent, judged, elapsed in images:
+            print(f"{name:<34} {status:>5} {calls:>12} {sent / 1e6:>12.1f} {judged:>8} {elapsed:>8.2f}")
+
     overhead, rule_rate = figures["zero"][0], figures["rule"][1]
     met = overhead <= OVERHEAD_TARGET_MS and rule_rate >= RULE_TARGET
     if mixed is not None:
@@ -294,6 +428,14 @@ def main() -> int:
               f"{args.concurrency} in flight (continuous batching x{batched / sequential:.1f}; model.generate "
               f"batch by batch {generated_one:,.1f} and {generated:,.1f}, x{generated / generated_one:.1f})",
               end="")  # fmt: skip
+    if groups:
+        worst = max(groups, key=lambda row: row[1])
+        print(f"; a group of {args.hostile_group} hostile responses answered in {worst[1]:.1f} s at worst "
+              f"({worst[0]})", end="")  # fmt: skip
+    if images:
+        refused = [row for row in images if row[1] >= 400]
+        print(f"; {len(refused)} hostile or oversized image requests refused with "
+              f"{sum(row[3] for row in refused) / 1e6:.1f} MB sent to the judge", end="")  # fmt: skip
     print()
     return 0 if met else 1
 

@@ -24,6 +24,7 @@ from genrm.choices import Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD
+from serving.images import ImagePolicy
 from verifiers import VerifyConfig
 
 BackendName = JudgeBackend  # the name settings users know it by
@@ -133,9 +134,34 @@ class ServerSettings(BaseSettings):
     )
     image_dir: Path | None = Field(
         None,
-        description="transformers backend with a vision-language judge: the folder image paths are read from "
-        "(relative to it, never outside it); without it only data URI images are read",
+        description="the folder a request's image paths are read from, by the server (relative to it, never outside "
+        "it); without it a path is refused. Every judge is sent checked image bytes, never a path or a URL",
     )
+    image_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="hosts whose http(s) image URLs the server fetches (a name, or *.name for its subdomains); "
+        "empty: image URLs are refused",
+    )
+    image_private_addresses: bool = Field(
+        False,
+        description="fetch image URLs from an allowed host that resolves to a private, loopback, link-local or "
+        "reserved address (refused by default)",
+    )
+    image_fetch_timeout_s: float = Field(10.0, gt=0.0, le=300.0, description="time limit of one image URL fetch, s")
+    max_image_bytes: int = Field(10_000_000, gt=0, le=2**30, description="largest image, encoded, bytes")
+    max_image_pixels: int = Field(
+        8192 * 8192, gt=0, le=2**30, description="largest image, width x height, checked before it is decoded"
+    )
+    max_judge_calls: int = Field(
+        16_384, gt=0,
+        description="most judge calls one request may plan (a request's groups together, before re-asks of "
+        "unreadable answers); more: 413",
+    )  # fmt: skip
+    max_judge_bytes: int = Field(
+        512 * 2**20, gt=0,
+        description="most bytes of messages and images one request may plan to send the judge (an image counts once "
+        "per call that shows it); more: 413",
+    )  # fmt: skip
     max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
     batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -197,6 +223,12 @@ class ServerSettings(BaseSettings):
         bounds (the method's own are ``method_options``)."""
         verify = VerifyConfig(deadline_s=self.verifier_deadline_s, worker_wait_s=self.verifier_budget_s)
         return MethodConfig(tau=self.tau, exposure=self.exposure, check_format=self.check_format, verify=verify)
+
+    def image_policy(self) -> ImagePolicy:
+        """What image references the server reads, and its limits, from these settings."""
+        return ImagePolicy(image_dir=self.image_dir, url_hosts=tuple(self.image_url_hosts),
+                           private_addresses=self.image_private_addresses, max_bytes=self.max_image_bytes,
+                           max_pixels=self.max_image_pixels, fetch_timeout_s=self.image_fetch_timeout_s)  # fmt: skip
 
     def engine_options(self) -> EngineOptions:
         """How the judge's engine behaves, from these settings."""

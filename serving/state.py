@@ -16,19 +16,24 @@ import anyio
 from fastapi import Depends, Request
 
 from genrm.engine.judge import Judge
-from genrm.methods.base import GroupInstance, GroupResult, MethodInputError, RewardMethod
+from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, MethodInputError, RewardMethod
 from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
+from serving.images import ImageRefused, ImageResolver
+from serving.judge_cost import JudgeCost, planned_cost
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.record_log import RecordLog
 from serving.settings import ServerSettings
 from verifiers import VerifyConfig, tenant
+from verifiers.text import has_lone_surrogates, without_lone_surrogates
 
 _THREADS = 40  # threads for in-process work (anyio's default for all threads together)
 # Threads for scoring that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
 # not this limiter, must decide who goes next: a limiter's FIFO would put a correct check behind every hostile one.
 _POOLED_THREADS = 256
+# Images read and decoded at once (each may hold up to max_image_pixels pixels in memory while it is checked).
+_IMAGE_THREADS = 4
 
 
 def _as_tenant(name: str, budget_s: float, fn: Callable[..., Any], *args: Any) -> Any:
@@ -51,10 +56,13 @@ class ServerState:
     gatherer: Any = None  # serving.gathering.GroupGatherer when a group size is set
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
     slots: asyncio.Semaphore = field(init=False)
+    images: ImageResolver = field(init=False)
     _limiters: dict[bool, anyio.CapacityLimiter] = field(default_factory=dict, init=False)
+    _decoders: anyio.CapacityLimiter | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(self.settings.max_concurrent_groups)
+        self.images = ImageResolver(self.settings.image_policy())
 
     def limiter(self, uses_pool: bool) -> anyio.CapacityLimiter:
         """The thread limiter for work that may wait for expression workers (its own threads, so that a crowd of them
@@ -82,6 +90,56 @@ class ServerState:
                                        f"response of {len(response)} characters; at most "
                                        f"{settings.max_response_chars}", "limit")  # fmt: skip
 
+    async def resolve_image(self, group: GroupInstance, where: list[Any]) -> GroupInstance:
+        """``group`` with its image (if it has one) read by the server into a checked data URI
+        (:mod:`serving.images`); a refused image is this request's 413 or 422 at ``where``."""
+        (resolved,) = await self._resolve([group], lambda _: where)
+        return resolved
+
+    async def resolve_images(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[GroupInstance]:
+        """Every group with its image read by the server (each distinct reference once); the first refused one is
+        this request's 413 or 422, naming its field."""
+        return await self._resolve(groups, lambda i: [*where, i, IMAGE_FIELD])
+
+    async def _resolve(self, groups: Sequence[GroupInstance], loc: Callable[[int], list[Any]]) -> list[GroupInstance]:
+        references = [getattr(group, IMAGE_FIELD, None) for group in groups]
+        distinct = list(dict.fromkeys(r for r in references if isinstance(r, str)))
+        if not distinct:
+            return list(groups)
+        if self._decoders is None:  # made on first use: a limiter needs the loop
+            self._decoders = anyio.CapacityLimiter(_IMAGE_THREADS)
+        read = await asyncio.gather(*(anyio.to_thread.run_sync(self.images.resolve, reference,
+                                                               limiter=self._decoders) for reference in distinct),
+                                    return_exceptions=True)  # fmt: skip
+        uris = dict(zip(distinct, read, strict=True))
+        out = []
+        for i, (group, reference) in enumerate(zip(groups, references, strict=True)):
+            if not isinstance(reference, str):
+                out.append(group)
+                continue
+            uri = uris[reference]
+            if isinstance(uri, ImageRefused):
+                raise RequestError(uri.status, loc(i), str(uri), "image")
+            if isinstance(uri, BaseException):
+                raise uri
+            out.append(group.model_copy(update={IMAGE_FIELD: uri}))
+        return out
+
+    async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any]) -> None:
+        """Refuse (413) a request whose groups would ask the judge more calls or bytes than the settings allow
+        (:mod:`serving.judge_cost`); nothing of it has been sent."""
+        settings, total = self.settings, JudgeCost()
+        if self.judge.engine is None:
+            return
+        for group in prepared:
+            total.add(await planned_cost(self.method, group, self.judge))
+        if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
+            raise RequestError(413, where, f"this request would send the judge {total.calls} calls carrying "
+                               f"{total.bytes} bytes (images count once per call that shows them); a request may "
+                               f"send at most {settings.max_judge_calls} calls and {settings.max_judge_bytes} bytes "
+                               "(max_judge_calls, max_judge_bytes): send fewer responses or groups per request, or "
+                               "smaller images", "judge_budget")  # fmt: skip
+
     def prepare(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[Any]:
         """Each group prepared by the method; the first that cannot be is this request's 422, located."""
         prepared = []
@@ -98,18 +156,42 @@ class ServerState:
         uses_pool = self.method.uses_workers(prepared)
         return await self.in_thread(uses_pool, request_id, self.method.score, prepared, readings)
 
-    async def score(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[GroupResult]:
-        """Every group's result, in order: limits checked and every group prepared before anything is judged (a bad
-        group refuses the whole request), then judged together, counted and logged."""
+    async def score(
+        self, groups: Sequence[GroupInstance], where: list[Any], images_read: bool = False
+    ) -> list[GroupResult]:
+        """Every group's result, in order: limits checked, images read (unless ``images_read``: the caller did), text
+        made safe to send, every group prepared and the judge's cost planned before anything is judged (a bad group
+        refuses the whole request), then judged together, counted and logged."""
         self.check_limits(groups, where)
+        received = groups  # logged as the client sent them: its own image references, its own text
+        if not images_read:
+            groups = await self.resolve_images(groups, where)
+        groups, replaced = safe_responses(groups)
         prepared = self.prepare(groups, where)
+        await self.check_judge_cost(prepared, where)
         request_id = uuid.uuid4().hex
         results = list(await asyncio.gather(*(self._score_one(p, request_id) for p in prepared)))
+        for result, indices in zip(results, replaced, strict=True):
+            if indices:
+                result.replaced_text = indices
         for result in results:
             self.metrics.observe_result(result, self.method.tally(result))
         if self.log is not None:
-            await anyio.to_thread.run_sync(self.log.write, request_id, groups, results)
+            await anyio.to_thread.run_sync(self.log.write, request_id, received, results)
         return results
+
+
+def safe_responses(groups: Sequence[GroupInstance]) -> tuple[list[GroupInstance], list[list[int]]]:
+    """The groups with every lone surrogate in a response (a policy can emit any code point; UTF-8 cannot carry this
+    one) replaced by U+FFFD, and the indices of the responses of each group that held one."""
+    out, replaced = [], []
+    for group in groups:
+        indices = [i for i, response in enumerate(group.responses) if has_lone_surrogates(response)]
+        if indices:
+            group = group.model_copy(update={"responses": [without_lone_surrogates(r) for r in group.responses]})
+        out.append(group)
+        replaced.append(indices)
+    return out, replaced
 
 
 async def server_state(request: Request) -> ServerState:

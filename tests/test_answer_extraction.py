@@ -63,6 +63,9 @@ def test_unbalanced_boxed_falls_back():
         ("about 3.5 km", "3.5"), ("(B) Mercury", "(B) Mercury"), ("B.", "B"),
         ("C. Carbon dioxide", "C. Carbon dioxide"),
         ("**9\\pi**", "9\\pi"), ("\\sqrt{2}", "\\sqrt{2}"), ("1,234 people", "1,234"), ("no idea", "no idea"),
+        # an = inside a subscript or a set is part of the expression, not an equation that states it
+        ("\\sum_{n=1}^{10} n", "\\sum_{n=1}^{10} n"), ("S = \\sum_{k=1}^{n} k", "\\sum_{k=1}^{n} k"),
+        ("\\{x : x = 1\\}", "\\{x : x = 1\\}"), ("a = b = 7", "7"),
     ],
 )  # fmt: skip
 def test_expr_values(span, value):

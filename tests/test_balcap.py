@@ -119,7 +119,7 @@ def test_a_blank_reference_is_refused_naming_the_field():
     assert raised.value.loc == ("reference",)
 
 
-def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_completion(tmp_path):
+def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_completion(tmp_path, scene_dir):
     from policy_rl.method_reward import MethodReward
     from policy_rl.scorers import make_scorer
     from policy_rl.verl_reward import compute_score, compute_score_batch
@@ -132,7 +132,7 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
         spec = f"openai:fake-judge@{judge.url}"
         code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "balcap", "--judge", spec,
                      "-q"])  # fmt: skip
-        with AppServer(create_app(ServerSettings(method="balcap", judge=spec))) as server:
+        with AppServer(create_app(ServerSettings(method="balcap", judge=spec, image_dir=scene_dir))) as server:
             scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance().model_dump()]}).json()
             method = make_method("balcap")
             columns = MethodReward(method, make_scorer(server.root, method)).columns()
@@ -162,10 +162,10 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
         compute_score_batch(["x"], ["y"], ["{}"], None, aggregation="normalize_then_sum")
 
 
-def test_the_openrlhf_route_gives_the_scalar_reward_and_the_columns_as_extra_logs():
+def test_the_openrlhf_route_gives_the_scalar_reward_and_the_columns_as_extra_logs(scene_dir):
     with FakeJudgeServer() as judge:
         judge.state.responder = responder
-        settings = ServerSettings(method="balcap", judge=f"openai:fake-judge@{judge.url}")
+        settings = ServerSettings(method="balcap", judge=f"openai:fake-judge@{judge.url}", image_dir=scene_dir)
         with AppServer(create_app(settings)) as server:
             body = {"query": ["Describe. " + c for c in CAPTIONS[:2]], "prompts": ["Describe. "] * 2,
                     "labels": [_instance([]).model_dump_json()] * 2}  # fmt: skip

@@ -5,6 +5,7 @@ and verl's; failed judgements reported as failed, never as a reward."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 
@@ -153,7 +154,7 @@ def _payload(response: str, verifier: str = "gemini_caption_diff", **changes) ->
 
 
 @pytest.mark.parametrize("answer_format", ["json", "blocks"])
-def test_cli_server_and_reward_functions_agree_over_http(tmp_path, answer_format):
+def test_cli_server_and_reward_functions_agree_over_http(tmp_path, scene_dir, answer_format):
     from policy_rl.method_reward import MethodReward
     from policy_rl.scorers import make_scorer
     from policy_rl.verl_reward import compute_score_batch
@@ -167,7 +168,7 @@ def test_cli_server_and_reward_functions_agree_over_http(tmp_path, answer_format
         code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "claimdiff",
                      "--method-options", json.dumps(options), "--judge", spec, "-q"])  # fmt: skip
         sent = judge.state.requests[:]
-        settings = ServerSettings(method="claimdiff", method_options=options, judge=spec)
+        settings = ServerSettings(method="claimdiff", method_options=options, judge=spec, image_dir=scene_dir)
         with AppServer(create_app(settings)) as server:
             scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance().model_dump()]}).json()
             greeting = httpx.get(f"{server.root}/").json()
@@ -192,13 +193,17 @@ def test_cli_server_and_reward_functions_agree_over_http(tmp_path, answer_format
     schema_sent = ["response_format" in body for body in sent]
     assert schema_sent == [answer_format == "json"] * 4
     assert sent[0]["messages"][-1]["content"][0] == {"type": "image_url", "image_url": {"url": "park.png"}}
+    # the server read the image itself: its judge was sent the file's bytes, never the client's path
+    # (requests 4 to 15: /v1/score, /judge and the TRL reward's; the verl reward after them judges in process)
+    served = {body["messages"][-1]["content"][0]["image_url"]["url"] for body in judge.state.requests[4:16]}
+    assert served == {"data:image/png;base64," + base64.b64encode((scene_dir / "park.png").read_bytes()).decode()}
 
 
-def test_the_judge_route_reports_failures_and_refuses_what_it_cannot_score():
+def test_the_judge_route_reports_failures_and_refuses_what_it_cannot_score(scene_dir):
     with FakeJudgeServer() as judge:
         judge.state.responder = lambda body: "no idea"
         spec = f"openai:fake-judge@{judge.url}"
-        with AppServer(create_app(ServerSettings(method="claimdiff", judge=spec))) as server:
+        with AppServer(create_app(ServerSettings(method="claimdiff", judge=spec, image_dir=scene_dir))) as server:
             failed = httpx.post(f"{server.root}/judge", json=_payload(CAPTIONS[0])).json()
             refusals = [httpx.post(f"{server.root}/judge", json=body) for body in (
                 _payload("x", verifier="gemini_caption_holistic"),
@@ -207,7 +212,7 @@ def test_the_judge_route_reports_failures_and_refuses_what_it_cannot_score():
                 _payload("x", solution="  "),
                 _payload("x", image_path="p" * 10_000_001))]  # every field is bounded: a 422, never a 500  # fmt: skip
             scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance(CAPTIONS[:1]).model_dump()]})
-        opted = ServerSettings(method="claimdiff", judge=spec, judge_payload_failure_reward=0.0)
+        opted = ServerSettings(method="claimdiff", judge=spec, judge_payload_failure_reward=0.0, image_dir=scene_dir)
         with AppServer(create_app(opted)) as server:
             zero = httpx.post(f"{server.root}/judge", json=_payload(CAPTIONS[0], fmt_ratio=1.0)).json()
     assert failed["rewards"]["accuracy_reward"] is None and failed["rewards"]["final_reward"] is None

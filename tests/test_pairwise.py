@@ -241,7 +241,8 @@ def test_the_pairwise_reward_through_genrm_score_the_server_and_verl_over_http(t
         spec = f"openai:judge@{judge.url}"
         code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "pairwise", "--judge",
                      spec, "-q"])  # fmt: skip
-        with AppServer(create_app(ServerSettings(method="pairwise", judge=spec))) as server:
+        settings = ServerSettings(method="pairwise", judge=spec, image_dir=PAIRS_FILE.parent)
+        with AppServer(create_app(settings)) as server:
             body = {"groups": [_reward_instance(ROLLOUTS).model_dump()]}
             scored = httpx.post(f"{server.root}/v1/score", json=body).json()
         verl = compute_score_batch(["red"] * 3, ROLLOUTS, column, None, judge=spec, method="pairwise")

@@ -196,7 +196,7 @@ def test_genrm_data_caption_rubrics_over_http(tmp_path, capsys):
     assert "| dropped: student_met | 2 |" in capsys.readouterr().out
 
 
-def test_cli_server_and_trainers_agree_over_http(tmp_path):
+def test_cli_server_and_trainers_agree_over_http(tmp_path, scene_dir):
     from policy_rl.method_reward import MethodReward
     from policy_rl.scorers import make_scorer
     from policy_rl.verl_reward import compute_score_batch
@@ -208,7 +208,7 @@ def test_cli_server_and_trainers_agree_over_http(tmp_path):
         spec = f"openai:judge@{judge.url}"
         code = main(["score", str(source), "-o", str(tmp_path / "out.jsonl"), "--method", "rubicap", "--judge", spec,
                      "-q"])  # fmt: skip
-        with AppServer(create_app(ServerSettings(method="rubicap", judge=spec))) as server:
+        with AppServer(create_app(ServerSettings(method="rubicap", judge=spec, image_dir=scene_dir))) as server:
             scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance().model_dump()]}).json()
             method = make_method("rubicap")
             column = [_instance([]).model_dump_json()] * 4

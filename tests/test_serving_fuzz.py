@@ -16,6 +16,7 @@ import pytest
 from fake_judge import ServeProcess
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from slow_expressions import slow_sum
 
 pytestmark = pytest.mark.slow
 
@@ -181,7 +182,7 @@ def test_a_correct_expression_is_judged_right_behind_fifty_hostile_ones():
     import os
     from unittest import mock
 
-    hostile = [f"{k}^{{{k}^{{{k}^{{{k}}}}}}}" for k in range(3, 53)]
+    hostile = [slow_sum(k) for k in range(50)]
     env = {"GENRM_VERIFIER_DEADLINE_S": "30", "GENRM_VERIFIER_BUDGET_S": "120"}
 
     async def load(url: str) -> tuple[httpx.Response, int]:

@@ -80,6 +80,7 @@ async def test_lone_surrogates_are_scored_in_responses_and_refused_in_identifier
                                    headers=headers)  # fmt: skip
     assert scored.status_code == 200, scored.text
     assert scored.json()["groups"][0]["rewards"] == [1.0, 0.0]
+    assert scored.json()["groups"][0]["replaced_text"] == [0, 1]  # the answer says which responses were made safe
     assert json.loads(scored.text)["groups"][0]["records"][1]["criteria"][0]["extracted"] is not None
     assert named.status_code == 422 and named.json()["detail"][0]["loc"] == ["body", "groups", 0, "id"]
     assert verified.status_code == 422 and verified.json()["detail"][0]["loc"] == ["body", "prediction"]

@@ -13,7 +13,7 @@ from genrm.engine.local import LocalEngine
 from genrm.methods.rubric.judge_output import FailureClass
 from genrm.methods.rubric.planning import plan_rubric
 from serving.app import create_app, make_backend
-from serving.client import AsyncRewardClient, RewardClient
+from serving.client import AsyncRewardClient, RewardClient, RewardServerError
 from serving.settings import ServerSettings
 
 JUDGE_FAILURES = set(get_args(FailureClass)) - {"unscored"}
@@ -113,15 +113,18 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
     args = ("--backend", "transformers", "--model", str(judge), "--device", "cpu", "--max-tokens", "512",
             "--exposure", "vlm", "--image-dir", str(tmp_path / "images"), "--log-level", "warning")  # fmt: skip
     with ServeProcess(*args) as served, RewardClient(served.url, timeout_s=300) as client:
-        results = {r.id: r for r in client.score([inline, by_path, escaping])}
+        results = {r.id: r for r in client.score([inline, by_path])}
+        with pytest.raises(RewardServerError) as refused:
+            client.score([inline, escaping])
     for name in ("inline", "by-path"):
         assert all(record.judge_failure is None for record in results[name].records)
         assert all(reward is not None for reward in results[name].rewards)
     # the same image read from the folder as from the data URI: the same greedy judgements
     assert [r.criteria for r in results["inline"].records] == [r.criteria for r in results["by-path"].records]
-    failed = results["escaping"].records
-    assert all(r.judge_failure == "backend_error" and "outside the image folder" in r.judge_reason for r in failed)
-    assert all(reward is None for reward in results["escaping"].rewards)
+    # a path out of the folder is the request's 422, naming the field; nothing of that request was judged
+    assert refused.value.status == 422
+    assert refused.value.detail[0]["loc"] == ["body", "groups", 1, "image"]
+    assert "outside the image folder" in refused.value.detail[0]["msg"]
 
 
 def test_a_text_only_judge_is_refused_for_the_vlm_exposure_at_start(tiny_judge_dir):

@@ -5,16 +5,15 @@ import threading
 import time
 
 import pytest
+from slow_expressions import SLOW, slow_sum
 
 from verifiers import VerifyConfig, run_verifier
 from verifiers.expr_pool import ExprWorkerPool, tenant
 
-TOWER = "10^{10^{10^{10}}}"
 
-
-def _tower(k: int) -> str:
+def _slow(k: int) -> str:
     # Hostile checks that must each take a worker are all different: the pool runs one check of equal ones at a time.
-    return f"10^{{10^{{10^{{{10 + k}}}}}}}"
+    return slow_sum(k + 1)
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def one_worker():
 def _occupy(pool: ExprWorkerPool, seconds: float, name: str = "hostile") -> threading.Thread:
     def run() -> None:
         with tenant(name):
-            pool.check("5", TOWER, 6, seconds)
+            pool.check("5", SLOW, 6, seconds)
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -67,7 +66,7 @@ def test_busy_is_not_a_verdict_on_the_response():
 
 @pytest.mark.slow
 def test_a_target_that_cannot_be_read_in_time_is_a_rubric_error(one_worker):
-    outcome = one_worker.check(TOWER, "5", 6, deadline_s=0.5)
+    outcome = one_worker.check(SLOW, "5", 6, deadline_s=0.5)
     assert outcome.status == "unparseable_target", outcome
     # the worker was replaced; a later check is judged normally, its target read once and cached
     for _ in range(50):
@@ -81,10 +80,10 @@ def test_a_target_that_cannot_be_read_in_time_is_a_rubric_error(one_worker):
 def test_a_target_found_unreadable_is_remembered_and_a_slow_prediction_is_not_blamed_on_its_target(one_worker):
     from unittest import mock
 
-    first = one_worker.check(TOWER, "5", 6, deadline_s=0.5, wait_s=10.0)
+    first = one_worker.check(SLOW, "5", 6, deadline_s=0.5, wait_s=10.0)
     assert first.status == "unparseable_target", first
     with mock.patch.object(one_worker, "_check", side_effect=AssertionError("a worker was asked again")):
-        again = one_worker.check(TOWER, "7", 6, deadline_s=0.5)
+        again = one_worker.check(SLOW, "7", 6, deadline_s=0.5)
     assert again.status == "unparseable_target" and "compared with a number" in again.reason
     # a prediction that cannot be compared in time against a target that can: the prediction's timeout; the target
     # is tested once, then known to be readable
@@ -92,15 +91,15 @@ def test_a_target_found_unreadable_is_remembered_and_a_slow_prediction_is_not_bl
     real = one_worker._check
     with mock.patch.object(one_worker, "_check", side_effect=lambda *a: checks.append(a[1]) or real(*a)):
         for _ in range(2):
-            slow = one_worker.check("5", TOWER, 6, deadline_s=0.5, wait_s=10.0)
+            slow = one_worker.check("5", SLOW, 6, deadline_s=0.5, wait_s=10.0)
             assert slow.status == "timeout", slow
-    assert checks == [TOWER, "0", TOWER]
+    assert checks == [SLOW, "0", SLOW]
 
 
 @pytest.mark.slow
 def test_a_hostile_target_gives_no_response_a_score():
     config = VerifyConfig(deadline_s=0.5)
-    result = run_verifier("expr_verify", {"target": TOWER}, {"predict": "5"}, config)
+    result = run_verifier("expr_verify", {"target": SLOW}, {"predict": "5"}, config)
     assert result.status == "unparseable_target" and not result.is_verdict
 
 
@@ -116,7 +115,7 @@ def test_free_workers_go_round_the_tenants(one_worker):
             order.append(f"{name}:{outcome.status}")
 
     first = _occupy(one_worker, 0.6)
-    hostile = [threading.Thread(target=run, args=("hostile", _tower(k), 0.6)) for k in range(1, 5)]
+    hostile = [threading.Thread(target=run, args=("hostile", _slow(k), 0.6)) for k in range(1, 5)]
     for thread in hostile:
         thread.start()
     _until(lambda: one_worker._idle.waiting() == 4)  # the four hostile checks queue before the cheap one
@@ -139,7 +138,7 @@ def _start_hostile(pool: ExprWorkerPool, count: int, deadline_s: float) -> list[
 
 def _hostile_check(pool: ExprWorkerPool, k: int, deadline_s: float) -> None:
     with tenant(f"hostile-{k}"):
-        pool.check("5", _tower(k), 6, deadline_s, wait_s=60.0)
+        pool.check("5", _slow(k), 6, deadline_s, wait_s=60.0)
 
 
 @pytest.mark.slow
@@ -186,7 +185,7 @@ def test_a_long_check_with_a_free_slot_goes_on_where_it_is():
     real_launch = pool._launcher.launch
     pool._launcher.launch = lambda: launches.append(1) or real_launch()
     try:
-        outcome = pool.check("5", TOWER, 6, deadline_s=0.5)
+        outcome = pool.check("5", SLOW, 6, deadline_s=0.5)
         assert outcome.status == "timeout"
         assert pool.wait_until_idle(60)
         assert len(launches) == 1  # only the worker killed at the deadline was replaced: none was stopped and rerun

@@ -8,8 +8,17 @@ import time
 from unittest import mock
 
 import pytest
+from slow_expressions import SLOW
 
-from verifiers import VerifierError, VerifyConfig, averify_call_result, run_verifier, text_verify, verify_call_result
+from verifiers import (
+    VerifierError,
+    VerifyConfig,
+    averify_call_result,
+    format_call,
+    run_verifier,
+    text_verify,
+    verify_call_result,
+)
 from verifiers.expr_pool import ExprWorkerPool, get_expr_pool
 
 DEADLINE = 1.0
@@ -61,7 +70,7 @@ def test_hostile_prediction_returns_within_the_deadline(reference, prediction):
 def test_workers_recover_after_a_timeout():
     pool = get_expr_pool()
     pool.start()
-    slow = verify_call_result("expr_verify(target='5')", "expr_verify(predict='10^{10^{10^{10}}}')", CONFIG)
+    slow = verify_call_result("expr_verify(target='5')", format_call("expr_verify", {"predict": SLOW}), CONFIG)
     assert slow.status == "timeout"
     # the killed worker is replaced in the background; a later call is judged normally (each try a new check, not
     # one the pool remembers)
@@ -118,7 +127,7 @@ def test_event_loop_keeps_running_during_a_hostile_check():
 
         task = asyncio.create_task(ticker())
         results = await asyncio.gather(
-            averify_call_result(*HOSTILE[1], CONFIG),
+            averify_call_result("expr_verify(target='5')", format_call("expr_verify", {"predict": SLOW}), CONFIG),
             averify_call_result("expr_verify(target='1/2')", "expr_verify(predict='0.5')", CONFIG),
         )
         stop.set()

@@ -11,6 +11,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from slow_expressions import SLOW
 
 from verifiers.expr_pool import ExprWorkerPool
 from verifiers.expr_processes import SubprocessLauncher, ZygoteLauncher
@@ -81,12 +82,12 @@ def test_nothing_outlives_a_server_killed_with_sigkill():
         import threading
         pool = ExprWorkerPool(size=2)
         assert pool.wait_until_idle(120)
-        threading.Thread(target=pool.check, args=("5", "10^{10^{10^{10}}}", 6, 600.0), daemon=True).start()
+        threading.Thread(target=pool.check, args=("5", SLOW_CHECK, 6, 600.0), daemon=True).start()
         time.sleep(0.5)  # one worker is busy with an endless check
         print(pool._launcher._proc.pid, *(w.pid for w in pool._all), flush=True)
         time.sleep(600)
         """
-    )
+    ).replace("SLOW_CHECK", repr(SLOW))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     server = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -105,7 +106,7 @@ def test_the_subprocess_launcher_serves_where_no_zygote_can():
     try:
         with mock.patch("verifiers.expr_pool.make_launcher", return_value=launcher):
             assert pool.wait_until_idle(120)
-        assert (pool.check("x^2", "x*x", 6, 5.0).status, pool.check("5", "10^{10^{10^{10}}}", 6, 0.5).status) == (
+        assert (pool.check("x^2", "x*x", 6, 5.0).status, pool.check("5", SLOW, 6, 0.5).status) == (
             "ok",
             "timeout",
         )

@@ -18,7 +18,8 @@ the G responses of a group share theirs. Its address space is capped with ``RLIM
 in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
 deadline, which is why its own (signal-based) timeouts are turned off. LaTeX is parsed in ANTLR's two stages
 (``verifiers._latex_parsing``), and a wrong answer is told apart by one exact evaluation before sympy's ``simplify``
-(``verifiers._quick_inequality``).
+(``verifiers._quick_inequality``). An exact power too large to compute is refused before sympy starts it
+(``verifiers._power_guard``), with the ``timeout`` the deadline would have given.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
+from verifiers._power_guard import PowerTooLarge
+
 _TARGET_CACHE_SIZE = 256
+# Deepest bracket nesting read. ANTLR's prediction slows with depth (about 1.4 s at 50 levels, 6 s at 400), so a
+# text nested deeper runs out of any usual deadline anyway; it is refused before the parser starts. No answer a
+# person writes comes near it (a ten-level continued fraction is 20 deep).
+MAX_NESTING = 100
+_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 _WARM_UP = (
     ("\\frac{1}{2}", "0.5"),
@@ -78,15 +86,19 @@ class Checker:
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
         from verifiers._latex_parsing import enable_two_stage_parsing
+        from verifiers._power_guard import enable_power_guard
         from verifiers._quick_inequality import enable_quick_inequality
 
         enable_two_stage_parsing()
         enable_quick_inequality()
+        enable_power_guard()
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
         self._targets: OrderedDict[str, list[Any]] = OrderedDict()
 
     def _read(self, text: str) -> list[Any]:
+        if nesting(text) > MAX_NESTING:
+            raise RecursionError(f"nested more than {MAX_NESTING} brackets deep")
         return self._parse(_wrap(text), extraction_config=self._config, parsing_timeout=None)
 
     def _read_target(self, target: str) -> list[Any]:
@@ -121,15 +133,15 @@ class Checker:
         """
         try:
             gold = self._read_target(target)
-        except RecursionError:
-            return {"status": "unparseable_target", "reason": "the target is nested too deeply to parse"}
+        except RecursionError as exc:
+            return {"status": "unparseable_target", "reason": f"the target is nested too deeply to parse ({exc})"}
         if not gold:
             return {"status": "unparseable_target", "reason": "Math-Verify found no expression in the target"}
         target_read()
         try:
             parsed = self._read(predict)
-        except RecursionError:
-            return {"status": "unparseable_pred", "reason": "the pred is nested too deeply to parse"}
+        except RecursionError as exc:
+            return {"status": "unparseable_pred", "reason": f"the pred is nested too deeply to parse ({exc})"}
         if not parsed:
             return {"status": "unparseable_pred", "reason": "Math-Verify found no expression in the pred"}
         # A set and the relations that describe it are the same answer (x \in [-2, 7] and -2 \le x \le 7).
@@ -139,6 +151,18 @@ class Checker:
             equal = self._equal_with_imaginary_unit(gold, parsed, float_rounding)
         reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
         return {"status": "ok", "equal": equal, "reason": reason}
+
+
+def nesting(text: str) -> int:
+    """The deepest nesting of brackets (``(``, ``[`` and ``{`` together) in ``text``."""
+    depth = deepest = 0
+    for char in text:
+        if char in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSE:
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def _with_imaginary_unit(items: list[Any]) -> list[Any] | None:
@@ -163,6 +187,8 @@ def _answer(checker: Checker, line: str, target_read: Callable[[], None]) -> dic
         return checker.check(target, predict, rounding, target_read)
     except MemoryError:
         return {"status": "timeout", "reason": "the expression exceeded the worker's memory limit"}
+    except PowerTooLarge as exc:  # what the deadline would end, ended before it starts (verifiers._power_guard)
+        return {"status": "timeout", "reason": f"the expression cannot be compared within any deadline: {exc}"}
     except RecursionError:
         return {"status": "unparseable_pred", "reason": "the expression is nested too deeply to compare"}
     except Exception as exc:  # reported to the caller as status "error", never as a verdict

@@ -111,6 +111,11 @@ def normalize_text(text: str, options: TextOptions = TextOptions()) -> str:
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+def has_lone_surrogates(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (a code point UTF-8 cannot carry)."""
+    return _SURROGATES.search(text) is not None
+
+
 def without_lone_surrogates(text: str) -> str:
     """``text`` with every lone surrogate (JSON's ``"\\ud800"`` decodes to one; UTF-8 cannot carry it) replaced by
     U+FFFD, the replacement character."""

@@ -34,18 +34,41 @@ class ImageError(ValueError):
     """An image reference that cannot be read: what was wrong, in words."""
 
 
-def _encoded_bytes(reference: str, base_dir: Path | None) -> bytes:
-    if _DATA_URI.match(reference):
-        payload = reference.split(",", 1)[1]
-        if len(payload) > MAX_IMAGE_BYTES * 4 // 3 + 4:
-            raise ImageError(f"data URI image is larger than {MAX_IMAGE_BYTES} bytes")
-        try:
-            return base64.b64decode(payload, validate=True)
-        except binascii.Error as exc:
-            raise ImageError(f"data URI image is not valid base64: {exc}") from None
-    if reference.startswith("data:"):
+class ImageTooLarge(ImageError):
+    """An image over a limit on bytes or pixels."""
+
+
+def is_data_uri(reference: str) -> bool:
+    """Whether ``reference`` is meant as a data URI (it starts with ``data:``)."""
+    return reference.startswith("data:")
+
+
+def is_url(reference: str) -> bool:
+    """Whether ``reference`` starts with a URL scheme (``http://``, ``file://``, ...)."""
+    return _URL.match(reference) is not None
+
+
+def decode_data_uri(reference: str, max_bytes: int = MAX_IMAGE_BYTES) -> bytes:
+    """The bytes of a ``data:image/<type>;base64,<data>`` URI (not yet checked to be an image).
+
+    Raises:
+        ImageError: another kind of data URI, or bad base64; :class:`ImageTooLarge` over ``max_bytes`` bytes.
+    """
+    if not _DATA_URI.match(reference):
         raise ImageError("a data URI image must look like data:image/<type>;base64,<data>")
-    if _URL.match(reference):
+    payload = reference.split(",", 1)[1]
+    if len(payload) > max_bytes * 4 // 3 + 4:
+        raise ImageTooLarge(f"data URI image is larger than {max_bytes} bytes")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except binascii.Error as exc:
+        raise ImageError(f"data URI image is not valid base64: {exc}") from None
+
+
+def _encoded_bytes(reference: str, base_dir: Path | None) -> bytes:
+    if is_data_uri(reference):
+        return decode_data_uri(reference)
+    if is_url(reference):
         raise ImageError(f"image {reference[:80]!r} is a URL: download it and give its path (training reads no URLs)")
     path = Path(reference)
     if base_dir is not None and not path.is_absolute():
@@ -54,7 +77,7 @@ def _encoded_bytes(reference: str, base_dir: Path | None) -> bytes:
         if not path.is_file():
             raise ImageError(f"image file {str(path)[:200]!r} does not exist")
         if path.stat().st_size > MAX_IMAGE_BYTES:
-            raise ImageError(f"image file {str(path)[:200]!r} is larger than {MAX_IMAGE_BYTES} bytes")
+            raise ImageTooLarge(f"image file {str(path)[:200]!r} is larger than {MAX_IMAGE_BYTES} bytes")
         return path.read_bytes()
     except (OSError, ValueError) as exc:  # a NUL in the name, a name too long, a loop of links, no permission
         if isinstance(exc, ImageError):
@@ -76,10 +99,42 @@ def load_image(reference: str, base_dir: Path | None = None) -> Image:
         with PILImage.open(io.BytesIO(data)) as image:
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise ImageError(f"image is {width}x{height} pixels, more than {MAX_IMAGE_PIXELS}")
+                raise ImageTooLarge(f"image is {width}x{height} pixels, more than {MAX_IMAGE_PIXELS}")
             return image.convert("RGB")
     except (UnidentifiedImageError, OSError, PILImage.DecompressionBombError) as exc:
         raise ImageError(f"not a readable image: {exc}") from None
+
+
+#: Formats whose bytes are sent on as they came once they decode (every judge's image loader reads them); any other
+#: readable format is sent re-encoded as PNG.
+SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+
+
+def checked_image_data_uri(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> str:
+    """``data`` as a data URI that any judge can read, after decoding it whole: its own bytes for a format in
+    :data:`SENT_AS_IS`, else re-encoded as PNG.
+
+    Raises:
+        ImageError: not an image Pillow reads, a truncated or corrupt one, or more than ``max_pixels`` pixels
+            (checked from the header, before the pixels are decoded).
+    """
+    from PIL import Image as PILImage
+    from PIL import UnidentifiedImageError
+
+    try:
+        with PILImage.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise ImageTooLarge(f"image is {width}x{height} pixels, more than {max_pixels}")
+            image.load()  # decodes every pixel: junk after a valid header fails here, not in the judge
+            kind = SENT_AS_IS.get(image.format or "")
+            if kind is None:
+                return png_data_uri(image.convert("RGBA" if "A" in image.getbands() else "RGB"))
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as exc:
+        if isinstance(exc, ImageError):
+            raise
+        raise ImageError(f"not a readable image: {exc}") from None
+    return f"data:{kind};base64," + base64.b64encode(data).decode("ascii")
 
 
 def png_data_uri(image: Image) -> str:
@@ -98,15 +153,25 @@ def load_sent_image(reference: str, image_dir: Path | None = None) -> Image:
     Raises:
         ImageError: a URL, a path without ``image_dir`` or outside it, or what :func:`load_image` refuses.
     """
-    if reference.startswith("data:") or _URL.match(reference):
+    if is_data_uri(reference) or is_url(reference):
         return load_image(reference)
     if image_dir is None:
         raise ImageError("this judge reads no image files: send the image as a data URI (data:image/png;base64,...)")
-    root = image_dir.resolve()
+    return load_image(str(inside_folder(reference, image_dir)))
+
+
+def inside_folder(reference: str, folder: Path) -> Path:
+    """The file ``reference`` names relative to ``folder``, links resolved; it must stay inside ``folder`` (no ``..``,
+    no absolute path, no link out of it). Whether it exists is not checked.
+
+    Raises:
+        ImageError: a path that leaves ``folder`` or cannot be resolved (a NUL, a loop of links).
+    """
+    root = folder.resolve()
     try:
         path = (root / reference).resolve()
     except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a loop of symbolic links (Python < 3.13)
         raise ImageError(f"image path {reference[:200]!r} cannot be resolved: {exc}") from None
     if not path.is_relative_to(root):
-        raise ImageError(f"image path {reference[:200]!r} is outside the image folder {str(root)[:200]!r}")
-    return load_image(str(path))
+        raise ImageError(f"image path {reference[:200]!r} is outside the image folder")
+    return path

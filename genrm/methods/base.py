@@ -26,6 +26,8 @@ from genrm.engine.judge import Judge
 
 #: The most responses one group may hold.
 MAX_RESPONSES = 1024
+#: The field of an instance that holds its image (a path, URL or data URI), in every method whose instances have one.
+IMAGE_FIELD = "image"
 
 
 class MethodInputError(ValueError):
@@ -73,6 +75,11 @@ class GroupResult(BaseModel):
     records: list[Any] = Field(default_factory=list)
     error: str | None = None
     line: int | None = Field(default=None, description="1-based input line number, when read from a file")
+    replaced_text: list[int] | None = Field(
+        default=None,
+        description="the responses (by index) that held characters UTF-8 cannot carry (lone surrogates), each "
+        "replaced by U+FFFD before judging; null when none did",
+    )
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ source's verl remote reward manager, which checks ``GET /`` for its greeting and
 against this server unchanged.
 
 The payload and the reply are the method's (:mod:`genrm.methods.claimdiff.judge_payload`). A payload the method
-cannot score is a 422 naming the field; a judge that is down is a 503; a judgement that failed answers null rewards
+cannot score is a 422 naming the field, an image the server will not read (``serving.images``) a 422 or 413 naming
+``image_path``; a judge that is down is a 503; a judgement that failed answers null rewards
 with the reason, or the server's ``judge_payload_failure_reward`` when one is set. The source's manager sends no
 bearer token: serve this protocol on a server without ``api_key`` (on loopback or a private network).
 
@@ -39,7 +40,8 @@ def judge_payload_router(method: AnswersJudgePayloads) -> APIRouter:
             instance = method.instance_from_payload(body)
         except MethodInputError as exc:
             raise RequestError(422, ["body", *exc.loc], str(exc), exc.kind) from None
-        (result,) = await state.score([instance], ["body"])
+        instance = await state.resolve_image(instance, ["body", "image_path"])
+        (result,) = await state.score([instance], ["body"], images_read=True)
         failure_reward = state.settings.judge_payload_failure_reward
         return JSONResponse(method.payload_reply(body, result, failure_reward))
 

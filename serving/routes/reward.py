@@ -29,7 +29,7 @@ _WHERE = ["body", "labels"]
 
 async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupResult:
     """Score one gathered group (the gatherer's judge function); warns when it is short of the group size."""
-    (result,) = await state.score([instance], _WHERE)
+    (result,) = await state.score([instance], _WHERE, images_read=True)
     settings = state.settings
     if len(instance.responses) < (settings.group_size or 0):
         logger.warning("group %r judged with %d of %d responses: the rest did not come within %g s", instance.id,
@@ -39,6 +39,7 @@ async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupRe
 
 async def _gathered(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
     state.check_limits(groups, _WHERE)
+    groups = await state.resolve_images(groups, _WHERE)  # a refused image is this request's error, not its group's
     state.prepare(groups, _WHERE)  # a bad instance is this request's error, found before anything waits
     empty = [group.model_copy(update={"responses": []}) for group in groups]
     try:
@@ -100,6 +101,7 @@ async def get_reward(body: RewardRequest, state: State) -> Response:
         "group_partial": [float(share.partial) for share in by_query],
         "prompt_fallback": [float(read.placed != "prefix") for read in reads],
         "special_tokens_cut": [float(bool(read.stripped)) for read in reads],
+        "text_replaced": [float(share.index in (share.result.replaced_text or ())) for share in by_query],
     }
     final = [float(share.result.rewards[share.index]) for share in by_query]
     return json_response(RewardResponse(rewards=final, scores=final, extra_logs=logs))

@@ -26,6 +26,7 @@ from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
+from genrm.methods.scene_images import scene_name
 
 SCENES: dict[str, frozenset[str]] = {
     "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
@@ -88,7 +89,7 @@ def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping
     """The judge's answer to one balcap request about an image of ``scenes``."""
     reference, caption = _split(user)
     split = schema is not None and "is_pointable" in json.dumps(schema)
-    return json.dumps(judge_answer(scenes[image], reference, caption, split))
+    return json.dumps(judge_answer(scenes[scene_name(image)], reference, caption, split))
 
 
 def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
+from genrm.methods.scene_images import scene_name
 
 SCENES: dict[str, frozenset[str]] = {
     "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
@@ -132,7 +133,7 @@ def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping
     """The judge's answer to one claimdiff request (JSON with a schema, blocks without) about an image of
     ``scenes``."""
     hall, reference, caption = _split(user)
-    scene = scenes[image]
+    scene = scenes[scene_name(image)]
     if hall:
         found = hall_answer(scene, reference, caption)
     else:

@@ -30,6 +30,7 @@ from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
+from genrm.methods.scene_images import scene_name
 
 SCENES: dict[str, frozenset[str]] = {
     "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
@@ -114,7 +115,7 @@ def likert(scene: frozenset[str], caption: str, reference: str | None) -> int:
 def answer(image: str, system: str, user: str, schema_name: str | None, who: str,
            scenes: Mapping[str, frozenset[str]] = SCENES) -> str:  # fmt: skip
     """The answer of model ``who`` to one request about an image of ``scenes``."""
-    scene = scenes.get(image, frozenset())
+    scene = scenes.get(scene_name(image), frozenset())
     if schema_name == "rubicap_writer":
         return json.dumps(writer_answer(user))
     caption = user.rsplit("GENERATED CAPTION TO EVALUATE:\n", 1)[-1]

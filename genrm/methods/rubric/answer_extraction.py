@@ -149,13 +149,28 @@ def clean_text(span: str) -> str:
     return text
 
 
+def _last_top_level_equals(text: str) -> int | None:
+    """Where the last ``=`` outside every bracket is (``x = 5``: 2), or None: an ``=`` in a subscript or a set
+    (``\\sum_{n=1}^{10} n``, ``\\{x : x = 1\\}``) belongs to the expression, not to an equation that states it."""
+    depth, found = 0, None
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif char == "=" and depth == 0:
+            found = index
+    return found
+
+
 def extract_expr(span: str) -> str:
     """The value an ``expr_verify`` criterion reads from a final answer span (module docstring)."""
     text = clean_text(span)
     if _OPTION_LEAD.match(text):
         return text
-    if "=" in text:
-        text = clean_text(text.rsplit("=", 1)[1])
+    equals = _last_top_level_equals(text)
+    if equals is not None:
+        text = clean_text(text[equals + 1 :])
     if len(_WORD.findall(text)) >= 1 and not text.startswith("\\"):
         numbers = _NUMBER.findall(text)
         if numbers:

@@ -1,0 +1,233 @@
+"""The images clients send, read by the server itself: a judge is only ever sent checked image bytes.
+
+A judge's own image loader (SGLang's, vLLM's) opens local paths and fetches URLs, so a reference passed on as given
+would let any client make the judge's host read its files or call its internal network. The server reads every
+instance's image first, under the operator's policy (:class:`ImagePolicy`, from the server settings):
+
+- a ``data:image/<type>;base64,...`` URI: always;
+- a path: only with ``image_dir`` set, relative to it, and only if it stays inside it (no ``..``, no absolute path,
+  no link out of it);
+- an ``http``/``https`` URL: only when its host is in ``image_url_hosts`` (``images.example.org``, or
+  ``*.example.org`` for its subdomains), only if every address the host resolves to is public (private, loopback,
+  link-local and reserved addresses need ``image_private_addresses``), with no redirects, within
+  ``image_fetch_timeout_s`` and ``max_image_bytes``;
+- anything else (``file:``, ``gopher:``, a ``data:`` URI of another type): refused.
+
+Then the bytes are decoded whole (at most ``max_image_bytes`` bytes and ``max_image_pixels`` pixels, checked before
+decoding), and the judge is sent them as a data URI: PNG, JPEG, WebP and GIF as they came, any other format Pillow
+reads re-encoded as PNG (:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
+:class:`ImageRefused`, which the server answers 413 (over a limit) or 422 naming the field; nothing of that request is
+judged. Each distinct image of a request is read once, and recently read data URIs and files are remembered
+(:class:`ImageResolver`), so the G requests of a gathered group do not decode one image G times.
+
+A host's addresses are checked when the URL is read and the fetch connects by name: the allow-list, which the
+operator controls, is what keeps a client's URL from reaching elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import socket
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from genrm.engine.images import (
+    ImageError,
+    ImageTooLarge,
+    checked_image_data_uri,
+    decode_data_uri,
+    inside_folder,
+    is_data_uri,
+    is_url,
+)
+
+#: Bytes of checked data URIs a resolver remembers, all together.
+CACHE_BYTES = 256 * 2**20
+
+
+class ImageRefused(ValueError):
+    """An image reference the server will not send a judge; ``status`` is its HTTP status (413 over a limit, else
+    422)."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """What image references the server reads, and its limits (see the module docstring).
+
+    Attributes:
+        image_dir: the folder image paths are read from (relative to it); None reads no paths.
+        url_hosts: hosts whose ``http``/``https`` URLs are fetched: a name, or ``*.name`` for its subdomains.
+        private_addresses: fetch from an allowed host that resolves to a private, loopback, link-local or reserved
+            address.
+        max_bytes: largest encoded image, bytes (> 0).
+        max_pixels: largest image, width x height pixels (> 0).
+        fetch_timeout_s: time limit of one URL fetch, s (> 0).
+    """
+
+    image_dir: Path | None = None
+    url_hosts: tuple[str, ...] = ()
+    private_addresses: bool = False
+    max_bytes: int = 10_000_000
+    max_pixels: int = 8192 * 8192
+    fetch_timeout_s: float = 10.0
+
+    def allows_host(self, host: str) -> bool:
+        """Whether URLs of ``host`` may be fetched (case-insensitive; ``*.name`` matches ``name``'s subdomains)."""
+        host = host.lower().rstrip(".")
+        for allowed in self.url_hosts:
+            allowed = allowed.lower().rstrip(".")
+            if allowed.startswith("*.") and host.endswith(allowed[1:]) and len(host) > len(allowed) - 1:
+                return True
+            if host == allowed:
+                return True
+        return False
+
+
+def _public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def _checked_host(host: str, port: int, policy: ImagePolicy) -> None:
+    if not policy.allows_host(host):
+        raise ImageRefused(f"images are not fetched from {host[:100]!r}: the server fetches URLs only from the hosts "
+                           "its operator allows (image_url_hosts); send the image as a data URI")  # fmt: skip
+    if policy.private_addresses:
+        return
+    try:
+        found = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as exc:
+        raise ImageRefused(f"image host {host[:100]!r} cannot be resolved: {exc}") from None
+    for *_, sockaddr in found:
+        if not _public(str(sockaddr[0])):
+            raise ImageRefused(f"image host {host[:100]!r} resolves to a non-public address; the server fetches "
+                               "from private, loopback and link-local ones only with image_private_addresses")
+
+
+def _fetch(url: str, policy: ImagePolicy) -> bytes:
+    import httpx
+
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ImageRefused(f"image URLs of scheme {parts.scheme[:20]!r} are not read; only http and https, from "
+                           "allowed hosts")  # fmt: skip
+    if not parts.hostname:
+        raise ImageRefused("image URL has no host")
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError as exc:
+        raise ImageRefused(f"image URL has a bad port: {exc}") from None
+    _checked_host(parts.hostname, port, policy)
+    try:
+        with httpx.stream("GET", url, timeout=policy.fetch_timeout_s, follow_redirects=False) as response:
+            if response.is_redirect:
+                raise ImageRefused(f"image URL answered a redirect ({response.status_code}); redirects are not "
+                                   "followed: give the final URL")  # fmt: skip
+            if response.status_code != 200:
+                raise ImageRefused(f"image URL answered HTTP {response.status_code}")
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > policy.max_bytes:
+                    raise ImageRefused(f"image at the URL is larger than {policy.max_bytes} bytes", 413)
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except httpx.HTTPError as exc:
+        raise ImageRefused(f"image URL could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def _read_file(reference: str, policy: ImagePolicy) -> tuple[bytes, tuple[object, ...]]:
+    if policy.image_dir is None:
+        raise ImageRefused("this server reads no image files: send the image as a data URI "
+                           "(data:image/png;base64,...), or start the server with an image_dir")  # fmt: skip
+    try:
+        path = inside_folder(reference, policy.image_dir)
+        stat = path.stat()
+    except ImageError as exc:
+        raise ImageRefused(str(exc)) from None
+    except OSError:
+        raise ImageRefused(f"image file {reference[:200]!r} does not exist in the image folder") from None
+    if not path.is_file():
+        raise ImageRefused(f"image {reference[:200]!r} is not a file")
+    if stat.st_size > policy.max_bytes:
+        raise ImageRefused(f"image file {reference[:200]!r} is larger than {policy.max_bytes} bytes", 413)
+    try:
+        return path.read_bytes(), (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError as exc:
+        raise ImageRefused(f"image file {reference[:200]!r} cannot be read: {exc.strerror}") from None
+
+
+class ImageResolver:
+    """Reads image references under an :class:`ImagePolicy` into checked data URIs, remembering recent ones (safe
+    from any thread)."""
+
+    def __init__(self, policy: ImagePolicy, cache_bytes: int = CACHE_BYTES) -> None:
+        self.policy, self.cache_bytes = policy, cache_bytes
+        self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def _remembered(self, key: tuple[object, ...]) -> str | None:
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+            return found
+
+    def _remember(self, key: tuple[object, ...], uri: str) -> None:
+        with self._lock:
+            if key in self._cache or len(uri) > self.cache_bytes:
+                return
+            self._cache[key] = uri
+            self._held += len(uri)
+            while self._held > self.cache_bytes:
+                _, dropped = self._cache.popitem(last=False)
+                self._held -= len(dropped)
+
+    def _checked(self, data: bytes) -> str:
+        try:
+            return checked_image_data_uri(data, self.policy.max_pixels)
+        except ImageTooLarge as exc:
+            raise ImageRefused(str(exc), 413) from None
+        except ImageError as exc:
+            raise ImageRefused(str(exc)) from None
+
+    def resolve(self, reference: str) -> str:
+        """The checked data URI of the image ``reference`` names (blocking: it may read a file or fetch a URL).
+
+        Raises:
+            ImageRefused: a reference the policy does not allow, or what it names is not a readable image within the
+                limits.
+        """
+        policy = self.policy
+        if is_data_uri(reference):
+            key: tuple[object, ...] = ("data", hashlib.sha256(reference.encode("utf-8", "surrogatepass")).digest())
+            found = self._remembered(key)
+            if found is not None:
+                return found
+            try:
+                data = decode_data_uri(reference, policy.max_bytes)
+            except ImageTooLarge as exc:
+                raise ImageRefused(str(exc), 413) from None
+            except ImageError as exc:
+                raise ImageRefused(str(exc)) from None
+        elif is_url(reference):
+            return self._checked(_fetch(reference, policy))
+        else:
+            data, key = _read_file(reference, policy)
+            found = self._remembered(key)
+            if found is not None:
+                return found
+        uri = self._checked(data)
+        self._remember(key, uri)
+        return uri
