@@ -34,6 +34,26 @@ def register(sub: Any) -> None:
     serve.set_defaults(handler=_cmd_serve)
 
 
+def _address_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (in use, not an address of this machine), or None."""
+    import socket
+
+    if port == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        return f"cannot listen on {host}:{port}: {exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a socket in TIME_WAIT is free
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another server running there? --port)"
+    return None
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -50,6 +70,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    problem = _address_problem(settings.host, settings.port)
+    if problem:  # found before the judge is loaded or launched, not after uvicorn says it started
+        print(f"genrm serve: {problem}", file=sys.stderr)
+        return 1
     with contextlib.ExitStack() as stack:
         if settings.launch:
             from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher

@@ -110,8 +110,10 @@ def _checked_host(host: str, port: int, policy: ImagePolicy) -> None:
         raise ImageRefused(f"image host {host[:100]!r} cannot be resolved: {exc}") from None
     for *_, sockaddr in found:
         if not _public(str(sockaddr[0])):
-            raise ImageRefused(f"image host {host[:100]!r} resolves to a non-public address; the server fetches "
-                               "from private, loopback and link-local ones only with image_private_addresses")
+            raise ImageRefused(
+                f"image host {host[:100]!r} resolves to a non-public address; the server fetches "
+                "from private, loopback and link-local ones only with image_private_addresses"
+            )
 
 
 def _fetch(url: str, policy: ImagePolicy) -> bytes:

@@ -112,6 +112,7 @@ def test_checkpoint_paths_and_hub_ids():
         (["eval", "--data", "datasets/judge_synth/test.jsonl", "--json", "README.md/x.json"], "is a file, so nothing"),
         (["score", "datasets/examples/reward_core.jsonl", "-o", "datasets"], "is a folder; give a file name"),
         (["data", "sft", "datasets/judge_synth/test.jsonl", "-o", "README.md/sft.jsonl"], "is a file, so nothing"),
+        (["tiny-model", "README.md"], "is a file, not a folder"),
     ],
 )
 def test_outputs_are_checked_before_any_work(args, words):
@@ -135,3 +136,36 @@ def test_a_missing_input_is_one_line_naming_it(args):
     done = _genrm(*args)
     assert done.returncode == 2 and "no such file: 'no-such.jsonl'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_train_help_helps_and_a_missing_recipe_is_one_line():
+    helped = _genrm("train", "--help")
+    assert helped.returncode == 0 and "usage: genrm train" in helped.stdout and "sft" in helped.stdout
+    missing = _genrm("train", "sft", "--config", "nope.yaml")
+    assert missing.returncode == 2 and "--config: no such file: 'nope.yaml'" in missing.stderr, missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_ctrl_c_is_one_line_and_exit_code_130(monkeypatch, capsys):
+    import importlib
+
+    cli = importlib.import_module("genrm.cli.main")
+
+    def interrupted(_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_verifiers", interrupted)
+    assert cli.main(["verifiers"]) == 130
+    assert capsys.readouterr().err == "genrm verifiers: interrupted\n"
+
+
+def test_serve_on_a_port_in_use_says_so_before_starting():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _genrm("serve", "--port", str(port))
+    assert done.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "startup complete" not in done.stderr

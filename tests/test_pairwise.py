@@ -176,6 +176,18 @@ def test_genrm_pairs_eval_over_http(tmp_path):
     assert not any("response_format" in body for body in sent)
 
 
+def test_genrm_pairs_eval_with_nothing_judged_exits_1_and_keeps_the_reasons(tmp_path, capsys):
+    with FakeJudgeServer() as server:
+        server.state.responder = lambda body: "I like both."
+        code = main(["pairs", "eval", str(PAIRS_FILE), "--judge", f"openai:judge@{server.url}", "-o", str(tmp_path)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "genrm pairs eval: nothing could be judged" in err and "the most frequent reason" in err
+    rows = json.loads((tmp_path / "pairs_eval.json").read_text())["conditions"]
+    assert rows[0]["failed"] == rows[0]["judgements"] > 0 and sum(rows[0]["failures"].values()) == rows[0]["failed"]
+    assert "Why judgements failed" in (tmp_path / "pairs_eval.md").read_text()
+
+
 def test_the_reasoning_prompt_is_the_golden_one():
     # A trained judge reads this format: a change to it is a new format version, made on purpose (update the file).
     golden = (Path(__file__).with_name("golden") / "pairwise_system_reasoning.txt").read_text(encoding="utf-8")

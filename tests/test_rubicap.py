@@ -263,6 +263,18 @@ def test_genrm_captions_arena_and_the_rubicap_audit_over_http(tmp_path):
     assert rates["direct_likert"]["self_praise"]["rises"] == rates["reference_likert"]["self_praise"]["rises"] == 1
 
 
+def test_genrm_captions_arena_with_nothing_to_compare_exits_1_saying_why(tmp_path, capsys):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(_instance(CAPTIONS[:1]).model_dump_json() + "\n")
+    second.write_text(_instance(CAPTIONS[1:2]).model_copy(update={"id": "other"}).model_dump_json() + "\n")
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        code = main(["captions", "arena", str(first), str(second), "--judge", f"openai:judge@{judge.url}"])
+    assert code == 1
+    assert "nothing could be judged" in capsys.readouterr().err
+    assert judge.state.requests == []
+
+
 def test_the_shipped_rubric_set_reads_and_its_images_load_for_a_vision_policy():
     from pathlib import Path
 

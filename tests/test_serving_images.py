@@ -136,8 +136,10 @@ def _image_host() -> AppServer:
 def test_urls_are_fetched_only_from_allowed_hosts_and_public_addresses_unless_allowed(judge):
     with _image_host() as host:
         url = f"{host.root}/park.png"
-        with _serve(judge, "--image-url-hosts", "127.0.0.1") as served, httpx.Client(base_url=served.url,
-                                                                                         timeout=60) as http:
+        with (
+            _serve(judge, "--image-url-hosts", "127.0.0.1") as served,
+            httpx.Client(base_url=served.url, timeout=60) as http,
+        ):
             private = http.post("/v1/score", json={"groups": [_group(url)]})
         allowed = ("--image-url-hosts", "localhost", "--image-private-addresses", "--max-image-bytes",
                    "100000")  # fmt: skip
@@ -209,3 +211,47 @@ def test_a_lone_surrogate_reaches_no_judge_and_the_answer_says_it_was_replaced(j
     assert after.status_code == 200
     users = [body["messages"][-1]["content"][1]["text"] for body in judge.state.requests[before:]]
     assert any("\ufffd" in text for text in users) and not any("\ud800" in text for text in users)
+
+
+@pytest.mark.parametrize(
+    "host, allowed",
+    [("images.example.org", True), ("IMAGES.example.org.", True), ("cdn.example.org", False),
+     ("a.static.example.com", True), ("static.example.com", False), ("evilstatic.example.com", False),
+     ("example.org", False)],
+)  # fmt: skip
+def test_url_hosts_are_matched_by_name_or_by_subdomain_wildcard(host, allowed):
+    from serving.images import ImagePolicy
+
+    policy = ImagePolicy(url_hosts=("images.example.org", "*.static.example.com"))
+    assert policy.allows_host(host) is allowed
+
+
+def test_a_checked_image_keeps_its_bytes_in_a_common_format_and_is_re_encoded_otherwise():
+    from PIL import Image
+
+    from genrm.engine.images import ImageError, ImageTooLarge, checked_image_data_uri
+
+    png = scene_png("park.png")
+    assert checked_image_data_uri(png) == _data_uri(png)
+    buffer = io.BytesIO()
+    Image.new("RGB", (5, 3), (9, 8, 7)).save(buffer, format="BMP")
+    uri = checked_image_data_uri(buffer.getvalue())
+    assert uri.startswith("data:image/png;base64,")
+    with Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))) as back:
+        assert back.size == (5, 3) and back.getpixel((0, 0)) == (9, 8, 7)
+    with pytest.raises(ImageTooLarge, match="more than 10"):
+        checked_image_data_uri(png, max_pixels=10)
+    with pytest.raises(ImageError, match="not a readable image"):
+        checked_image_data_uri(png[: len(png) // 2])
+
+
+def test_a_remembered_image_is_read_once_and_the_memory_stays_within_its_bytes(tmp_path):
+    from serving.images import ImagePolicy, ImageResolver
+
+    (tmp_path / "a.png").write_bytes(scene_png("a"))
+    resolver = ImageResolver(ImagePolicy(image_dir=tmp_path), cache_bytes=300)
+    first = resolver.resolve("a.png")
+    (tmp_path / "a.png").write_bytes(scene_png("b", side=5))  # a changed file is read again
+    assert resolver.resolve("a.png") != first
+    uri = _data_uri(scene_png("c"))
+    assert resolver.resolve(uri) == uri and resolver._held <= 300

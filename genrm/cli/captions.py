@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
+from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.paths import input_file, output_dir
 
 
@@ -30,7 +30,9 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
     print(report.markdown())
     if args.output:
         write_report(args.output, "bcapscore", report.markdown(), report.to_json())
-    return 0
+    rows = report.captions
+    reason = next((c.failure for c in rows if c.failure), None)
+    return nothing_judged("captions bcapscore", sum(c.failure is None for c in rows), len(rows), reason)
 
 
 def _cmd_arena(args: argparse.Namespace) -> int:
@@ -50,7 +52,11 @@ def _cmd_arena(args: argparse.Namespace) -> int:
     print(report.markdown())
     if args.output:
         write_report(args.output, "arena", report.markdown(), report.to_json())
-    return 0
+    figures = report.figures()
+    reason = next((c.failure for c in report.comparisons if c.failure), None)
+    if not report.comparisons:
+        reason = f"no caption of the first file has an id in the second ({figures['unmatched']} unmatched)"
+    return nothing_judged("captions arena", figures["judged"], figures["comparisons"], reason)
 
 
 def register(sub: Any) -> None:

@@ -182,6 +182,16 @@ def run_judged(
         run_blocking(judge.aclose())
 
 
+def nothing_judged(command: str, judged: int, asked: int, reason: str | None) -> int:
+    """The exit code of an evaluation after its report is out: 0 when at least one of ``asked`` judgements was read,
+    else 1, having said so on standard error (with the most frequent ``reason`` a judgement failed)."""
+    if judged > 0:
+        return 0
+    why = f"; the most frequent reason: {reason}" if reason else ""
+    print(f"genrm {command}: nothing could be judged ({asked} asked, 0 read){why}", file=sys.stderr)
+    return 1
+
+
 def write_report(directory: str, stem: str, markdown: str, json_text: str) -> None:
     """Write ``STEM.md`` and ``STEM.json`` into ``directory`` (made if missing) and say so."""
     out = Path(directory)

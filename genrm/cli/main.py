@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
-from genrm.cli.paths import input_file, output_file
+from genrm.cli.paths import input_file, output_dir, output_file
 
 #: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
 EXAMPLE_CALLS: tuple[tuple[str, str], ...] = (
@@ -225,7 +225,7 @@ def make_parser() -> argparse.ArgumentParser:
         "randomly initialised Qwen3 model of that vocabulary and save both (no download). For tests, CPU recipes "
         "and trying the transformers backend.",
     )
-    tiny.add_argument("output", metavar="DIR", help="directory to save the checkpoint to")
+    tiny.add_argument("output", metavar="DIR", type=output_dir, help="directory to save the checkpoint to")
     from genrm.training.tiny_model import TinyModelConfig
 
     defaults = TinyModelConfig()
@@ -273,3 +273,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # configuration values out of range, e.g. --deadline 0
         print(f"genrm {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what was written so far is kept (outputs are written line by line)
+        print(f"genrm {args.command}: interrupted", file=sys.stderr)
+        return 130

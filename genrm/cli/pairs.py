@@ -11,7 +11,7 @@ import logging
 import sys
 from typing import Any
 
-from genrm.cli.data import judge_backend_options, read_model_lines, run_judged, write_report
+from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.paths import input_file, output_dir
 
 
@@ -30,7 +30,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(report.markdown())
     if args.output:
         write_report(args.output, "pairs_eval", report.markdown(), report.to_json())
-    return 0
+    return nothing_judged("pairs eval", *report.judged(), report.first_failure())
 
 
 def pairs_train_parser() -> Any:

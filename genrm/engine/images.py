@@ -48,12 +48,14 @@ def is_url(reference: str) -> bool:
     return _URL.match(reference) is not None
 
 
-def decode_data_uri(reference: str, max_bytes: int = MAX_IMAGE_BYTES) -> bytes:
+def decode_data_uri(reference: str, max_bytes: int | None = None) -> bytes:
     """The bytes of a ``data:image/<type>;base64,<data>`` URI (not yet checked to be an image).
 
     Raises:
-        ImageError: another kind of data URI, or bad base64; :class:`ImageTooLarge` over ``max_bytes`` bytes.
+        ImageError: another kind of data URI, or bad base64; :class:`ImageTooLarge` over ``max_bytes`` bytes
+            (default :data:`MAX_IMAGE_BYTES`).
     """
+    max_bytes = MAX_IMAGE_BYTES if max_bytes is None else max_bytes
     if not _DATA_URI.match(reference):
         raise ImageError("a data URI image must look like data:image/<type>;base64,<data>")
     payload = reference.split(",", 1)[1]
@@ -110,17 +112,18 @@ def load_image(reference: str, base_dir: Path | None = None) -> Image:
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
-def checked_image_data_uri(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> str:
+def checked_image_data_uri(data: bytes, max_pixels: int | None = None) -> str:
     """``data`` as a data URI that any judge can read, after decoding it whole: its own bytes for a format in
     :data:`SENT_AS_IS`, else re-encoded as PNG.
 
     Raises:
         ImageError: not an image Pillow reads, a truncated or corrupt one, or more than ``max_pixels`` pixels
-            (checked from the header, before the pixels are decoded).
+            (default :data:`MAX_IMAGE_PIXELS`; checked from the header, before the pixels are decoded).
     """
     from PIL import Image as PILImage
     from PIL import UnidentifiedImageError
 
+    max_pixels = MAX_IMAGE_PIXELS if max_pixels is None else max_pixels
     try:
         with PILImage.open(io.BytesIO(data)) as image:
             width, height = image.size

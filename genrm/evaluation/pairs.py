@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
 
 from genrm.engine import Judge, ask, run_blocking
@@ -32,6 +33,10 @@ from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
 
 Condition = Literal["real", "shuffled", "blank"]
 CONDITIONS: tuple[Condition, ...] = get_args(Condition)
+
+
+#: Failure reasons kept per condition, the most frequent first.
+_REASONS = 5
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class ConditionFigures:
     accuracy: float | None
     a_rate: float | None
     consistency: float | None
+    failures: dict[str, int] = field(default_factory=dict)  # why judgements failed ("class: reason") -> how many
 
 
 def blank_image() -> str:
@@ -87,11 +93,13 @@ def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple
     """The figures of one condition from each pair's judgements (as given, swapped)."""
     choices: list[tuple[str, str | None]] = []  # (position chosen, labelled position)
     consistent = both = failed = 0
+    why: Counter[str] = Counter()
     for pair, (given, swapped) in zip(pairs, judged, strict=True):
         flipped = pair.swapped().label
         for judgement, label in ((given, pair.label), (swapped, flipped)):
             if judgement.preference is None:
                 failed += 1
+                why[f"{judgement.failure}: {judgement.reason}"[:300]] += 1
             else:
                 choices.append((judgement.preference, label))
         if given.preference is not None and swapped.preference is not None:
@@ -102,7 +110,7 @@ def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple
         condition, len(pairs), len(choices) + failed, failed,
         sum(c == label for c, label in labelled) / len(labelled) if labelled else None,
         sum(c == "A" for c, _ in choices) / len(choices) if choices else None,
-        consistent / both if both else None,
+        consistent / both if both else None, dict(why.most_common(_REASONS)),
     )  # fmt: skip
 
 
@@ -119,7 +127,20 @@ class PairReport:
         for f in self.conditions:
             rates = ["n/a" if v is None else f"{v:.3f}" for v in (f.accuracy, f.a_rate, f.consistency)]
             lines.append(f"| {f.condition} | {f.pairs} | {f.judgements} | {f.failed} | {' | '.join(rates)} |")
+        reasons = [f"- {f.condition}: {count} x {reason}" for f in self.conditions for reason, count in
+                   f.failures.items()]  # fmt: skip
+        if reasons:
+            lines += ["", "Why judgements failed (the most frequent reasons):", *reasons]
         return "\n".join(lines)
+
+    def judged(self) -> tuple[int, int]:
+        """(judgements read, judgements asked) over every condition."""
+        asked = sum(f.judgements for f in self.conditions)
+        return asked - sum(f.failed for f in self.conditions), asked
+
+    def first_failure(self) -> str | None:
+        """The most frequent reason a judgement failed under the first condition that has one."""
+        return next((next(iter(f.failures)) for f in self.conditions if f.failures), None)
 
     def to_json(self) -> str:
         """The figures as JSON."""
