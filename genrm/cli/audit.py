@@ -176,7 +176,7 @@ def _audit_responses(args: argparse.Namespace, path: str, stem: str, command: st
     except ValueError as exc:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
-    instances = read_model_lines(path, method.instance_model)
+    instances = read_model_lines(path, method.instance_model, command)
     if instances is None:
         return 2
     report, code = run_judged(command, args, path, lambda judge: run_response_audit(

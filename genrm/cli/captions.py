@@ -19,7 +19,7 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
     from genrm.methods import make_method
     from genrm.methods.balcap.models import BalCapInstance
 
-    instances = read_model_lines(args.captions, BalCapInstance)
+    instances = read_model_lines(args.captions, BalCapInstance, "captions bcapscore")
     if instances is None:
         return 2
     names = [n.strip() for n in args.names.split(",")] if args.names else None
@@ -38,7 +38,7 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
 def _cmd_arena(args: argparse.Namespace) -> int:
     from genrm.evaluation.caparena import ArenaCaptions, compare_files
 
-    files = [read_model_lines(path, ArenaCaptions) for path in (args.first, args.second)]
+    files = [read_model_lines(path, ArenaCaptions, "captions arena") for path in (args.first, args.second)]
     if files[0] is None or files[1] is None:
         return 2
     names = tuple(n.strip() for n in args.names.split(",")) if args.names else (args.first, args.second)

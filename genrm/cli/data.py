@@ -201,8 +201,9 @@ def write_report(directory: str, stem: str, markdown: str, json_text: str) -> No
     print(f"\nwrote {out / (stem + '.md')} and {out / (stem + '.json')}")
 
 
-def read_model_lines(path: str, model: Any) -> list[Any] | None:
-    """Every line of a JSONL file as ``model``; None (after saying which line and why) when one is invalid."""
+def read_model_lines(path: str, model: Any, command: str = "data") -> list[Any] | None:
+    """Every line of a JSONL file as ``model``; None (after saying which line and why, as ``genrm COMMAND``) when one
+    is invalid."""
     from pydantic import ValidationError
 
     items = []
@@ -215,7 +216,7 @@ def read_model_lines(path: str, model: Any) -> list[Any] | None:
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 where = ".".join(map(str, first["loc"])) or "line"
-                print(f"genrm data: {path} line {number}: {where}: {first['msg']}", file=sys.stderr)
+                print(f"genrm {command}: {path} line {number}: {where}: {first['msg']}", file=sys.stderr)
                 return None
     return items
 

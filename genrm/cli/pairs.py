@@ -19,7 +19,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.evaluation.pairs import evaluate_pairs
     from genrm.methods.pairwise.models import PairExample
 
-    pairs = read_model_lines(args.pairs, PairExample)
+    pairs = read_model_lines(args.pairs, PairExample, "pairs eval")
     if pairs is None:
         return 2
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
