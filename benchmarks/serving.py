@@ -20,11 +20,18 @@ token budget (``--model-max-tokens``, 128), so every answer has the same length,
 cannot be read and is asked for once more (the judge's default ``parse_retries``), in both figures alike. These
 figures measure the serving and decoding path, not a real judge's answers (``--no-model`` skips them).
 
-A mixed-load row runs the ``rule`` server under attack: ``--hostile`` expression checks that never finish (power
-towers, deep nesting, each string new, so no cache helps) kept in flight for ``--mixed-seconds``, while one client
+A mixed-load row runs the ``rule`` server under attack: ``--hostile`` hostile expression checks (sums of ten million
+exact terms that run to their deadline, and power towers and deep nesting that the worker refuses at once; each string
+new, so no cache helps) kept in flight for ``--mixed-seconds``, while one client
 sends cheap checks (text and box verifications, one at a time) and another sends correct expression checks (``k\\pi``
 against ``k\\pi``). It reports the cheap checks' p50 and p99, and how the correct expressions came back: right (1),
 busy (a 503: no worker was free within the server's budget; not scored), or wrong (any score but 1: must be 0).
+
+Hostile-group rows: one ``/v1/score`` request whose group holds ``--hostile-group`` (64) different hostile responses
+of one form, on a fresh ``rule`` server: the time to answer and the statuses. Image rows: claimdiff requests through a
+server whose judge (the scripted scene judge behind an OpenAI-compatible app on loopback) counts the calls and bytes it
+is sent, for images given as a data URI and as a path, and for requests the server must refuse (junk image bytes, a
+request over ``max_judge_bytes``, a local file, a loopback URL) with nothing sent (``--no-images`` skips them).
 
 Targets on this machine: overhead <= 2 ms p50 per response (zero-latency backend); >= 1,000 responses/s with the
 rule backend at G = 8; under the mixed load, cheap p99 <= 50 ms and every correct expression right (none busy, none
