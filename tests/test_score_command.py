@@ -120,3 +120,16 @@ def test_the_judge_in_one_spelling_names_the_same_judge(tmp_path):
     assert both.returncode == 2 and "names the judge already" in both.stderr
     malformed = _score(str(source), "-q", "--judge", "judge@ftp://host/v1")
     assert malformed.returncode == 2 and "http://" in malformed.stderr
+
+
+def test_the_progress_bar_of_a_file_has_a_total(tmp_path, capsys):
+    from genrm.engine import Judge
+    from genrm.methods import make_method
+    from genrm.methods.score_file import score_file
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(EXAMPLE_SET.read_text(encoding="utf-8").splitlines(keepends=True)[:3]) + "\n")
+    with source.open(encoding="utf-8") as lines, (tmp_path / "out.jsonl").open("w", encoding="utf-8") as sink:
+        summary = score_file(lines, sink, make_method("rubric"), Judge(), progress=True)
+    assert summary.lines == 3 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
+    assert "0/3" in capsys.readouterr().err  # a total from the start, so tqdm shows how far and an ETA

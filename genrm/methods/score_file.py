@@ -134,6 +134,20 @@ def score_lines(lines: Iterable[str], method: RewardMethod, judge: Judge) -> Ite
             yield score_line(text, number, method, judge)
 
 
+def _instances_in(source: IO[str]) -> int | None:
+    """The non-blank lines of ``source`` when it can be read twice (a file; None for a pipe), read back to where it
+    was: the progress bar's total, so that it shows an ETA."""
+    try:
+        if not source.seekable():
+            return None
+        where = source.tell()
+        count = sum(1 for line in source if line.strip())
+        source.seek(where)
+    except (OSError, ValueError):
+        return None
+    return count
+
+
 def score_file(
     source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True
 ) -> ScoreSummary:
@@ -144,7 +158,7 @@ def score_file(
     summary = ScoreSummary()
     start = time.perf_counter()
     with tqdm(desc=f"scoring ({method.name}, {judge.name})", unit=" instances", disable=not progress,
-              leave=False) as bar:  # fmt: skip
+              leave=False, total=_instances_in(source) if progress else None) as bar:  # fmt: skip
         for result in score_lines(source, method, judge):
             sink.write(result.model_dump_json() + "\n")
             summary.add(result, None if result.error is not None else method.tally(result))
