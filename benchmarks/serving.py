@@ -279,14 +279,15 @@ def _image_rows(core: int | None) -> list[tuple[str, int, int, int, int, float]]
         junk = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 7_000_000).decode()
         heavy = scene_png("park.png", 900, noise=True)  # about 2.4 MB
         large = "data:image/png;base64," + base64.b64encode(heavy).decode()
+        # request -> (image, times the two captions are repeated, groups); each group holds the image
         cases = {
-            "1 MB data URI, 8 captions": (inline, 4),
-            "1 MB by path, 8 captions": ("photo.png", 4),
-            "1 MB data URI, 64 captions": (inline, 32),
-            "7 MB junk data URI, 64 captions": (junk, 32),
-            "2.4 MB image, 4 groups x 64": (large, 32),
-            "/etc/passwd, 64 captions": ("/etc/passwd", 32),
-            "http://127.0.0.1/, 64 captions": (f"http://127.0.0.1:{judge_port}/v1/models", 32),
+            "1 MB data URI, 8 captions": (inline, 4, 1),
+            "1 MB by path, 8 captions": ("photo.png", 4, 1),
+            "1 MB data URI, 64 captions": (inline, 32, 1),
+            "7 MB junk data URI, 64 captions": (junk, 32, 1),
+            "2.4 MB image, 4 groups x 64": (large, 32, 4),
+            "/etc/passwd, 64 captions": ("/etc/passwd", 32, 1),
+            "http://127.0.0.1/, 64 captions": (f"http://127.0.0.1:{judge_port}/v1/models", 32, 1),
         }
         port = free_port()
         command = [sys.executable, "-m", "genrm", "serve", "--port", str(port), "--log-level", "warning",
@@ -296,8 +297,7 @@ def _image_rows(core: int | None) -> list[tuple[str, int, int, int, int, float]]
         rows = []
         try:
             with httpx.Client(base_url=url, timeout=600) as http:
-                for name, (image, times) in cases.items():
-                    count = 4 if "4 groups" in name else 1
+                for name, (image, times, count) in cases.items():
                     groups = [{"id": f"g{n}", "image": image, "reference": reference, "responses": captions * times}
                               for n in range(count)]  # fmt: skip
                     before = dict(received)

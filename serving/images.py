@@ -148,7 +148,13 @@ def _fetch(url: str, policy: ImagePolicy) -> bytes:
         raise ImageRefused(f"image URL could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-def _read_file(reference: str, policy: ImagePolicy) -> tuple[bytes, tuple[object, ...]]:
+def _refused(exc: ImageError) -> ImageRefused:
+    """``exc`` as the server's refusal: 413 over a limit, else 422."""
+    return ImageRefused(str(exc), 413 if isinstance(exc, ImageTooLarge) else 422)
+
+
+def _file(reference: str, policy: ImagePolicy) -> tuple[Path, tuple[object, ...]]:
+    """The file ``reference`` names in the image folder and what it is remembered by (path, mtime, size)."""
     if policy.image_dir is None:
         raise ImageRefused("this server reads no image files: send the image as a data URI "
                            "(data:image/png;base64,...), or start the server with an image_dir")  # fmt: skip
@@ -156,15 +162,19 @@ def _read_file(reference: str, policy: ImagePolicy) -> tuple[bytes, tuple[object
         path = inside_folder(reference, policy.image_dir)
         stat = path.stat()
     except ImageError as exc:
-        raise ImageRefused(str(exc)) from None
+        raise _refused(exc) from None
     except OSError:
         raise ImageRefused(f"image file {reference[:200]!r} does not exist in the image folder") from None
     if not path.is_file():
         raise ImageRefused(f"image {reference[:200]!r} is not a file")
     if stat.st_size > policy.max_bytes:
         raise ImageRefused(f"image file {reference[:200]!r} is larger than {policy.max_bytes} bytes", 413)
+    return path, (str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _read(reference: str, path: Path) -> bytes:
     try:
-        return path.read_bytes(), (str(path), stat.st_mtime_ns, stat.st_size)
+        return path.read_bytes()
     except OSError as exc:
         raise ImageRefused(f"image file {reference[:200]!r} cannot be read: {exc.strerror}") from None
 
@@ -199,10 +209,8 @@ class ImageResolver:
     def _checked(self, data: bytes) -> str:
         try:
             return checked_image_data_uri(data, self.policy.max_pixels)
-        except ImageTooLarge as exc:
-            raise ImageRefused(str(exc), 413) from None
         except ImageError as exc:
-            raise ImageRefused(str(exc)) from None
+            raise _refused(exc) from None
 
     def resolve(self, reference: str) -> str:
         """The checked data URI of the image ``reference`` names (blocking: it may read a file or fetch a URL).
@@ -211,25 +219,23 @@ class ImageResolver:
             ImageRefused: a reference the policy does not allow, or what it names is not a readable image within the
                 limits.
         """
-        policy = self.policy
+        policy, path = self.policy, None
         if is_data_uri(reference):
             key: tuple[object, ...] = ("data", hashlib.sha256(reference.encode("utf-8", "surrogatepass")).digest())
-            found = self._remembered(key)
-            if found is not None:
-                return found
-            try:
-                data = decode_data_uri(reference, policy.max_bytes)
-            except ImageTooLarge as exc:
-                raise ImageRefused(str(exc), 413) from None
-            except ImageError as exc:
-                raise ImageRefused(str(exc)) from None
         elif is_url(reference):
             return self._checked(_fetch(reference, policy))
         else:
-            data, key = _read_file(reference, policy)
-            found = self._remembered(key)
-            if found is not None:
-                return found
+            path, key = _file(reference, policy)
+        found = self._remembered(key)  # before any byte of a file is read or a data URI decoded
+        if found is not None:
+            return found
+        if path is not None:
+            data = _read(reference, path)
+        else:
+            try:
+                data = decode_data_uri(reference, policy.max_bytes)
+            except ImageError as exc:
+                raise _refused(exc) from None
         uri = self._checked(data)
         self._remember(key, uri)
         return uri

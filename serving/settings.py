@@ -147,10 +147,12 @@ class ServerSettings(BaseSettings):
         description="fetch image URLs from an allowed host that resolves to a private, loopback, link-local or "
         "reserved address (refused by default)",
     )
-    image_fetch_timeout_s: float = Field(10.0, gt=0.0, le=300.0, description="time limit of one image URL fetch, s")
-    max_image_bytes: int = Field(10_000_000, gt=0, le=2**30, description="largest image, encoded, bytes")
+    image_fetch_timeout_s: float = Field(
+        ImagePolicy.fetch_timeout_s, gt=0.0, le=300.0, description="time limit of one image URL fetch, s"
+    )
+    max_image_bytes: int = Field(ImagePolicy.max_bytes, gt=0, le=2**30, description="largest image, encoded, bytes")
     max_image_pixels: int = Field(
-        8192 * 8192, gt=0, le=2**30, description="largest image, width x height, checked before it is decoded"
+        ImagePolicy.max_pixels, gt=0, le=2**30, description="largest image, width x height, checked before decoding"
     )
     max_judge_calls: int = Field(
         16_384, gt=0,

@@ -128,9 +128,9 @@ class ServerState:
     async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any]) -> None:
         """Refuse (413) a request whose groups would ask the judge more calls or bytes than the settings allow
         (:mod:`serving.judge_cost`); nothing of it has been sent."""
-        settings, total = self.settings, JudgeCost()
         if self.judge.engine is None:
             return
+        settings, total = self.settings, JudgeCost()
         for group in prepared:
             total.add(await planned_cost(self.method, group, self.judge))
         if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:

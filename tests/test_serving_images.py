@@ -245,12 +245,18 @@ def test_a_checked_image_keeps_its_bytes_in_a_common_format_and_is_re_encoded_ot
         checked_image_data_uri(png[: len(png) // 2])
 
 
-def test_a_remembered_image_is_read_once_and_the_memory_stays_within_its_bytes(tmp_path):
+def test_a_remembered_image_is_read_once_and_the_memory_stays_within_its_bytes(tmp_path, monkeypatch):
+    from pathlib import Path
+
     from serving.images import ImagePolicy, ImageResolver
 
     (tmp_path / "a.png").write_bytes(scene_png("a"))
     resolver = ImageResolver(ImagePolicy(image_dir=tmp_path), cache_bytes=300)
     first = resolver.resolve("a.png")
+    reads = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda path: reads.append(path) or read_bytes(path))
+    assert resolver.resolve("a.png") == first and reads == []  # the same file, unchanged: not read again
     (tmp_path / "a.png").write_bytes(scene_png("b", side=5))  # a changed file is read again
     assert resolver.resolve("a.png") != first
     uri = _data_uri(scene_png("c"))

@@ -18,8 +18,8 @@ the G responses of a group share theirs. Its address space is capped with ``RLIM
 in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
 deadline, which is why its own (signal-based) timeouts are turned off. LaTeX is parsed in ANTLR's two stages
 (``verifiers._latex_parsing``), and a wrong answer is told apart by one exact evaluation before sympy's ``simplify``
-(``verifiers._quick_inequality``). An exact power too large to compute is refused before sympy starts it
-(``verifiers._power_guard``), with the ``timeout`` the deadline would have given.
+(``verifiers._quick_inequality``). An exact power, factorial or binomial coefficient too large to compute is refused
+before sympy starts it (``verifiers._power_guard``), with the ``timeout`` the deadline would have given.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 from verifiers._power_guard import PowerTooLarge
+from verifiers.text import bracket_depths
 
 _TARGET_CACHE_SIZE = 256
 # Deepest bracket nesting read. ANTLR's prediction slows with depth (about 1.4 s at 50 levels, 6 s at 400), so a
 # text nested deeper runs out of any usual deadline anyway; it is refused before the parser starts. No answer a
 # person writes comes near it (a ten-level continued fraction is 20 deep).
 MAX_NESTING = 100
-_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 _WARM_UP = (
     ("\\frac{1}{2}", "0.5"),
@@ -155,14 +155,7 @@ class Checker:
 
 def nesting(text: str) -> int:
     """The deepest nesting of brackets (``(``, ``[`` and ``{`` together) in ``text``."""
-    depth = deepest = 0
-    for char in text:
-        if char in _OPEN:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in _CLOSE:
-            depth = max(0, depth - 1)
-    return deepest
+    return max(bracket_depths(text), default=0)
 
 
 def _with_imaginary_unit(items: list[Any]) -> list[Any] | None:

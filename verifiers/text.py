@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -109,6 +109,21 @@ def normalize_text(text: str, options: TextOptions = TextOptions()) -> str:
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def bracket_depths(text: str) -> Iterator[int]:
+    """The bracket depth at each character of ``text``: ``(``, ``[`` and ``{`` counted together, an opening bracket
+    already inside its own level, a closing one still inside it; a stray closing bracket never takes it below 0."""
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            yield depth
+        elif char in ")]}":
+            yield depth
+            depth = max(0, depth - 1)
+        else:
+            yield depth
 
 
 def has_lone_surrogates(text: str) -> bool:

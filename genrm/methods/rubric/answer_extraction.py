@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verifiers import get_spec
+from verifiers.text import bracket_depths
 
 SpanSource = Literal["boxed", "final_answer", "answer", "short_response"]
 
@@ -152,13 +153,9 @@ def clean_text(span: str) -> str:
 def _last_top_level_equals(text: str) -> int | None:
     """Where the last ``=`` outside every bracket is (``x = 5``: 2), or None: an ``=`` in a subscript or a set
     (``\\sum_{n=1}^{10} n``, ``\\{x : x = 1\\}``) belongs to the expression, not to an equation that states it."""
-    depth, found = 0, None
-    for index, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif char == "=" and depth == 0:
+    found = None
+    for index, (char, depth) in enumerate(zip(text, bracket_depths(text), strict=True)):
+        if char == "=" and depth == 0:
             found = index
     return found
 
