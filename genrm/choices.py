@@ -19,9 +19,14 @@ ScoringFormat = Literal["compact", "rlr3"]
 SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
 DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 
-JudgeBackend = Literal["rule", "transformers", "openai", "sglang"]
-"""Where judgements come from: fixed rules, a checkpoint in process, or an OpenAI-compatible or SGLang endpoint."""
+JudgeBackend = Literal["rule", "scripted", "transformers", "openai", "sglang"]
+"""Where judgements come from: fixed rules, the reward method's scripted judge (no model, for trying a method
+offline), a checkpoint in process, or an OpenAI-compatible or SGLang endpoint."""
 JUDGE_BACKENDS: tuple[JudgeBackend, ...] = get_args(JudgeBackend)
+
+ImageCondition = Literal["real", "shuffled", "blank"]
+"""What a pairwise judge is shown as the prompt's image in evaluation: the real one, another pair's, or a blank one."""
+IMAGE_CONDITIONS: tuple[ImageCondition, ...] = get_args(ImageCondition)
 
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""

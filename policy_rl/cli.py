@@ -12,6 +12,8 @@ import logging
 import sys
 from typing import Any
 
+from genrm.cli.paths import input_file, output_dir
+
 
 def rl_parser() -> Any:
     """The ``trl.TrlParser`` of ``genrm rl``: recipe keys and ``--flags`` of ``PolicyRLArguments``, ``GRPOConfig``
@@ -44,11 +46,11 @@ def _cmd_policy_data(args: argparse.Namespace) -> int:
     from policy_rl.data import write_policy_data
 
     try:
-        written = write_policy_data(args.instances, args.out, args.system_prompt)
+        written = write_policy_data(args.instances, args.output, args.system_prompt)
     except (ValueError, OSError) as exc:
         print(f"genrm policy-data: error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {written} prompts to {args.out}/train.jsonl (load it with --dataset_name {args.out})")
+    print(f"wrote {written} prompts to {args.output}/train.jsonl (load it with --dataset_name {args.output})")
     return 0
 
 
@@ -59,8 +61,10 @@ def register(sub: Any) -> None:
         description="Write one prompt row per instance (prompt messages and the genrm_instance column the rubric "
         "reward reads) to OUT/train.jsonl, a folder that datasets.load_dataset and trl grpo --dataset_name read.",
     )  # fmt: skip
-    data.add_argument("instances", help="instance JSONL (responses are ignored)")
-    data.add_argument("--out", required=True, help="dataset folder to write")
+    data.add_argument("instances", metavar="INSTANCES.jsonl", type=input_file,
+                      help="instance JSONL (responses are ignored)")  # fmt: skip
+    data.add_argument("-o", "--output", "--out", required=True, metavar="DIR", type=output_dir,
+                      help="dataset folder to write (--out: an older spelling)")  # fmt: skip
     data.add_argument("--system-prompt", help="a system message put before every prompt")
     data.set_defaults(handler=_cmd_policy_data)
     rl = sub.add_parser(

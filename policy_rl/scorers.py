@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from genrm.choices import Device
 from genrm.engine.judge import Judge
-from genrm.methods import MethodInputError, RewardMethod, check_judge, score_instance
+from genrm.methods import MethodInputError, RewardMethod, method_judge, score_instance
 from genrm.methods.base import GroupResult, failed_result
 from genrm.methods.rubric.method import RubricMethod
 from genrm.methods.rubric.scoring import InstanceResult
@@ -82,7 +82,7 @@ def make_scorer(
     form, a checkpoint that cannot be loaded, or a judge that cannot judge for the method (``rule`` for a method
     without a fixed-rule reader).
     """
-    from genrm.engine import EngineOptions, JudgeSpec, make_judge
+    from genrm.engine import EngineOptions, JudgeSpec
     from genrm.engine.spec import SPEC_FORMS
 
     method = method or RubricMethod()
@@ -92,6 +92,5 @@ def make_scorer(
         parsed = JudgeSpec.parse(spec)
     except ValueError:
         raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
-    judge = make_judge(parsed, EngineOptions(api_key=api_key, device=device))
-    check_judge(method, judge)
+    judge = method_judge(method, parsed, EngineOptions(api_key=api_key, device=device))
     return JudgeScorer(judge, method)

@@ -35,8 +35,8 @@ import anyio
 from fastapi import FastAPI
 
 from genrm import __version__
-from genrm.engine.judge import Judge, make_judge
-from genrm.methods import RewardMethod, check_judge, make_method
+from genrm.engine.judge import Judge
+from genrm.methods import RewardMethod, check_judge, make_method, method_judge
 from genrm.methods.base import AnswersJudgePayloads
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
@@ -57,10 +57,12 @@ __all__ = ["create_app", "make_backend", "make_server_method"]
 logger = logging.getLogger("genrm.serving")
 
 
-def make_backend(settings: ServerSettings) -> Judge:
-    """The judge ``settings`` name (:func:`genrm.engine.make_judge`); raises ValueError when it cannot serve the
-    configured exposure (a text-only checkpoint under ``vlm``)."""
-    judge = make_judge(settings.judge_spec(), settings.engine_options(), parse_retries=1)
+def make_backend(settings: ServerSettings, method: RewardMethod | None = None) -> Judge:
+    """The judge ``settings`` name (:func:`genrm.methods.method_judge`; ``scripted`` is ``method``'s scripted judge,
+    the method the settings name by default); raises ValueError when it cannot judge for the method, or cannot serve
+    the configured exposure (a text-only checkpoint under ``vlm``)."""
+    method = method or make_server_method(settings)
+    judge = method_judge(method, settings.judge_spec(), settings.engine_options(), parse_retries=1)
     if settings.exposure == "vlm" and not judge.sees_images:
         raise ValueError(
             f"{judge.model} is a text-only judge (no image processor), but the vlm exposure shows it images: "
@@ -89,7 +91,7 @@ def create_app(
     """
     settings = settings or ServerSettings()
     method = method or make_server_method(settings)
-    judge = backend or make_backend(settings)
+    judge = backend or make_backend(settings, method)
     check_judge(method, judge)
     metrics = ServerMetrics()
     if judge.engine is not None:

@@ -179,7 +179,7 @@ class ServerSettings(BaseSettings):
         self.backend = spec.backend
         if spec.backend == "transformers":
             self.model_path = spec.model
-        elif spec.needs_engine:
+        elif spec.takes_model:
             self.judge_model, self.judge_urls = spec.model, list(spec.urls)
         return self
 
@@ -194,7 +194,7 @@ class ServerSettings(BaseSettings):
             if not self.model_path:
                 raise ValueError("the transformers backend needs a model_path")
             self.judge_model = self.judge_model or self.model_path
-        elif self.backend != "rule" and not (self.judge_urls and self.judge_model):
+        elif self.backend not in ("rule", "scripted") and not (self.judge_urls and self.judge_model):
             raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
         return self
 
@@ -216,8 +216,8 @@ class ServerSettings(BaseSettings):
         """The judge these settings name."""
         if self.backend == "transformers":
             return JudgeSpec("transformers", self.model_path)
-        if self.backend == "rule":
-            return JudgeSpec()
+        if self.backend in ("rule", "scripted"):
+            return JudgeSpec(self.backend)
         return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
 
     def method_config(self) -> MethodConfig:

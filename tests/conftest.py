@@ -61,9 +61,6 @@ def tiny_vlm_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def scene_dir(tmp_path: Path) -> Path:
     """A server's image folder holding the scripted scene judges' images (``park.png``, ``kitchen.png``, ...): the
     server reads them and sends the judge their bytes, from which the scene judges read the scene's name."""
-    from genrm.methods.balcap.scene_judge import SCENES as BALCAP
-    from genrm.methods.claimdiff.scene_judge import SCENES as CLAIMDIFF
-    from genrm.methods.rubicap.scene_judge import SCENES as RUBICAP
-    from genrm.methods.scene_images import write_scene_images
+    from genrm.methods.scene_images import SCENES, write_scene_images
 
-    return write_scene_images(tmp_path / "scene-images", {*BALCAP, *CLAIMDIFF, *RUBICAP})
+    return write_scene_images(tmp_path / "scene-images", SCENES)

@@ -85,11 +85,11 @@ def test_a_missing_checkpoint_path_is_named_and_never_sent_to_the_hub(spec, word
 
 
 def test_eval_names_a_missing_checkpoint_and_refuses_a_model_without_a_backend():
-    missing = _genrm("eval", "--data", "datasets/judge_synth/test.jsonl", "--backend", "transformers",
+    missing = _genrm("eval", "datasets/judge_synth/test.jsonl", "--backend", "transformers",
                      "--model", "datasets/no-such-run")  # fmt: skip
     assert missing.returncode == 2 and "'datasets/no-such-run' does not exist" in missing.stderr
     assert "Traceback" not in missing.stderr
-    bare = _genrm("eval", "--data", "datasets/judge_synth/test.jsonl", "--model", "datasets/no-such-run")
+    bare = _genrm("eval", "datasets/judge_synth/test.jsonl", "--model", "datasets/no-such-run")
     assert bare.returncode == 2 and "add --backend" in bare.stderr
 
 
@@ -97,7 +97,8 @@ def test_checkpoint_paths_and_hub_ids():
     from genrm.engine.spec import checkpoint_path
 
     assert checkpoint_path("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"  # a hub id is left to the hub
-    assert checkpoint_path("datasets") == "datasets"  # a folder that exists
+    with pytest.raises(FileNotFoundError, match="holds no saved model"):
+        checkpoint_path("datasets")  # a folder that exists, but holds no model
     for path in ("/no/such/model", "./model", "~/no-such-model", "a/b/c", "datasets/no-such-run", "no-such-folder/"):
         with pytest.raises(FileNotFoundError, match="does not exist"):
             checkpoint_path(path)
@@ -109,7 +110,7 @@ def test_checkpoint_paths_and_hub_ids():
     "args, words",
     [
         (["audit", "run", "datasets/audit/synth_test.jsonl", "-o", "README.md"], "is a file, not a folder"),
-        (["eval", "--data", "datasets/judge_synth/test.jsonl", "--json", "README.md/x.json"], "is a file, so nothing"),
+        (["eval", "datasets/judge_synth/test.jsonl", "--json", "README.md/x.json"], "is a file, so nothing"),
         (["score", "datasets/examples/reward_core.jsonl", "-o", "datasets"], "is a folder; give a file name"),
         (["data", "sft", "datasets/judge_synth/test.jsonl", "-o", "README.md/sft.jsonl"], "is a file, so nothing"),
         (["tiny-model", "README.md"], "is a file, not a folder"),
@@ -125,7 +126,9 @@ def test_outputs_are_checked_before_any_work(args, words):
     "args",
     [
         ["data", "sft", "no-such.jsonl", "-o", "out.jsonl"],
+        ["eval", "no-such.jsonl"],
         ["eval", "--data", "no-such.jsonl"],
+        ["policy-data", "no-such.jsonl", "-o", "out"],
         ["audit", "run", "no-such.jsonl", "-o", "out"],
         ["score", "no-such.jsonl"],
         ["pairs", "eval", "no-such.jsonl"],
@@ -169,3 +172,64 @@ def test_serve_on_a_port_in_use_says_so_before_starting():
         done = _genrm("serve", "--port", str(port))
     assert done.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and "startup complete" not in done.stderr
+
+
+def test_one_convention_and_the_older_spellings_kept(tmp_path):
+    """Inputs positional, outputs -o, lists space- or comma-separated; eval --data and policy-data --out still
+    work."""
+    positional = _genrm("eval", "datasets/judge_synth/test.jsonl", "--limit", "3", "-q", "--json", str(tmp_path / "a"))
+    older = _genrm("eval", "--data", "datasets/judge_synth/test.jsonl", "--limit", "3", "-q", "--json",
+                   str(tmp_path / "b"))  # fmt: skip
+    assert positional.returncode == older.returncode == 0, positional.stderr + older.stderr
+    assert json.loads((tmp_path / "a").read_text()) == json.loads((tmp_path / "b").read_text())
+    both = _genrm("eval", "datasets/judge_synth/test.jsonl", "--data", "datasets/judge_synth/test.jsonl")
+    neither = _genrm("eval")
+    for done in (both, neither):
+        assert done.returncode == 2 and "give the examples file once" in done.stderr and "Traceback" not in done.stderr
+
+    for flag in ("-o", "--out"):
+        made = _genrm("policy-data", "datasets/examples/reward_core.jsonl", flag, str(tmp_path / flag))
+        assert made.returncode == 0, made.stderr
+    assert (tmp_path / "-o" / "train.jsonl").read_bytes() == (tmp_path / "--out" / "train.jsonl").read_bytes()
+
+    pairs = "datasets/examples/pairs/pairs.jsonl"
+    spaced = _genrm("pairs", "eval", pairs, "--judge", "scripted", "--conditions", "real", "blank")
+    commas = _genrm("pairs", "eval", pairs, "--judge", "scripted", "--conditions", "real,blank")
+    assert spaced.returncode == commas.returncode == 0 and spaced.stdout == commas.stdout
+    assert "| blank |" in spaced.stdout and "| real |" in spaced.stdout
+    wrong = _genrm("pairs", "eval", pairs, "--judge", "scripted", "--conditions", "real,dark")
+    assert wrong.returncode == 2 and "invalid choice: 'dark'" in wrong.stderr
+
+    listed = [_genrm("verifiers", "--only", *names, "--json") for names in (["expr_verify", "time_verify"],
+                                                                          ["expr_verify,time_verify"])]  # fmt: skip
+    assert listed[0].returncode == 0 and listed[0].stdout == listed[1].stdout
+    assert len(json.loads(listed[0].stdout)) == 2
+
+
+def test_a_folder_without_a_saved_model_names_its_last_checkpoint(tmp_path):
+    from genrm.engine.spec import checkpoint_path
+    from genrm.training.common import resume_point
+
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no saved model .*train it to the end first"):
+        checkpoint_path(run)
+    with pytest.raises(ValueError, match="holds no checkpoint-N folder"):
+        resume_point("last", str(run))
+    for step in (5, 20, 100):
+        (run / f"checkpoint-{step}").mkdir()
+        (run / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (run / "checkpoint-x").mkdir()
+    with pytest.raises(FileNotFoundError, match="its last checkpoint is .*checkpoint-100"):
+        checkpoint_path(run)
+    assert resume_point("last", str(run)) == resume_point("true", str(run)) == str(run / "checkpoint-100")
+    assert resume_point(str(run / "checkpoint-20"), str(run)) == str(run / "checkpoint-20")
+    assert resume_point(None, str(run)) is None and resume_point("false", str(run)) is None
+    with pytest.raises(ValueError, match="not a checkpoint folder"):
+        resume_point(str(run / "checkpoint-x"), str(run))
+    (run / "config.json").write_text("{}")
+    assert checkpoint_path(run) == str(run)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    assert checkpoint_path(adapter) == str(adapter)

@@ -68,7 +68,7 @@ def test_trl_grpo_command_line_trains_with_the_rubric_reward(tmp_path):
     instances.write_text("\n".join(lines) + "\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GENRM_JUDGE": "rule"}
     data = tmp_path / "policy-data"
-    made = subprocess.run([sys.executable, "-m", "genrm", "policy-data", str(instances), "--out", str(data)],
+    made = subprocess.run([sys.executable, "-m", "genrm", "policy-data", str(instances), "-o", str(data)],
                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert made.returncode == 0, made.stderr[-2000:]
     policy = save_tiny_policy(tmp_path / "policy", [json.loads(line)["prompt"] for line in lines])

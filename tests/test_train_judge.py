@@ -82,6 +82,39 @@ def test_lora_sft_saves_a_merged_judge_and_its_adapter(tmp_path, tiny_judge_dir)
     assert not (out / "training_curves.png").exists()
 
 
+def test_a_run_stopped_midway_keeps_its_checkpoint_says_so_and_resumes(tmp_path, tiny_judge_dir, monkeypatch, capsys):
+    import trl
+
+    out = tmp_path / "sft"
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
+            "--output_dir", str(out), "--max_steps", "4", "--save_steps", "2", "--max_examples", "16",
+            "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+    step = trl.SFTTrainer.training_step
+
+    def stopped_at_step_3(self, *a, **k):
+        if self.state.global_step == 2:
+            raise KeyboardInterrupt  # Ctrl-C during step 3, after the checkpoint of step 2
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(trl.SFTTrainer, "training_step", stopped_at_step_3)
+    assert main(args) == 130
+    monkeypatch.undo()
+    assert (out / "checkpoint-2" / "config.json").is_file() and not (out / "config.json").exists()
+    capsys.readouterr()
+
+    # the next job names what is wrong and what to do, not a tokenizer error
+    rlvr = ["train", "rlvr", "--config", "recipes/rlvr_tiny_cpu.yaml", "--model_name_or_path", str(out),
+            "--output_dir", str(tmp_path / "rlvr")]  # fmt: skip
+    assert main(rlvr) == 2
+    err = capsys.readouterr().err
+    assert "holds no saved model" in err and str(out / "checkpoint-2") in err and "Traceback" not in err
+
+    assert main([*args, "--resume_from_checkpoint", "last"]) == 0
+    logged = [e["step"] for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    assert logged == [1, 2, 3, 4]  # steps 1-2 from the checkpoint's history, 3-4 run now
+    assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
+
+
 def test_rlvr_raises_the_format_reward_of_the_sft_judge(sft_run, tmp_path):
     # GRPO on two prompts for 30 steps: small enough for CPU, enough samples per prompt for the reward to move.
     # The run is seeded and repeats itself exactly on one machine; another CPU's arithmetic gives other samples, so

@@ -19,6 +19,7 @@ from typing import Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
 from genrm.cli.data import answer_format_option, judge_backend_options, judge_from_args
+from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir, output_file
 
 
@@ -273,7 +274,8 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method audited (default: {DEFAULT_METHOD})")
     judge_backend_options(run)
-    run.add_argument("--settings", nargs="+", choices=list(SETTINGS), help="the rubric method's settings (all)")
+    run.add_argument("--settings", action=ListValues, choices=list(SETTINGS), metavar="SETTING",
+                     help=f"the rubric method's settings: {', '.join(SETTINGS)} (all)")  # fmt: skip
     answer_format_option(run, default=None)
     run.add_argument("--fp-margin", type=float, default=0.25,
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip

@@ -1,7 +1,7 @@
 """``genrm captions``: evaluating caption files with a judge.
 
-genrm captions bcapscore CAPTIONS.jsonl --judge SPEC [-o DIR] [--names A,B] [--method-options JSON]
-genrm captions arena A.jsonl B.jsonl --judge SPEC [-o DIR] [--names A,B] [--seed 0]
+genrm captions bcapscore CAPTIONS.jsonl --judge SPEC [-o DIR] [--names A B] [--method-options JSON]
+genrm captions arena A.jsonl B.jsonl --judge SPEC [-o DIR] [--names A B] [--seed 0]
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import sys
 from typing import Any
 
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
+from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
+from genrm.cli.settings import json_object
 
 
 def _cmd_bcapscore(args: argparse.Namespace) -> int:
@@ -22,7 +24,7 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
     instances = read_model_lines(args.captions, BalCapInstance, "captions bcapscore")
     if instances is None:
         return 2
-    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    names = args.names
     report, code = run_judged("captions bcapscore", args, args.captions, lambda judge: score_captions(
         instances, judge, args.method_options, names, progress=not args.quiet), make_method("balcap"))  # fmt: skip
     if code:
@@ -37,16 +39,19 @@ def _cmd_bcapscore(args: argparse.Namespace) -> int:
 
 def _cmd_arena(args: argparse.Namespace) -> int:
     from genrm.evaluation.caparena import ArenaCaptions, compare_files
+    from genrm.methods import make_method
 
     files = [read_model_lines(path, ArenaCaptions, "captions arena") for path in (args.first, args.second)]
     if files[0] is None or files[1] is None:
         return 2
-    names = tuple(n.strip() for n in args.names.split(",")) if args.names else (args.first, args.second)
+    names = tuple(args.names) if args.names else (args.first, args.second)
     if len(names) != 2:
-        print("genrm captions arena: error: --names takes two names, A,B", file=sys.stderr)
+        print("genrm captions arena: error: --names takes two names (A B)", file=sys.stderr)
         return 2
+    # CapArena's pairwise question is asked by the rubicap method's judge (its scripted judge answers it too)
     report, code = run_judged("captions arena", args, args.first,
-                              lambda judge: compare_files(files[0], files[1], judge, names, args.seed))  # fmt: skip
+                              lambda judge: compare_files(files[0], files[1], judge, names, args.seed),
+                              make_method("rubicap"))  # fmt: skip
     if code:
         return code
     print(report.markdown())
@@ -61,7 +66,6 @@ def _cmd_arena(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``captions`` (with its own subcommands) to the ``genrm`` command."""
-    from genrm.cli.settings import json_object
 
     captions = sub.add_parser("captions", help="evaluate caption files with a judge (b-CapScore, CapArena)")
     captions_sub = captions.add_subparsers(dest="captions_command", required=True, metavar="CAPTIONS_COMMAND")
@@ -78,7 +82,8 @@ def register(sub: Any) -> None:
     bcap.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write bcapscore.md and bcapscore.json there"
     )
-    bcap.add_argument("--names", metavar="A,B,...", help="a name per caption position (the systems compared)")
+    bcap.add_argument("--names", action=ListValues, metavar="NAME",
+                      help="a name per caption position (the systems compared)")  # fmt: skip
     bcap.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
                       help="balcap options over the metric's own (prompt eval, length_rule none)")  # fmt: skip
     judge_backend_options(bcap)
@@ -97,7 +102,7 @@ def register(sub: Any) -> None:
     arena.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write arena.md and arena.json there"
     )
-    arena.add_argument("--names", metavar="A,B", help="the two files' names in the report")
+    arena.add_argument("--names", action=ListValues, metavar="NAME", help="the two files' names in the report (A B)")
     arena.add_argument("--seed", type=int, default=0, help="the positions' random order (default: 0)")
     judge_backend_options(arena)
     arena.set_defaults(handler=_cmd_arena)

@@ -5,7 +5,7 @@ genrm data sft datasets/judge_synth/train.jsonl -o runs/sft.jsonl [--exposure mi
 genrm data rlvr datasets/judge_synth/train.jsonl -o runs/rlvr.jsonl
 genrm data rubrics TASKS.jsonl -o INSTANCES.jsonl --teacher MODEL@URL [--teacher ...] [--aggregator MODEL@URL]
 genrm data labels INSTANCES.jsonl -o DIR --teacher MODEL@URL --teacher ... [--min-teachers N]
-genrm eval --data datasets/judge_synth/test.jsonl [--judge SPEC | --backend rule|transformers|openai|sglang ...]
+genrm eval datasets/judge_synth/test.jsonl [--judge SPEC | --backend rule|transformers|openai|sglang ...]
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
             raise ValueError("--judge names the judge already; drop --backend, --model and --url")
         return JudgeSpec.parse(args.judge)
     backend = args.backend or "rule"
-    if backend == "rule":
+    if backend in ("rule", "scripted"):
         if args.model or args.url:
             raise ValueError("--model and --url name a model judge: add --backend (transformers, openai or sglang), "
-                             "or give --judge SPEC; the rule judge takes neither")  # fmt: skip
-        return JudgeSpec()
+                             f"or give --judge SPEC; the {backend} judge takes neither")  # fmt: skip
+        return JudgeSpec(backend)
     if not args.model:
         raise ValueError(f"--backend {backend} needs --model (a checkpoint path, or the served model's name)")
     if backend == "transformers":
@@ -100,29 +100,40 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     return JudgeSpec(backend, args.model, tuple(args.url))
 
 
-def judge_from_args(args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0) -> Judge:
-    """The judge the options of :func:`judge_backend_options` name; ValueError says what is missing.
+def judge_from_args(
+    args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0, method: Any = None
+) -> Judge:
+    """The judge the options of :func:`judge_backend_options` name (checked against ``method`` when given, which
+    makes ``scripted`` the method's scripted judge); ValueError says what is missing or cannot judge.
 
     ``parse_retries``: how often a model judge is asked again for an answer it could not read (0 for evaluation, so
-    the tables measure a judge's first answers). A vision-language checkpoint run in process reads image paths
-    relative to ``data_file``'s folder.
+    the tables measure a judge's first answers). A judge run in process reads image paths relative to
+    ``data_file``'s folder.
     """
     import os
 
     from genrm.engine import EngineOptions, SamplingSettings, make_judge
+    from genrm.methods import method_judge
 
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     options = EngineOptions(
         SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
         device=args.device, image_dir=str(Path(data_file).parent) if data_file else None,
     )  # fmt: skip
-    return make_judge(judge_spec_from_args(args), options, parse_retries)
+    spec = judge_spec_from_args(args)
+    if method is not None:
+        return method_judge(method, spec, options, parse_retries)
+    return make_judge(spec, options, parse_retries)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.evaluation.reliability import evaluate
     from genrm.methods.rubric.judges import rubric_judge
 
+    if (args.data is None) == (args.data_option is None):
+        print("genrm eval: error: give the examples file once: genrm eval EXAMPLES.jsonl", file=sys.stderr)
+        return 2
+    args.data = args.data or args.data_option
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
@@ -161,12 +172,9 @@ def run_judged(
     is refused (a ValueError), 1 when the judge cannot be reached at all. ``command`` names the command in messages.
     """
     from genrm.engine import BackendUnavailable, run_blocking
-    from genrm.methods import check_judge
 
     try:
-        judge = judge_from_args(args, data_file)
-        if method is not None:
-            check_judge(method, judge)
+        judge = judge_from_args(args, data_file, method=method)
     except ValueError as exc:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return None, 2
@@ -490,7 +498,9 @@ def register(sub: Any) -> None:
         description="Judge every labelled example and print the reliability table: schema, criterion slots, "
         "execution, arguments (judged by the verifier), credit, criterion-level and sample-level accuracy.",
     )  # fmt: skip
-    evaluation.add_argument("--data", required=True, metavar="EXAMPLES.jsonl", type=input_file)
+    evaluation.add_argument("data", nargs="?", metavar="EXAMPLES.jsonl", type=input_file, help="labelled examples")
+    evaluation.add_argument("--data", dest="data_option", metavar="EXAMPLES.jsonl", type=input_file,
+                            help="the same (an older spelling)")  # fmt: skip
     judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     answer_format_option(evaluation)

@@ -8,7 +8,7 @@
     genrm score INPUT.jsonl -o rewards.jsonl --backend sglang --url http://127.0.0.1:30000/v1 --model NAME
     genrm tiny-model runs/tiny-judge
     genrm data synthetic -o datasets/judge_synth;  genrm data sft|rlvr EXAMPLES.jsonl -o OUT.jsonl
-    genrm eval --data datasets/judge_synth/test.jsonl [--backend transformers --model PATH]
+    genrm eval datasets/judge_synth/test.jsonl [--backend transformers --model PATH]
     genrm train sft|rlvr --config recipes/sft_tiny_cpu.yaml
 
 Each subcommand module keeps its heavy imports inside its handler, so ``genrm --help`` starts at once.
@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
+from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir, output_file
 
 #: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
@@ -108,7 +109,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     from genrm.cli.data import judge_from_args
     from genrm.engine import run_blocking
-    from genrm.methods import MethodConfig, check_judge, make_method
+    from genrm.methods import MethodConfig, make_method
     from genrm.methods.score_file import score_file
     from verifiers import VerifyConfig
 
@@ -120,8 +121,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"genrm score: {exc}", file=sys.stderr)
         return 2
     try:
-        judge = judge_from_args(args, None if args.input == "-" else args.input, parse_retries=1)
-        check_judge(method, judge)
+        judge = judge_from_args(args, None if args.input == "-" else args.input, parse_retries=1, method=method)
     except (OSError, ValueError) as exc:  # a missing option, no checkpoint at that path, no chat template
         print(f"genrm score: cannot make the judge: {exc}", file=sys.stderr)
         return 2
@@ -184,7 +184,7 @@ def make_parser() -> argparse.ArgumentParser:
         description="List the verifiers with their rubric-side and scoring-side signatures, return values and "
         "usage rules, as the judge prompts show them.",
     )
-    listing.add_argument("--only", nargs="+", metavar="NAME", help="only these verifiers")
+    listing.add_argument("--only", action=ListValues, metavar="NAME", help="only these verifiers")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
 

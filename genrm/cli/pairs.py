@@ -1,6 +1,6 @@
 """``genrm pairs``: the pairwise judge (MJ1) on labelled pairs.
 
-genrm pairs eval PAIRS.jsonl --judge SPEC [--conditions real,shuffled,blank] [--seed 0] [-o DIR]
+genrm pairs eval PAIRS.jsonl --judge SPEC [--conditions real shuffled blank] [--seed 0] [-o DIR]
 genrm pairs train --config RECIPE.yaml [--field value ...]      # GRPO of the judge with the swap in the loop
 """
 
@@ -11,20 +11,24 @@ import logging
 import sys
 from typing import Any
 
+from genrm.choices import IMAGE_CONDITIONS
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
+from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.evaluation.pairs import evaluate_pairs
+    from genrm.methods import make_method
     from genrm.methods.pairwise.models import PairExample
 
     pairs = read_model_lines(args.pairs, PairExample, "pairs eval")
     if pairs is None:
         return 2
-    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    conditions = args.conditions
     report, code = run_judged("pairs eval", args, args.pairs,
-                              lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed))  # fmt: skip
+                              lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed),
+                              make_method("pairwise"))  # fmt: skip
     if code:
         return code
     print(report.markdown())
@@ -72,7 +76,8 @@ def register(sub: Any) -> None:
         type=input_file,
         help="labelled pairs: id, prompt, image, response_a, response_b, family, label",
     )
-    evaluation.add_argument("--conditions", default="real", help="image conditions, comma-separated (real)")
+    evaluation.add_argument("--conditions", action=ListValues, default=["real"], choices=IMAGE_CONDITIONS,
+                            metavar="CONDITION", help="image conditions (real)")  # fmt: skip
     evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")
     evaluation.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write pairs_eval.md and pairs_eval.json"

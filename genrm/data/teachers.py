@@ -44,8 +44,8 @@ def teacher_engine(
     Raises ValueError for a malformed spec, the rule judge (a teacher runs a model), or a key variable that is unset.
     """
     parsed = JudgeSpec.parse(spec)
-    if not parsed.needs_engine:
-        raise ValueError("a teacher is a model: MODEL@URL[,URL...] or transformers:PATH, not rule")
+    if not parsed.takes_model:
+        raise ValueError(f"a teacher is a model: MODEL@URL[,URL...] or transformers:PATH, not {parsed.backend}")
     api_key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not api_key:
         raise ValueError(f"the environment variable {api_key_env} (the teachers' API key) is not set")

@@ -38,9 +38,22 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-#: ``token ids of the new rows -> model inputs`` (``input_ids``, ``attention_mask`` and optionally the
-#: ``past_key_values`` of a prefix they share), as :meth:`genrm.engine.generation.LocalGenerator._batch_inputs` builds.
+#: ``token ids of the new rows -> model inputs`` (``input_ids``, ``attention_mask`` and optionally the KV cache of a
+#: prefix they share, under :func:`cache_keyword`), as :meth:`genrm.engine.generation.LocalGenerator._batch_inputs`
+#: builds.
 PrefillInputs = Callable[[list[list[int]]], dict[str, Any]]
+
+
+@functools.lru_cache(maxsize=32)
+def _cache_keyword_of(model_class: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
+def cache_keyword(model: Any) -> str:
+    """The keyword ``model``'s forward and ``generate`` take a KV cache by: ``cache`` where the installed
+    transformers has it (``past_key_values``, its older name, is deprecated there and goes in 5.40), else
+    ``past_key_values``."""
+    return _cache_keyword_of(type(model))
 
 
 #: A common prefix shorter than this is not worth a forward pass of its own (its cache computed once, then shared).
@@ -122,6 +135,7 @@ class DecodeLoop:
         if max_new_tokens < 1 or temperature < 0 or not 0.0 < top_p <= 1.0:
             raise ValueError("max_new_tokens must be >= 1, temperature >= 0 and top_p in (0, 1]")
         self.model, self._prefill, self.eos = model, prefill, int(eos_token_id)
+        self._cache_key = cache_keyword(model)
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         # the logits of the last position only: a prompt's full logits would take rows x tokens x vocabulary floats
         keeps = "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -167,7 +181,7 @@ class DecodeLoop:
 
         inputs = self._prefill([list(ids) for _, ids, _ in rows])
         mask = inputs["attention_mask"]
-        cache = inputs.get("past_key_values")
+        cache = inputs.get(self._cache_key)
         shared = cache.get_seq_length() if cache is not None else 0
         if cache is None:
             cache = DynamicCache(config=self.model.config)
@@ -177,8 +191,8 @@ class DecodeLoop:
         # for all of them anyway, and SDPA's kernel is the faster there
         with torch.inference_mode():
             output = self.model(input_ids=inputs["input_ids"][:, shared:], attention_mask=mask,
-                                position_ids=positions[:, shared:], past_key_values=cache, use_cache=True,
-                                **self._last_only)  # fmt: skip
+                                position_ids=positions[:, shared:], use_cache=True,
+                                **{self._cache_key: cache}, **self._last_only)  # fmt: skip
         # the run's cache starts with its prefix (its first `shared` positions alike in every row): the part of it
         # that all rows share is kept once, the rest of it once for the run's rows, and both are cut from the run
         keep = min(target, shared)
@@ -348,8 +362,8 @@ class DecodeLoop:
         if self._group_lengths is not None:
             positions = positions + self._group_lengths
         with torch.inference_mode(), self._attending():
-            output = self.model(input_ids=tokens, attention_mask=mask, position_ids=positions,
-                                past_key_values=self._cache, use_cache=True, **self._last_only)  # fmt: skip
+            output = self.model(input_ids=tokens, attention_mask=mask, position_ids=positions, use_cache=True,
+                                **{self._cache_key: self._cache}, **self._last_only)  # fmt: skip
         self._mask, self._logits = mask, output.logits[:, -1, :].float()
 
 

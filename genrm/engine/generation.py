@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
-from genrm.engine.decoding import MIN_SHARED_TOKENS, DecodeLoop, common_prefix_length, supports_model
+from genrm.engine.decoding import (
+    MIN_SHARED_TOKENS,
+    DecodeLoop,
+    cache_keyword,
+    common_prefix_length,
+    supports_model,
+)
 from genrm.engine.types import ChatPrompt, ChatRequest, Reply, SamplingSettings
 
 if TYPE_CHECKING:
@@ -349,7 +355,7 @@ class LocalGenerator:
         return {
             "input_ids": torch.tensor(ids, device=device),
             "attention_mask": torch.tensor(mask, device=device),
-            "past_key_values": cache,
+            cache_keyword(self.model): cache,
         }
 
     def _vision_inputs(self, rows: list[_Prepared]) -> dict[str, Any]:
@@ -399,7 +405,7 @@ class LocalGenerator:
                 cache, shared = DynamicCache(config=self.model.config), 0
             with torch.inference_mode():
                 self.model(input_ids=torch.tensor([prefix[shared:]], device=self.model.device),
-                           past_key_values=cache)  # fmt: skip
+                           **{cache_keyword(self.model): cache})  # fmt: skip
             self._prefixes[prefix] = cache
             while len(self._prefixes) > _KEPT_PREFIXES:
                 self._prefixes.popitem(last=False)

@@ -60,7 +60,8 @@ class Judge:
 def make_judge(spec: JudgeSpec | str, options: EngineOptions | None = None, parse_retries: int = 1) -> Judge:
     """The judge ``spec`` names (the one spelling, :class:`genrm.engine.JudgeSpec`), its engine made with ``options``.
 
-    Raises ValueError for a malformed spec or a checkpoint that cannot be loaded.
+    Raises ValueError for a malformed spec, a checkpoint that cannot be loaded, or the ``scripted`` judge (a reward
+    method's own: ``genrm.methods.method_judge`` makes it).
     """
     spec = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
     if not spec.needs_engine:

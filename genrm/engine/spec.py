@@ -4,6 +4,8 @@ Every command, the server, the teachers and the policy's reward functions name a
 (:meth:`JudgeSpec.parse`):
 
 - ``rule``: no model; the reward method reads responses by fixed rules (the rubric method's verifiable criteria);
+- ``scripted``: no model; the reward method's own scripted judge answers, by rules over the scenes its example
+  images carry, so that a method can be tried offline (made by ``genrm.methods.method_judge``, which knows methods);
 - ``transformers:PATH``: a checkpoint (directory or hub id) run in this process;
 - ``openai:MODEL@URL[,URL...]``: a model behind OpenAI-compatible endpoints (vLLM, a hosted API, SGLang), one URL
   per replica, each ending in ``/v1``; ``MODEL@URL[,URL...]`` is the same;
@@ -25,10 +27,32 @@ from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
 from genrm.engine.types import Engine, SamplingSettings
 
 _URL_SCHEMES = ("http://", "https://")
-SPEC_FORMS = "rule, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
+SPEC_FORMS = (
+    "rule, scripted, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
+)
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
+
+
+#: A folder holds a saved model (or a LoRA adapter) when it has one of these.
+_SAVED_MODEL_FILES = ("config.json", "adapter_config.json")
+
+
+def last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
+    """The ``checkpoint-N`` folder with the largest N that a trainer saved in ``folder`` (None when there is none)."""
+    found = [(int(child.name.split("-", 1)[1]), child) for child in Path(folder).glob("checkpoint-*")
+             if child.is_dir() and child.name.split("-", 1)[1].isdigit()]  # fmt: skip
+    return max(found)[1] if found else None
+
+
+def _no_saved_model(text: str, local: Path) -> str:
+    last = last_checkpoint(local)
+    where = f"checkpoint folder {text!r:.200} holds no saved model (no config.json)"
+    if last is None:
+        return f"{where}: train it to the end first (a run saves its model there when it finishes)"
+    return (f"{where}: the run there stopped before its end; its last checkpoint is {last}. Resume the run with "
+            f"--resume_from_checkpoint last, or use {last} as the model")  # fmt: skip
 
 
 def checkpoint_path(path: str | os.PathLike[str]) -> str:
@@ -37,13 +61,16 @@ def checkpoint_path(path: str | os.PathLike[str]) -> str:
     A name that looks like a path is never sent to the hub: one that starts with ``/``, ``.`` or ``~``, has more than
     one ``/``, ends in one, or whose folder part exists here (``runs/tiny-judge`` with a ``runs`` folder). Raises
     FileNotFoundError naming it when it does not exist (instead of five retries to the hub and a message about the
-    internet connection), and ValueError for a name that is neither.
+    internet connection) or holds no saved model (a run stopped before its end: the message names its last
+    checkpoint), and ValueError for a name that is neither.
     """
     text = os.fspath(path).strip()
     local = Path(text).expanduser()
     if local.exists():
         if not local.is_dir():
             raise FileNotFoundError(f"checkpoint {text!r:.200} is a file; give the folder it was saved to")
+        if not any((local / name).is_file() for name in _SAVED_MODEL_FILES):
+            raise FileNotFoundError(_no_saved_model(text, local))
         return str(local)
     parent = local.parent
     path_like = (text.startswith(("/", ".", "~", "\\")) or text.count("/") > 1 or text.endswith(("/", "\\"))
@@ -69,9 +96,9 @@ class JudgeSpec:
     def __post_init__(self) -> None:
         if self.backend not in JUDGE_BACKENDS:
             raise ValueError(f"unknown judge backend {self.backend!r:.40}; valid: {', '.join(JUDGE_BACKENDS)}")
-        if self.backend == "rule":
+        if not self.takes_model:
             if self.model or self.urls:
-                raise ValueError("the rule judge takes no model and no URL")
+                raise ValueError(f"the {self.backend} judge takes no model and no URL")
             return
         if not self.model or not self.model.strip():
             what = "a checkpoint path" if self.backend == "transformers" else "the served model's name"
@@ -90,8 +117,8 @@ class JudgeSpec:
     def parse(cls, text: str) -> JudgeSpec:
         """The judge ``text`` names (module docstring); raises ValueError naming the valid forms."""
         text = text.strip()
-        if text == "rule":
-            return cls()
+        if text in ("rule", "scripted"):
+            return cls(text)  # type: ignore[arg-type]
         backend, colon, rest = text.partition(":")
         if colon and backend == "transformers":
             return cls("transformers", rest.strip())
@@ -105,16 +132,22 @@ class JudgeSpec:
         return cls(backend, model.strip(), tuple(url.strip() for url in urls.split(",") if url.strip()))  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        if self.backend == "rule":
-            return "rule"
+        if not self.takes_model:
+            return self.backend
         if self.backend == "transformers":
             return f"transformers:{self.model}"
         return f"{self.backend}:{self.model}@{','.join(self.urls)}"
 
     @property
     def needs_engine(self) -> bool:
-        """Whether a model answers (every backend but ``rule``)."""
+        """Whether an engine answers (every backend but ``rule``)."""
         return self.backend != "rule"
+
+    @property
+    def takes_model(self) -> bool:
+        """Whether a model answers, named by a checkpoint or a served name (every backend but ``rule`` and
+        ``scripted``)."""
+        return self.backend not in ("rule", "scripted")
 
 
 @dataclass(frozen=True)
@@ -190,4 +223,6 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
             max_in_flight=options.max_in_flight, budget_s=options.budget_s,
         )  # fmt: skip
         return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend)  # type: ignore[arg-type]
+    if spec.backend == "scripted":
+        raise ValueError("the scripted judge is a reward method's own: make it with genrm.methods.method_judge")
     raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")

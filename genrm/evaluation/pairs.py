@@ -24,16 +24,13 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal, get_args
 
+from genrm.choices import IMAGE_CONDITIONS as CONDITIONS
+from genrm.choices import ImageCondition as Condition
 from genrm.engine import Judge, ask, run_blocking
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
-
-Condition = Literal["real", "shuffled", "blank"]
-CONDITIONS: tuple[Condition, ...] = get_args(Condition)
-
 
 #: Failure reasons kept per condition, the most frequent first.
 _REASONS = 5

@@ -9,7 +9,7 @@ Importing this package loads no method and no model library.
 from genrm.methods.base import GroupResult, MethodInputError, RewardMethod, UnknownReward
 from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD, make_method, method_names
-from genrm.methods.run import check_judge, score_instance
+from genrm.methods.run import check_judge, method_judge, score_instance
 
 __all__ = [
     "DEFAULT_METHOD",
@@ -20,6 +20,7 @@ __all__ = [
     "UnknownReward",
     "check_judge",
     "make_method",
+    "method_judge",
     "method_names",
     "score_instance",
 ]

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine.judge import Judge
+from genrm.engine.types import ChatRequest
 
 #: The most responses one group may hold.
 MAX_RESPONSES = 1024
@@ -158,6 +160,18 @@ class RewardMethod(Protocol):
 
     def tally(self, result: Any) -> ResultTally:
         """The judge failures and verifier statuses met in ``result``, for the server's metrics."""
+        ...
+
+
+@runtime_checkable
+class HasScriptedJudge(Protocol):
+    """A method that ships a scripted judge (no model): rules over the scenes its example images carry, so that a
+    user can try the method offline with ``--judge scripted`` (:func:`genrm.methods.method_judge`)."""
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The script of a :class:`genrm.engine.scripted.ScriptedEngine` answering this method's requests; relative
+        image paths are read against ``image_dir``. The script raises ValueError for a request it cannot answer (an
+        image whose scene it does not know)."""
         ...
 
 

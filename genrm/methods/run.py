@@ -6,11 +6,15 @@ thread); the blocking form is what the command line, evaluation and in-process R
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from genrm.engine.blocking import run_blocking
-from genrm.engine.judge import Judge
-from genrm.methods.base import GroupResult, RewardMethod
+from genrm.engine.judge import Judge, make_judge
+from genrm.engine.spec import EngineOptions, JudgeSpec
+from genrm.engine.types import ChatRequest, Reply
+from genrm.methods.base import GroupResult, HasScriptedJudge, RewardMethod
 
 
 def check_judge(method: RewardMethod, judge: Judge) -> None:
@@ -19,6 +23,41 @@ def check_judge(method: RewardMethod, judge: Judge) -> None:
     if judge.engine is None and not method.reads_without_engine:
         raise ValueError(f"the {method.name} method needs a judge model; 'rule' runs none (name one: "
                          "transformers:PATH, sglang:MODEL@URL or openai:MODEL@URL)")  # fmt: skip
+
+
+def _failures_as_replies(script: Callable[[ChatRequest], str]) -> Callable[[ChatRequest], str | Reply]:
+    def answer(request: ChatRequest) -> str | Reply:
+        try:
+            return script(request)
+        except ValueError as exc:  # a request the script cannot answer is a failed judgement, as a model's would be
+            return Reply(error=str(exc))
+
+    return answer
+
+
+def method_judge(
+    method: RewardMethod, spec: JudgeSpec | str, options: EngineOptions | None = None, parse_retries: int = 1
+) -> Judge:
+    """The judge ``spec`` names, for ``method``: the method's own scripted judge for ``scripted``
+    (:class:`genrm.methods.base.HasScriptedJudge`; relative image paths read against ``options.image_dir``), else
+    :func:`genrm.engine.make_judge`'s. Checked with :func:`check_judge`.
+
+    Raises ValueError for a malformed spec, a checkpoint that cannot be loaded, ``scripted`` for a method without a
+    scripted judge, or a judge that cannot judge for the method.
+    """
+    from genrm.engine.scripted import ScriptedEngine
+
+    spec = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
+    if spec.backend != "scripted":
+        judge = make_judge(spec, options, parse_retries)
+    elif isinstance(method, HasScriptedJudge):
+        image_dir = Path(options.image_dir) if options is not None and options.image_dir else None
+        script = _failures_as_replies(method.scripted_judge(image_dir))
+        judge = Judge(ScriptedEngine(script, model=f"scripted-{method.name}"), parse_retries)
+    else:
+        raise ValueError(f"the {method.name} method has no scripted judge (its judge without a model is 'rule')")
+    check_judge(method, judge)
+    return judge
 
 
 async def judge_prepared(method: RewardMethod, prepared: Any, judge: Judge) -> list[Any]:

@@ -182,10 +182,33 @@ def _with_pixels(record: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     return {**record, IMAGES_COLUMN: images}
 
 
+def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
+    """The checkpoint a run resumes from: ``resume_from_checkpoint`` as given (a ``checkpoint-N`` folder), or for
+    ``last`` (or ``true``) the last one saved in ``output_dir``; None to start afresh.
+
+    Raises ValueError naming what is missing: no checkpoint in ``output_dir``, or a folder that does not exist.
+    """
+    from genrm.engine.spec import last_checkpoint
+
+    if resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false", "no")):
+        return None
+    if resume is True or str(resume).lower() in ("last", "true", "yes"):
+        last = last_checkpoint(output_dir)
+        if last is None:
+            raise ValueError(f"resume_from_checkpoint: {output_dir} holds no checkpoint-N folder to resume from "
+                             "(save_strategy: steps and save_steps write them)")  # fmt: skip
+        logger.info("resuming from %s", last)
+        return str(last)
+    if not Path(str(resume), "trainer_state.json").is_file():
+        raise ValueError(f"resume_from_checkpoint: {resume!r:.200} is not a checkpoint folder a trainer saved "
+                         "(no trainer_state.json)")  # fmt: skip
+    return str(resume)
+
+
 def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[str], title: str) -> Path:
     """Run ``trainer``, save the model (:func:`save_judge`) and, when ``data.plot``, its curves; returns the output
     dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's)."""
-    trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
+    trainer.train(resume_from_checkpoint=resume_point(trainer.args.resume_from_checkpoint, trainer.args.output_dir))
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
         plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)

@@ -27,13 +27,15 @@ Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from genrm.engine import Judge, ask
+from genrm.engine.types import ChatRequest
 from genrm.methods.balcap import rewards as formulas
 from genrm.methods.balcap.lengths import TokenCounter, make_counter
 from genrm.methods.balcap.models import BalCapInstance, BalCapRecord, BalCapResult
@@ -198,6 +200,15 @@ class BalCapMethod:
             if value is not None:
                 logs[name] = float(value)
         return logs
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The scripted scene judge (:mod:`.scene_judge`): ``--judge scripted``, to try the method offline.
+        Relative image paths are read against ``image_dir``."""
+        import functools
+
+        from genrm.methods.balcap.scene_judge import scripted
+
+        return functools.partial(scripted, base_dir=image_dir)
 
     def tally(self, result: BalCapResult) -> ResultTally:
         """The judge failures met (this method runs no verifier)."""

@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
-from genrm.methods.scene_images import scene_name
+from genrm.methods.scene_images import SCENES, scene_of
 
-SCENES: dict[str, frozenset[str]] = {
-    "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
-    "kitchen.png": frozenset({"a white fridge", "three apples", "a wooden table"}),
-}
 #: Words that make a sentence meta-commentary (not pointable).
 META_WORDS = ("image", "viewer", "scene", "atmosphere", "caption", "evokes", "depth", "mood", "composition")
 _HEDGE = "possibly "
@@ -85,16 +82,19 @@ def _split(user: str) -> tuple[str, str]:
     return reference, caption
 
 
-def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
+def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES,
+           base_dir: Path | None = None) -> str:  # fmt: skip
     """The judge's answer to one balcap request about an image of ``scenes``."""
     reference, caption = _split(user)
     split = schema is not None and "is_pointable" in json.dumps(schema)
-    return json.dumps(judge_answer(scenes[scene_name(image)], reference, caption, split))
+    return json.dumps(judge_answer(scene_of(image, scenes, base_dir), reference, caption, split))
 
 
-def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
-    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for other scenes)."""
-    return answer(request.prompt.image or "", request.prompt.user, request.schema, scenes)
+def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES, base_dir: Path | None = None) -> str:
+    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for other scenes, or the folder
+    relative image paths are read from). Raises :class:`genrm.methods.scene_images.UnknownScene` for an image of no
+    scene it knows."""
+    return answer(request.prompt.image or "", request.prompt.user, request.schema, scenes, base_dir)
 
 
 def responder(body: dict[str, Any], scenes: Mapping[str, frozenset[str]] = SCENES) -> str:

@@ -29,11 +29,13 @@ Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from genrm.engine import Judge, ask
+from genrm.engine.types import ChatRequest
 from genrm.methods.base import (
     JudgeTraining,
     MethodInputError,
@@ -220,6 +222,15 @@ class ClaimDiffMethod:
         rewards = (training.format_reward_func, training.f1_reward_func)
         return JudgeTraining(training.DiffExample, training.sft_record, training.rlvr_record, rewards, True,
                              training.label_captions)  # fmt: skip
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The scripted scene judge (:mod:`.scene_judge`): ``--judge scripted``, to try the method offline.
+        Relative image paths are read against ``image_dir``."""
+        import functools
+
+        from genrm.methods.claimdiff.scene_judge import scripted
+
+        return functools.partial(scripted, base_dir=image_dir)
 
     def tally(self, result: ClaimDiffResult) -> ResultTally:
         """The judge failures met (this method runs no verifier)."""

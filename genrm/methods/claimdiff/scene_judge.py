@@ -21,16 +21,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
-from genrm.methods.scene_images import scene_name
-
-SCENES: dict[str, frozenset[str]] = {
-    "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
-    "kitchen.png": frozenset({"a white fridge", "three apples", "a wooden table"}),
-}
+from genrm.methods.scene_images import SCENES, scene_of
 
 _HEDGE = "possibly "
 _SEVERITY = {"object_hallucination": 3, "detail_hedging_error": 2, "detail_omission": 2}
@@ -129,11 +125,12 @@ def _split(user: str) -> tuple[bool, str, str]:
     return False, reference, caption
 
 
-def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
+def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES,
+           base_dir: Path | None = None) -> str:  # fmt: skip
     """The judge's answer to one claimdiff request (JSON with a schema, blocks without) about an image of
     ``scenes``."""
     hall, reference, caption = _split(user)
-    scene = scenes[scene_name(image)]
+    scene = scene_of(image, scenes, base_dir)
     if hall:
         found = hall_answer(scene, reference, caption)
     else:
@@ -142,9 +139,11 @@ def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping
     return json.dumps(found) if schema is not None else as_blocks(found, hall)
 
 
-def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
-    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for other scenes)."""
-    return answer(request.prompt.image or "", request.prompt.user, request.schema, scenes)
+def scripted(request: ChatRequest, scenes: Mapping[str, frozenset[str]] = SCENES, base_dir: Path | None = None) -> str:
+    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for other scenes, or the folder
+    relative image paths are read from). Raises :class:`genrm.methods.scene_images.UnknownScene` for an image of no
+    scene it knows."""
+    return answer(request.prompt.image or "", request.prompt.user, request.schema, scenes, base_dir)
 
 
 def responder(body: dict[str, Any], scenes: Mapping[str, frozenset[str]] = SCENES) -> str:

@@ -24,13 +24,15 @@ Not here: the prompt (:mod:`.prompts`), reading answers (:mod:`.reading`), the j
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine import Judge, ask
+from genrm.engine.types import ChatRequest
 from genrm.methods.base import (
     MAX_RESPONSES,
     GroupResult,
@@ -183,6 +185,16 @@ class PairwiseMethod:
         rewards = (training.format_reward_func, training.correctness_reward_func)
         return JudgeTraining(training.PairTrace, training.sft_record, training.rlvr_record, rewards, True,
                              training.label_pairs, input_model=PairExample)  # fmt: skip
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The scripted colour judge (:mod:`.scene_judge`: it prefers the response that names the prompt image's
+        colour): ``--judge scripted``, to try the method offline. Relative image paths are read against
+        ``image_dir``."""
+        import functools
+
+        from genrm.methods.pairwise.scene_judge import colour_judge
+
+        return functools.partial(colour_judge, base_dir=image_dir)
 
     def tally(self, result: PairwiseResult) -> ResultTally:
         """The judge failures met."""

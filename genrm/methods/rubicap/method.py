@@ -28,11 +28,13 @@ Not here: the prompts (:mod:`.prompts`), reading answers (:mod:`.reading`), writ
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from genrm.engine import Judge, ask
+from genrm.engine.types import ChatRequest
 from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally, UnknownReward, judge_failed
 from genrm.methods.captions import answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
@@ -174,6 +176,15 @@ class RubiCapMethod:
         if record.likert is not None:
             logs["likert"] = float(record.likert)
         return logs
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The scripted scene judges (:mod:`.scene_judge`): ``--judge scripted``, to try the method offline.
+        Relative image paths are read against ``image_dir``."""
+        import functools
+
+        from genrm.methods.rubicap.scene_judge import scripted
+
+        return functools.partial(scripted, base_dir=image_dir)
 
     def tally(self, result: RubiCapResult) -> ResultTally:
         """The judge failures met (this method runs no verifier)."""

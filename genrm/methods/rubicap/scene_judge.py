@@ -12,8 +12,8 @@ request's ``model`` names the captioner). Captions are sentences, one fact each 
   weight 3 when every teacher states it, else 2), with the teachers that state it and whether the student does; one
   per fact the student made up that no teacher states ("Does not state <fact>", weight 3, every teacher in support);
   and a polish criterion of weight 1.5.
-- **Rubric judge**: ``Pass if the caption states <fact>.`` passes when the caption states it plainly (a hedge does not
-  convey it); ``Pass if the caption does not state <fact>.`` when it does not state it at all.
+- **Rubric judge**: ``Pass if the caption states [that] <fact>.`` passes when the caption states it plainly (a hedge
+  does not convey it); ``Pass if the caption does not state <fact>.`` when it does not state it at all.
 - **Arena judge** (CapArena's pairwise question): the caption with more of the scene's facts stated, less the
   made-up ones, wins; equal is a tie.
 - **Likert judges**, modelling the failure the source reports: they score coverage (of the scene, or of the reference
@@ -26,19 +26,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from genrm.engine.types import ChatRequest
 from genrm.methods.captions import chat_body_parts
-from genrm.methods.scene_images import scene_name
+from genrm.methods.scene_images import SCENES, scene_of
 
-SCENES: dict[str, frozenset[str]] = {
-    "park.png": frozenset({"a red car", "two dogs", "a green bench", "a man in a hat"}),
-    "kitchen.png": frozenset({"a white fridge", "three apples", "a wooden table"}),
-}
 _HEDGE = "possibly "
 _PRAISE = ("accurate", "complete", "excellent", "perfect")
-_RULE = re.compile(r"Pass if the caption (states|does not state) (.+?)\.$", re.MULTILINE)
+_RULE = re.compile(r"Pass if the caption (states|does not state) (?:that )?(.+?)\.$", re.MULTILINE)
 _MADE_UP = "a blue boat"
 
 
@@ -113,9 +110,10 @@ def likert(scene: frozenset[str], caption: str, reference: str | None) -> int:
 
 
 def answer(image: str, system: str, user: str, schema_name: str | None, who: str,
-           scenes: Mapping[str, frozenset[str]] = SCENES) -> str:  # fmt: skip
-    """The answer of model ``who`` to one request about an image of ``scenes``."""
-    scene = scenes.get(scene_name(image), frozenset())
+           scenes: Mapping[str, frozenset[str]] = SCENES, base_dir: Path | None = None) -> str:  # fmt: skip
+    """The answer of model ``who`` to one request about an image of ``scenes`` (relative paths read against
+    ``base_dir``). The writer and the rubric judge answer from the request alone; the others raise
+    :class:`genrm.methods.scene_images.UnknownScene` for an image of no scene they know."""
     if schema_name == "rubicap_writer":
         return json.dumps(writer_answer(user))
     caption = user.rsplit("GENERATED CAPTION TO EVALUATE:\n", 1)[-1]
@@ -129,7 +127,8 @@ def answer(image: str, system: str, user: str, schema_name: str | None, who: str
         reference = (
             user.split("REFERENCE CAPTION:\n", 1)[1].split("\n\nGENERATED", 1)[0] if "REFERENCE" in user else None
         )
-        return json.dumps({"score": likert(scene, caption, reference)})
+        return json.dumps({"score": likert(scene_of(image, scenes, base_dir), caption, reference)})
+    scene = scene_of(image, scenes, base_dir)
     if schema_name == "caparena":
         a, b = user.removeprefix("Caption A: ").split("\n\nCaption B: ", 1)
         worth = [len(stated & scene) - len(stated - scene) for stated in
@@ -139,11 +138,12 @@ def answer(image: str, system: str, user: str, schema_name: str | None, who: str
     return caption_of(scene, who)  # a captioning request
 
 
-def scripted(request: ChatRequest, who: str = "judge", scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
-    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for a captioner or other
-    scenes)."""
+def scripted(request: ChatRequest, who: str = "judge", scenes: Mapping[str, frozenset[str]] = SCENES,
+             base_dir: Path | None = None) -> str:  # fmt: skip
+    """For a :class:`genrm.engine.scripted.ScriptedEngine` (``functools.partial`` for a captioner, other scenes, or
+    the folder relative image paths are read from)."""
     prompt = request.prompt
-    return answer(prompt.image or "", prompt.system, prompt.user, request.schema_name, who, scenes)
+    return answer(prompt.image or "", prompt.system, prompt.user, request.schema_name, who, scenes, base_dir)
 
 
 def responder(body: dict[str, Any], scenes: Mapping[str, frozenset[str]] = SCENES) -> str:
