@@ -15,7 +15,7 @@ The policy effect is the rule judge's raw essential score, mean of the last 4 lo
 steps): what the policy reaches, whatever the reward made of it (the reward's own rise is shown beside it). The
 judge effect is
 the strict format reward of 64 fresh answers (32 per prompt, temperature 0.7, seeded) after RLVR minus before.
-About 4 s per policy seed and 6 minutes per judge seed on 2 cores, plus 8 minutes of SFT for the judge.
+About 4 s per policy seed and 6 minutes per judge seed on 2 cores, plus 5 minutes of SFT for the judge.
 """
 
 from __future__ import annotations

@@ -233,3 +233,10 @@ def test_a_folder_without_a_saved_model_names_its_last_checkpoint(tmp_path):
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text("{}")
     assert checkpoint_path(adapter) == str(adapter)
+
+
+def test_an_output_file_in_a_folder_not_made_yet_is_written(tmp_path):
+    out = tmp_path / "runs" / "new" / "sft.jsonl"
+    done = _genrm("data", "sft", "datasets/judge_synth/train.jsonl", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().count("\n") == len(open("datasets/judge_synth/train.jsonl").readlines())

@@ -1,6 +1,6 @@
 """Training the judge for real steps on CPU: a tiny model from a config, SFT then RLVR through the command line.
 
-The runs are the shipped tiny CPU recipes (about 8 + 6 minutes on 2 cores): the SFT judge must learn the answer
+The runs are the shipped tiny CPU recipes (about 5 + 6 minutes on 2 cores): the SFT judge must learn the answer
 format (most greedy answers parse as JSON of the scoring schema, and a good share fill every rubric slot), and RLVR
 from it must raise the format reward of its sampled answers (on two prompts, so that 30 steps on CPU are enough).
 """

@@ -3,8 +3,8 @@ it (not a traceback), and a run that judges for an hour must not end on a path i
 a folder, ``--json nodir/x.json`` under a file).
 
 Used as argparse ``type=`` functions, so that a bad path is the usual one-line usage error naming the option. A
-missing output folder is fine when it can be made (the command makes it): the nearest existing folder above it must
-be writable.
+missing output folder is fine when it can be made (an output file's folder is made here, an output folder by its
+command): the nearest existing folder above it must be writable.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def output_dir(text: str) -> str:
 
 
 def output_file(text: str) -> str:
-    """``text`` when a file can be written there (``-`` is standard output); raises ArgumentTypeError saying why
-    not."""
+    """``text`` when a file can be written there (``-`` is standard output), its folder made when missing (every
+    command's writer then opens it as it is); raises ArgumentTypeError saying why not."""
     if text == "-":
         return text
     path = Path(text).expanduser()
@@ -48,6 +48,10 @@ def output_file(text: str) -> str:
     problem = _writable_from(path.parent)
     if problem:
         raise argparse.ArgumentTypeError(problem)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot make folder {str(path.parent)!r}: {exc.strerror}") from None
     return text
 
 
