@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import jsonschema
 import uvicorn
@@ -162,16 +163,18 @@ class FakeJudgeServer(AppServer):
 class ServeProcess:
     """``genrm serve ARGS`` in its own process on a free loopback port; terminated on exit if still running."""
 
-    def __init__(self, *args: str, startup_timeout_s: float = 120.0) -> None:
+    def __init__(self, *args: str, startup_timeout_s: float = 120.0, cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:  # fmt: skip
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, "-m", "genrm", "serve", "--port", str(self.port), *args]
-        self.startup_timeout_s = startup_timeout_s
+        self.startup_timeout_s, self.cwd, self.env = startup_timeout_s, cwd, env
 
     def __enter__(self) -> ServeProcess:
         from serving.client import RewardClient, RewardServerError
 
-        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        cwd=self.cwd, env=self.env)  # fmt: skip
         deadline = time.monotonic() + self.startup_timeout_s
         with RewardClient(self.url, retries=0, timeout_s=2) as probe:
             while True:

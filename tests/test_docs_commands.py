@@ -22,11 +22,11 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fake_judge import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -184,52 +184,25 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
 
 
-def _serve(words: list[str], cwd: Path):
-    from fake_judge import free_port
-
-    port = free_port()
-    args = list(words)
-    if "--port" in args:
-        args[args.index("--port") + 1] = str(port)
-    else:
-        args += ["--port", str(port)]
-    command = [sys.executable, "-m", "genrm", "serve", *args, "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=_environment())  # fmt: skip
-    import httpx
-
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return process, port
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError(f"genrm serve {' '.join(words)} did not start: {process.stdout.read()}")
-        time.sleep(0.3)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("page", sorted({c.page for c in COMMANDS if _reason(c) is None and not _is_synopsis(c)}))
 def test_the_commands_the_docs_show_run(page, scratch):
     commands = [c for c in COMMANDS if c.page == page and _reason(c) is None and not _is_synopsis(c)]
-    server, port, server_block = None, None, None
+    server, server_block = None, None
     try:
         for command in commands:
             if server is not None and command.block != server_block:
-                server.terminate()
-                server.wait(timeout=30)
+                server.__exit__()
                 server = None
             if command.text.startswith("genrm serve"):
-                server, port = _serve(shlex.split(command.text)[2:], scratch)
+                words = [*shlex.split(command.text)[2:], "--log-level", "warning"]
+                server = ServeProcess(*words, cwd=scratch, env=_environment()).__enter__()
                 server_block = command.block
                 continue
             text = command.text
             if text.startswith("curl"):
                 assert server is not None, f"{command}: no server started before it"
-                text = text.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+                text = text.replace("http://127.0.0.1:8000", server.url)
             done = subprocess.run(["bash", "-c", text], cwd=scratch, capture_output=True, text=True, timeout=600,
                                   env=_environment())  # fmt: skip
             assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
@@ -238,5 +211,4 @@ def test_the_commands_the_docs_show_run(page, scratch):
                 assert "detail" not in reply, f"{command}: {reply}"
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
+            server.__exit__()
