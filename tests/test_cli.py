@@ -240,3 +240,15 @@ def test_an_output_file_in_a_folder_not_made_yet_is_written(tmp_path):
     done = _genrm("data", "sft", "datasets/judge_synth/train.jsonl", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text().count("\n") == len(open("datasets/judge_synth/train.jsonl").readlines())
+
+
+def test_tiny_model_vision_makes_a_judge_the_caption_methods_run_in_process(tmp_path):
+    made = _genrm("tiny-model", str(tmp_path / "vlm"), "--vision")
+    assert made.returncode == 0 and "vision-language" in made.stdout, made.stderr
+    out = tmp_path / "rewards.jsonl"
+    done = _genrm("score", "datasets/examples/captions/captions.jsonl", "-o", str(out), "--method", "balcap",
+                  "--judge", f"transformers:{tmp_path / 'vlm'}", "--max-tokens", "16", "-q")  # fmt: skip
+    # an untrained judge's answers do not read: every reward unknown, each with its reason, and the run says so
+    assert done.returncode == 1 and "got a reward" in done.stderr and "Traceback" not in done.stderr
+    records = [r for line in out.read_text().splitlines() for r in json.loads(line)["records"]]
+    assert len(records) == 8 and all(r["reward"] is None and r["failure"] for r in records)

@@ -144,14 +144,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from genrm.training.tiny_model import TinyModelConfig, save_tiny_judge
+    from genrm.training.tiny_model import TinyModelConfig, save_tiny_judge, save_tiny_vlm_judge
 
     config = TinyModelConfig(
         vocab_size=args.vocab_size, hidden_size=args.hidden_size, intermediate_size=2 * args.hidden_size,
         num_hidden_layers=args.layers, seed=args.seed,
     )  # fmt: skip
-    out = save_tiny_judge(args.output, config)
-    print(f"saved a tiny judge (untrained) to {out}")
+    out = (save_tiny_vlm_judge if args.vision else save_tiny_judge)(args.output, config)
+    print(f"saved a tiny {'vision-language ' if args.vision else ''}judge (untrained) to {out}")
     return 0
 
 
@@ -233,6 +233,9 @@ def make_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--hidden-size", type=int, default=defaults.hidden_size, help="model width (%(default)s)")
     tiny.add_argument("--layers", type=int, default=defaults.num_hidden_layers, help="decoder layers (%(default)s)")
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
+    tiny.add_argument("--vision", action="store_true",
+                      help="a vision-language judge (LLaVA layout: a tiny CLIP encoder before the decoder), which the "
+                      "caption and pairwise methods need to run a model in process")  # fmt: skip
     tiny.set_defaults(handler=_cmd_tiny_model)
 
     from genrm.cli.audit import register as register_audit
