@@ -1,8 +1,10 @@
-"""Shared pytest configuration: GPU tests are skipped where no CUDA device is present."""
+"""Shared pytest configuration: GPU tests are skipped where no CUDA device is present (unless asked to run on the
+CPU, :data:`GPU_TESTS_ON`)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,13 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+#: Set to ``cpu`` to run the ``gpu`` tests on the CPU (the GPU command's dry run: ``benchmarks/gpu/run.sh --cpu``).
+GPU_TESTS_ON = "GENRM_GPU_TESTS_ON"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(GPU_TESTS_ON) == "cpu":
+        return
     if any("gpu" in item.keywords for item in items) and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:

@@ -47,6 +47,9 @@ NOT_RUN: list[tuple[str, str]] = [
     ),
     (r"^accelerate launch|recipes/rl_qwen3|recipes/pairs_grpo_qwen3|_qwen3_.*lora", "needs a GPU and a real model"),
     (r"^python benchmarks/", "a benchmark: minutes, run by hand (docs/benchmarks.md)"),
+    (r"^bash benchmarks/gpu/fetch_wheels.sh", "downloads wheels (on a networked machine)"),
+    (r"^bash benchmarks/gpu/run.sh --cpu", "minutes: tests/test_gpu_command.py runs it"),
+    (r"^bash benchmarks/gpu/run.sh", "needs a GPU"),
     (
         r"genrm train (sft|rlvr) --config recipes/(sft|rlvr)_tiny_cpu.yaml$",
         "minutes of training (tests/test_train_judge.py runs these recipes)",

@@ -493,4 +493,5 @@ def _constrain(logits: torch.Tensor, matchers: Sequence[Any]) -> None:
     for index, matcher in enumerate(matchers):
         if matcher is not None and not matcher.is_terminated():
             matcher.fill_next_token_bitmask(bitmask, index)
+    # XGrammar fills the mask on the CPU; on CUDA it is copied over (a few KB a row) and applied by its GPU kernel
     xgrammar.apply_token_bitmask_inplace(logits, bitmask.to(logits.device))

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, on a bare GPU machine: the gpu-marked tests and the GPU benchmark, with one summary.
+#
+#   bash benchmarks/gpu/run.sh [--wheels DIR] [--out DIR] [--cpu]
+#
+# It runs with the machine's own python, torch and CUDA (torch is never reinstalled). What the image lacks comes from
+# a folder of wheels that benchmarks/gpu/fetch_wheels.sh downloads beforehand on a networked machine (default:
+# benchmarks/gpu/wheels; installed into a folder of its own, without dependencies, and put first on PYTHONPATH).
+# --cpu is the dry run: the same tests on the CPU (GENRM_GPU_TESTS_ON=cpu) and the benchmark's --dry-run.
+# Writes DIR/tests.log, DIR/benchmark.log, DIR/benchmark.json and DIR/summary.md (default DIR: runs/gpu); exits
+# non-zero when a test or the benchmark failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+wheels=benchmarks/gpu/wheels
+out=runs/gpu
+cpu=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --wheels) wheels="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    --cpu) cpu=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+py="${PYTHON:-python3}"
+"$py" -c "import torch" 2>/dev/null || { echo "run.sh: $py has no torch; this runs with the machine's own" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+
+if ls "$wheels"/*.whl >/dev/null 2>&1; then
+  site="$(mktemp -d)/site"
+  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheels"/*.whl \
+    || { echo "run.sh: the wheels in $wheels did not install" >&2; exit 2; }
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+missing=$("$py" - <<'PY'
+import importlib.util
+names = ["trl", "peft", "transformers", "xgrammar", "fastapi", "pydantic", "rapidfuzz", "math_verify", "datasets",
+         "jsonschema", "pytest"]
+print(" ".join(n for n in names if importlib.util.find_spec(n) is None))
+PY
+)
+if [ -n "$missing" ]; then
+  echo "run.sh: missing $missing: run benchmarks/gpu/fetch_wheels.sh on a networked machine, then --wheels DIR" >&2
+  exit 2
+fi
+
+if [ "$cpu" = 1 ]; then
+  export GENRM_GPU_TESTS_ON=cpu
+  bench_args=(--dry-run)
+else
+  "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    || { echo "run.sh: torch sees no CUDA device (--cpu runs the dry run)" >&2; exit 2; }
+  bench_args=()
+fi
+
+"$py" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tee "$out/tests.log"
+tests_rc=${PIPESTATUS[0]}
+PYTHONUNBUFFERED=1 "$py" benchmarks/gpu_judge.py "${bench_args[@]}" --json "$out/benchmark.json" 2>&1 \
+  | tee "$out/benchmark.log"
+bench_rc=${PIPESTATUS[0]}
+
+{
+  echo "# GPU checks"
+  echo
+  if [ "$cpu" = 1 ]; then
+    echo "machine: CPU dry run ($(nproc) cores)"
+  else
+    echo "machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)"
+  fi
+  "$py" -c "import torch, transformers, trl; print(f'torch {torch.__version__}, CUDA {torch.version.cuda}, ' \
+f'transformers {transformers.__version__}, trl {trl.__version__}')"
+  echo
+  echo "tests (exit $tests_rc): $(grep -E '(passed|failed|error)' "$out/tests.log" | tail -n 1)"
+  echo
+  echo "benchmark (exit $bench_rc):"
+  echo
+  echo '```'
+  grep -E '^(shape|qwen3|tiny) ' "$out/benchmark.log"
+  echo '```'
+  echo
+  grep -E '^summary:' "$out/benchmark.log"
+} > "$out/summary.md"
+cat "$out/summary.md"
+[ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

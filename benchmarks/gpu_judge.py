@@ -1,0 +1,228 @@
+"""The in-process judge on a GPU: the decode loop against ``model.generate`` and one request at a time, constrained and
+free, at 1, 8 and 64 requests in flight; and SFT and RLVR steps per second with LoRA.
+
+    python benchmarks/gpu_judge.py [--shapes qwen3-0.6b qwen3-1.7b] [--in-flight 1 8 64] [--max-tokens 256]
+                                   [--no-train] [--json OUT.json]
+    python benchmarks/gpu_judge.py --dry-run     # the same code on the CPU, a tiny shape, in a minute
+
+Models are randomly initialised in bf16 from configs of the named architectures' shapes (Qwen3-0.6B: 28 layers of
+1024, 16 query heads over 8 key-value heads of 128, a vocabulary of 151,936; Qwen3-1.7B: the same at 2048): nothing
+is downloaded. Prompts are the scoring prompts of the shipped example set, at their real length, tokenized by the
+tiny judge's tokenizer (its ids are a part of the vocabulary). An untrained model rarely ends an answer, so most run
+to ``--max-tokens``: the figures measure decoding. Every figure is the first timed pass after a warm-up pass of the
+same sizes (grammars compiled, kernels chosen); ratios are within one run. Goals on an H100: the loop with 64 in
+flight at least 10x one request at a time, and at least ``model.generate`` on the same batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from genrm.engine.types import ChatRequest, SamplingSettings  # noqa: E402
+
+EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
+G = 8  # responses per group, as a GRPO group
+
+#: Qwen3 configs' sizes (their config.json), and a tiny one for the CPU dry run.
+SHAPES: dict[str, dict[str, Any]] = {
+    "qwen3-0.6b": {"hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936},
+    "qwen3-1.7b": {"hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936},
+    "tiny": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 2048},
+}  # fmt: skip
+
+
+def build_model(shape: str, tokenizer: Any, device: str, dtype: Any) -> Any:
+    """A randomly initialised Qwen3 causal LM of ``shape``, on ``device`` in ``dtype``."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(**SHAPES[shape], tie_word_embeddings=True, max_position_embeddings=40960,
+                         rope_theta=1_000_000, rms_norm_eps=1e-6, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config).to(dtype)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.eval()
+
+
+def requests(count: int, constrained: bool, tag: int) -> list[ChatRequest]:
+    """``count`` scoring prompts of the example set in groups of :data:`G` (each pass's questions new: ``tag``)."""
+    from genrm.methods.rubric.answer_schema import scoring_json_schema
+    from genrm.methods.rubric.models import Instance
+    from genrm.methods.rubric.planning import plan_rubric
+    from genrm.methods.rubric.prompts import build_group_prompts
+
+    out: list[ChatRequest] = []
+    for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
+        instance = Instance.model_validate_json(line)
+        plans = plan_rubric(instance.rubric, instance.task_type)
+        schema = scoring_json_schema(plans) if constrained else None
+        prompts = build_group_prompts(f"(pass {tag}) {instance.prompt}", plans, (list(instance.responses) * G)[:G])
+        out += [ChatRequest(prompt, schema, "judge_output") for prompt in prompts]
+        if len(out) >= count:
+            return out[:count]
+    raise ValueError(f"the example set holds fewer than {count} prompts")
+
+
+def _timed(run: Any) -> tuple[float, list[Any]]:
+    start = time.perf_counter()
+    replies = run()
+    return time.perf_counter() - start, replies
+
+
+def measure(generator: Any, mode: str, count: int, constrained: bool, tag: int) -> dict[str, float]:
+    """Responses and output tokens per second of ``count`` requests: ``loop`` (all in flight through the engine's
+    decode loop), ``generate`` (one ``model.generate`` batch of all), ``alone`` (one request at a time; at most
+    :data:`G` of them, the rate is per request)."""
+    from genrm.engine.local import LocalEngine
+
+    items = requests(count if mode != "alone" else min(count, G), constrained, tag)
+    if mode == "loop":
+        engine = LocalEngine(generator, max_batch_size=max(count, 1))
+        groups = [items[i : i + G] for i in range(0, len(items), G)]
+
+        async def together() -> list[Any]:
+            done = await asyncio.gather(*(engine.complete(group) for group in groups))
+            return [reply for group in done for reply in group]
+
+        elapsed, replies = _timed(lambda: asyncio.run(together()))
+    elif mode == "generate":
+        elapsed, replies = _timed(lambda: generator.generate(items))
+    else:
+        elapsed, replies = _timed(lambda: [generator.generate([item])[0] for item in items])
+    failed = [reply.error for reply in replies if reply.error]
+    if failed:
+        raise RuntimeError(f"{mode}: {len(failed)} failed requests, e.g. {failed[0]}")
+    tokens = sum(reply.completion_tokens for reply in replies)
+    return {"responses_per_s": len(items) / elapsed, "tokens_per_s": tokens / elapsed, "seconds": elapsed,
+            "mean_prompt_tokens": sum(r.prompt_tokens for r in replies) / len(replies)}  # fmt: skip
+
+
+def decode_table(shape: str, args: argparse.Namespace, tokenizer: Any) -> list[dict[str, Any]]:
+    """Every mode, schema and in-flight count for one shape; rows of figures."""
+    import torch
+
+    from genrm.engine.generation import LocalGenerator
+
+    model = build_model(shape, tokenizer, args.device, torch.bfloat16 if args.device == "cuda" else torch.float32)
+    sampling = SamplingSettings(max_tokens=args.max_tokens)
+    rows, tag = [], 0
+    for constrained in (True, False):
+        for mode in ("loop", "generate", "alone"):
+            generator = LocalGenerator(model, tokenizer, sampling, constrained=constrained, name=shape,
+                                       continuous=mode == "loop")  # fmt: skip
+            for count in args.in_flight:
+                if args.device == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                measure(generator, mode, count, constrained, tag := tag + 1)  # warm-up of the same sizes
+                figures = measure(generator, mode, count, constrained, tag := tag + 1)
+                peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else float("nan")
+                rows.append({"shape": shape, "mode": mode, "schema": "XGrammar" if constrained else "free",
+                             "in_flight": count, **figures, "peak_gib": peak})  # fmt: skip
+                print(f"{shape:<11} {mode:<9} {rows[-1]['schema']:<9} {count:>9} {figures['responses_per_s']:>10.2f} "
+                      f"{figures['tokens_per_s']:>10.0f} {figures['mean_prompt_tokens']:>8.0f} {peak:>9.2f}",
+                      flush=True)  # fmt: skip
+    del model
+    if args.device == "cuda":
+        torch.cuda.empty_cache()
+    return rows
+
+
+def train_rates(shape: str, args: argparse.Namespace, tokenizer: Any) -> dict[str, float]:
+    """SFT and RLVR steps per second of the ``shape`` model with LoRA, through ``genrm train``."""
+    import torch
+
+    from genrm.cli import main
+    from genrm.training.tiny_model import save_checkpoint
+
+    device_flags = (["--use_cpu", "false", "--bf16", "true", "--dtype", "bfloat16"] if args.device == "cuda"
+                    else ["--use_cpu", "true", "--bf16", "false"])  # fmt: skip
+    lora = ["--use_peft", "--lora_r", "16", "--lora_alpha", "32", "--lora_target_modules", "q_proj", "k_proj",
+            "v_proj", "o_proj", "--plot", "false", "--save_strategy", "no", "--report_to", "none"]  # fmt: skip
+    steps = "2" if args.dry_run else "10"
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch) / "base"
+        save_checkpoint(base, tokenizer, build_model(shape, tokenizer, "cpu", torch.bfloat16))
+        rates = {}
+        for job, recipe, extra in (
+            ("sft", "recipes/sft_tiny_cpu.yaml", ["--per_device_train_batch_size", "8"]),
+            ("rlvr", "recipes/rlvr_tiny_cpu.yaml", ["--per_device_train_batch_size", "16", "--num_generations", "8",
+                                                    "--max_completion_length", str(args.max_tokens)]),
+        ):  # fmt: skip
+            out = Path(scratch) / job
+            code = main(["train", job, "--config", str(_HERE.parent / recipe), "--model_name_or_path", str(base),
+                         "--output_dir", str(out), "--max_steps", steps, *lora, *device_flags, *extra])  # fmt: skip
+            if code != 0:
+                raise RuntimeError(f"genrm train {job} exited {code}")
+            history = json.loads((out / "log_history.json").read_text())
+            rates[f"{job}_steps_per_s"] = float(history[-1]["train_steps_per_second"])
+            print(f"{shape} {job} with LoRA (r 16): {rates[f'{job}_steps_per_s']:.3f} steps/s", flush=True)
+    return rates
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["qwen3-0.6b", "qwen3-1.7b"])
+    parser.add_argument("--in-flight", nargs="+", type=int, default=[1, 8, 64], help="requests in flight (1 8 64)")
+    parser.add_argument("--max-tokens", type=int, default=256, help="the answers' token budget (256)")
+    parser.add_argument("--no-train", action="store_true", help="skip the SFT and RLVR steps")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="on the CPU: the tiny shape, 1 and 8 in flight, 32 tokens"
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="also write every figure as JSON")
+    args = parser.parse_args()
+    import torch
+
+    if args.dry_run:
+        args.device, args.shapes, args.in_flight, args.max_tokens = "cpu", ["tiny"], [1, 8], 32
+    elif not torch.cuda.is_available():
+        print("gpu_judge: no CUDA device; --dry-run runs the same code on the CPU", file=sys.stderr)
+        return 2
+    else:
+        args.device = "cuda"
+    from genrm.training.tiny_model import build_tokenizer, example_instances, judge_corpus
+
+    tokenizer = build_tokenizer(judge_corpus(example_instances()), 2048)
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (dry run)"
+    print(f"{where}; torch {torch.__version__}; budget {args.max_tokens} tokens, greedy; bf16 on CUDA")
+    print(f"{'shape':<11} {'mode':<9} {'schema':<9} {'in flight':>9} {'resp/s':>10} {'tok/s':>10} {'prompt':>8} "
+          f"{'peak GiB':>9}")  # fmt: skip
+    rows = [row for shape in args.shapes for row in decode_table(shape, args, tokenizer)]
+    training = {} if args.no_train else train_rates(args.shapes[0], args, tokenizer)
+    top, shape = max(args.in_flight), args.shapes[0]
+
+    def rate(mode: str, count: int) -> float:
+        key = (shape, mode, "XGrammar", count)
+        return next(r["responses_per_s"] for r in rows if (r["shape"], r["mode"], r["schema"], r["in_flight"]) == key)
+
+    alone, loop, generate = rate("alone", 1), rate("loop", top), rate("generate", top)
+    met = loop >= 10 * alone and loop >= generate
+    summary = (f"summary: {shape} constrained, {top} in flight: the loop {loop:.2f} responses/s = "
+               f"x{loop / alone:.1f} one at a time (goal x10) and x{loop / generate:.2f} model.generate (goal x1): "
+               f"{'met' if met else 'NOT met'}"
+               + (f"; LoRA SFT {training['sft_steps_per_s']:.3f} steps/s, RLVR {training['rlvr_steps_per_s']:.3f}"
+                  if training else "") + f" [{where}]")  # fmt: skip
+    print(f"\n{summary}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": where, "rows": rows, "training": training,
+                                               "summary": summary}, indent=1) + "\n")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
