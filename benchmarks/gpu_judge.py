@@ -131,11 +131,12 @@ def decode_table(shape: str, args: argparse.Namespace, tokenizer: Any) -> list[d
                     torch.cuda.reset_peak_memory_stats()
                 measure(generator, mode, count, constrained, tag := tag + 1)  # warm-up of the same sizes
                 figures = measure(generator, mode, count, constrained, tag := tag + 1)
-                peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else float("nan")
+                peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else None
                 rows.append({"shape": shape, "mode": mode, "schema": "XGrammar" if constrained else "free",
                              "in_flight": count, **figures, "peak_gib": peak})  # fmt: skip
+                shown = f"{peak:>9.2f}" if args.device == "cuda" else f"{'n/a':>9}"
                 print(f"{shape:<11} {mode:<9} {rows[-1]['schema']:<9} {count:>9} {figures['responses_per_s']:>10.2f} "
-                      f"{figures['tokens_per_s']:>10.0f} {figures['mean_prompt_tokens']:>8.0f} {peak:>9.2f}",
+                      f"{figures['tokens_per_s']:>10.0f} {figures['mean_prompt_tokens']:>8.0f} {shown}",
                       flush=True)  # fmt: skip
     del model
     if args.device == "cuda":
