@@ -119,7 +119,7 @@ def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -
     api_key = os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None
     if args.judge_api_key_env and api_key is None:
         raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
-    scorer = make_scorer(args.judge, method, api_key)
+    scorer = make_scorer(args.judge, method, api_key, image_dir=str(Path(args.train_file).parent))
     if isinstance(method, RubricMethod):  # its remap needs whole groups, also across processes
         rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
         return [RubricReward(scorer, args.tau, rule)]

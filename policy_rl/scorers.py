@@ -73,14 +73,20 @@ class ServerScorer:
 
 
 def make_scorer(
-    spec: str, method: RewardMethod | None = None, api_key: str | None = None, device: Device = "auto"
+    spec: str,
+    method: RewardMethod | None = None,
+    api_key: str | None = None,
+    device: Device = "auto",
+    image_dir: str | None = None,
 ) -> JudgeScorer | ServerScorer:
     """The scorer a ``judge`` setting names for ``method`` (default: the rubric method): a reward server URL (which
     must serve that method), or a judge spec (module docstring).
 
-    ``api_key``: the reward server's or the judge endpoint's bearer token. Raises ValueError for a setting of neither
-    form, a checkpoint that cannot be loaded, or a judge that cannot judge for the method (``rule`` for a method
-    without a fixed-rule reader).
+    ``api_key``: the reward server's or the judge endpoint's bearer token. ``image_dir``: the folder the instances'
+    image paths are read from by a judge run here (the training file's), which sends their bytes.
+
+    Raises ValueError for a setting of neither form, a checkpoint that cannot be loaded, or a judge that cannot judge
+    for the method (``rule`` for a method without a fixed-rule reader).
     """
     from genrm.engine import EngineOptions, JudgeSpec
     from genrm.engine.spec import SPEC_FORMS
@@ -92,5 +98,5 @@ def make_scorer(
         parsed = JudgeSpec.parse(spec)
     except ValueError:
         raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
-    judge = method_judge(method, parsed, EngineOptions(api_key=api_key, device=device))
+    judge = method_judge(method, parsed, EngineOptions(api_key=api_key, device=device, image_dir=image_dir))
     return JudgeScorer(judge, method)

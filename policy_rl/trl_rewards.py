@@ -13,6 +13,8 @@
   checkpoint), ``sglang:MODEL@URL`` or ``openai:MODEL@URL`` (a judge endpoint);
 - ``GENRM_JUDGE_API_KEY``: the server's bearer token; ``GENRM_JUDGE_DEVICE``: ``auto``, ``cpu`` or ``cuda``;
 - ``GENRM_TAU``: the remapping threshold (0.5).
+- ``GENRM_IMAGE_DIR``: the folder the instances' image paths are read from by a judge spec run here, which sends the
+  judge their bytes (never the path); a reward server reads images itself.
 
 :func:`method_reward` is the same for any reward method: ``GENRM_METHOD`` names it (``rubric`` by default; a method
 installed as a plug-in), ``GENRM_METHOD_OPTIONS`` holds its own settings as JSON, and each completion gets its
@@ -63,7 +65,8 @@ def _scorer(method: RewardMethod) -> Any:
     from policy_rl.scorers import make_scorer
 
     judge, device = os.environ.get("GENRM_JUDGE", "rule"), os.environ.get("GENRM_JUDGE_DEVICE", "auto")
-    return make_scorer(judge, method, os.environ.get("GENRM_JUDGE_API_KEY"), device)  # type: ignore[arg-type]
+    return make_scorer(judge, method, os.environ.get("GENRM_JUDGE_API_KEY"), device,  # type: ignore[arg-type]
+                       image_dir=os.environ.get("GENRM_IMAGE_DIR"))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)

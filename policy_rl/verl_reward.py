@@ -34,8 +34,9 @@ refuses ``normalize_then_sum``.
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
 in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
-``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options`` and
-``aggregation``.
+``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options``,
+``aggregation`` and ``image_dir`` (the folder the instances' image paths are read from by a judge run here, which
+sends their bytes).
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 
 @functools.lru_cache(maxsize=8)
-def _reward(judge: str, api_key_env: str | None, tau: float, method: str, options: str) -> MethodReward:
+def _reward(
+    judge: str, api_key_env: str | None, tau: float, method: str, options: str, image_dir: str | None
+) -> MethodReward:
     # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
     # made once.
     from genrm.methods import MethodConfig, make_method
@@ -76,7 +79,7 @@ def _reward(judge: str, api_key_env: str | None, tau: float, method: str, option
 
     api_key = os.environ.get(api_key_env) if api_key_env else None
     configured = make_method(method, MethodConfig(tau=tau), json.loads(options))
-    return MethodReward(configured, make_scorer(judge, configured, api_key))
+    return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir))
 
 
 def compute_score_batch(
@@ -92,6 +95,7 @@ def compute_score_batch(
     method: str = DEFAULT_METHOD,
     method_options: Mapping[str, Any] | None = None,
     aggregation: str = "weighted_mean",
+    image_dir: str | None = None,
     **_: Any,
 ) -> list[dict[str, float]]:
     """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
@@ -100,7 +104,7 @@ def compute_score_batch(
     if aggregation not in _AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
     options = json.dumps(dict(method_options or {}), sort_keys=True)  # verl hands a config mapping
-    reward = _reward(judge, api_key_env, tau, method, options)
+    reward = _reward(judge, api_key_env, tau, method, options, image_dir)
     decoupled = aggregation == "normalize_then_sum"
     if decoupled and not isinstance(reward.method, HasRewardColumns):
         raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "

@@ -124,7 +124,7 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
     from policy_rl.scorers import make_scorer
     from policy_rl.verl_reward import compute_score, compute_score_batch
 
-    source = tmp_path / "in.jsonl"
+    source = scene_dir / "in.jsonl"  # beside its images: genrm score reads them from its input's folder
     source.write_text(_instance().model_dump_json() + "\n")
     n = len(CAPTIONS)
     with FakeJudgeServer() as judge:
@@ -142,8 +142,10 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
             trl = [f(["Describe the image."] * n, completions, genrm_instance=instance_column) for f in columns]
             trl_calls = len(judge.state.requests) - before
         verl = compute_score_batch(["park"] * n, CAPTIONS, instance_column, [{"uid": "u"}] * n, judge=spec,
-                                   method="balcap", aggregation="normalize_then_sum")  # fmt: skip
-        plain = compute_score_batch(["park"] * n, CAPTIONS, instance_column, None, judge=spec, method="balcap")
+                                   method="balcap", aggregation="normalize_then_sum",
+                                   image_dir=str(scene_dir))  # fmt: skip
+        plain = compute_score_batch(["park"] * n, CAPTIONS, instance_column, None, judge=spec, method="balcap",
+                                    image_dir=str(scene_dir))  # fmt: skip
     assert code == 0
     cli = json.loads((tmp_path / "out.jsonl").read_text())
     assert cli["rewards"] == pytest.approx(EXPECTED) and scored["groups"][0]["rewards"] == pytest.approx(EXPECTED)
@@ -215,12 +217,13 @@ def test_a_tokenizer_named_in_the_options_counts_and_wins_over_the_policys(tmp_p
     assert named.counter(REFERENCE) == counted > 0
 
 
-def test_trls_command_line_reward_columns_share_one_judge_call(monkeypatch):
+def test_trls_command_line_reward_columns_share_one_judge_call(monkeypatch, scene_dir):
     from policy_rl import trl_rewards
 
     with FakeJudgeServer() as judge:
         judge.state.responder = responder
         monkeypatch.setenv("GENRM_JUDGE", f"openai:fake-judge@{judge.url}")
+        monkeypatch.setenv("GENRM_IMAGE_DIR", str(scene_dir))
         monkeypatch.setenv("GENRM_METHOD", "balcap")
         trl_rewards._method_reward.cache_clear()
         trl_rewards._columns.cache_clear()

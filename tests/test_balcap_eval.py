@@ -86,8 +86,8 @@ def test_failed_judgements_are_counted_apart_and_names_must_fit():
     assert system_names(mixed) == ["all"]
 
 
-def test_genrm_captions_bcapscore_and_audit_over_http(tmp_path, capsys):
-    source = tmp_path / "captions.jsonl"
+def test_genrm_captions_bcapscore_and_audit_over_http(tmp_path, capsys, scene_dir):
+    source = scene_dir / "captions.jsonl"  # beside its images, which the commands read from its folder
     source.write_text(PARK.model_dump_json() + "\n")
     with FakeJudgeServer() as judge:
         judge.state.responder = responder

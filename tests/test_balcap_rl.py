@@ -58,6 +58,9 @@ def _run(tmp_path, monkeypatch, options: dict, decoupled: bool = True):
 
     monkeypatch.setattr(RubricGRPOTrainer, "_calculate_rewards", calculate_and_keep)
     monkeypatch.setattr(RubricGRPOTrainer, "_generate_and_score_completions", generate_and_keep)
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the training file: the judge is sent their bytes
     prompts = tmp_path / "captions.jsonl"
     rows = [BalCapInstance(id="park", image="park.png", reference="A red car. Two dogs. A green bench."),
             BalCapInstance(id="lot", image="park.png", reference="Two red cars. A bench.")]  # fmt: skip

@@ -160,7 +160,7 @@ def test_cli_server_and_reward_functions_agree_over_http(tmp_path, scene_dir, an
     from policy_rl.verl_reward import compute_score_batch
 
     options = {"mode": "normalized_a_only", "answer_format": answer_format}
-    source = tmp_path / "in.jsonl"
+    source = scene_dir / "in.jsonl"  # beside its images, which genrm score reads from its folder
     source.write_text(_instance().model_dump_json() + "\n")
     with FakeJudgeServer() as judge:
         judge.state.responder = responder
@@ -179,7 +179,7 @@ def test_cli_server_and_reward_functions_agree_over_http(tmp_path, scene_dir, an
             trl = served(["Describe the image."] * 4, [[{"role": "assistant", "content": c}] for c in CAPTIONS],
                          genrm_instance=column)  # fmt: skip
         verl = compute_score_batch(["park"] * 4, CAPTIONS, column, [{"uid": "u"}] * 4, judge=spec,
-                                   method="claimdiff", method_options=options)  # fmt: skip
+                                   method="claimdiff", method_options=options, image_dir=str(scene_dir))  # fmt: skip
     expected = pytest.approx(EXPECTED["normalized_a_only"])
     assert code == 0
     cli = json.loads((tmp_path / "out.jsonl").read_text())
@@ -192,7 +192,9 @@ def test_cli_server_and_reward_functions_agree_over_http(tmp_path, scene_dir, an
     assert "error" not in judged[0]
     schema_sent = ["response_format" in body for body in sent]
     assert schema_sent == [answer_format == "json"] * 4
-    assert sent[0]["messages"][-1]["content"][0] == {"type": "image_url", "image_url": {"url": "park.png"}}
+    # the CLI sends the image's bytes, never its path for the judge's host to open
+    shown = "data:image/png;base64," + base64.b64encode((scene_dir / "park.png").read_bytes()).decode()
+    assert sent[0]["messages"][-1]["content"][0] == {"type": "image_url", "image_url": {"url": shown}}
     # the server read the image itself: its judge was sent the file's bytes, never the client's path
     # (requests 4 to 15: /v1/score, /judge and the TRL reward's; the verl reward after them judges in process)
     served = {body["messages"][-1]["content"][0]["image_url"]["url"] for body in judge.state.requests[4:16]}

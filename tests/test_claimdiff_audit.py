@@ -78,8 +78,8 @@ def test_settings_are_named_option_sets():
         run_response_audit([PARK], Judge(ScriptedEngine(scripted)), {"x": {"colour": 1}})
 
 
-def test_genrm_audit_captions_over_http(tmp_path, capsys):
-    source = tmp_path / "captions.jsonl"
+def test_genrm_audit_captions_over_http(tmp_path, capsys, scene_dir):
+    source = scene_dir / "captions.jsonl"  # beside its images, which the command reads from its folder
     source.write_text(PARK.model_dump_json() + "\n")
     with FakeJudgeServer() as judge:
         judge.state.responder = responder

@@ -93,6 +93,9 @@ def labelled(tmp_path):
     instances = [ClaimDiffInstance(id="park", image="park.png", reference=REFERENCE, responses=park),
                  ClaimDiffInstance(id="kitchen", image="kitchen.png", reference="A white fridge. Three apples.",
                                    responses=kitchen)]  # fmt: skip
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the input: the teacher is sent their bytes
     source = tmp_path / "captions.jsonl"
     source.write_text("".join(i.model_dump_json() + "\n" for i in instances))
     out = tmp_path / "labels"

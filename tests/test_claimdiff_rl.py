@@ -17,6 +17,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_grpo_steps_of_a_tiny_policy_with_the_claimdiff_reward(tmp_path):
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the training file: the judge is sent their bytes
     prompts = tmp_path / "captions.jsonl"
     rows = [
         ClaimDiffInstance(id="park", image="park.png", reference="A red car. Two dogs. A green bench."),

@@ -172,7 +172,8 @@ def test_genrm_pairs_eval_over_http(tmp_path):
     assert [(r["condition"], r["accuracy"], r["consistency"]) for r in rows] == [("real", 1.0, 1.0),
                                                                                  ("blank", 0.5, 0.0)]  # fmt: skip
     urls = {body["messages"][-1]["content"][0]["image_url"]["url"] for body in sent}
-    assert {"red.png", "green.png", "blue.png", "yellow.png"} <= urls and len(urls) == 5  # and the blank square
+    # the four colours and the blank square, each sent as its bytes (never the file's name for the judge to open)
+    assert len(urls) == 5 and all(url.startswith("data:image/png;base64,") for url in urls)
     assert not any("response_format" in body for body in sent)
 
 
@@ -247,6 +248,7 @@ def test_the_pairwise_reward_through_genrm_score_the_server_and_verl_over_http(t
 
     source = tmp_path / "in.jsonl"
     source.write_text(_reward_instance(ROLLOUTS).model_dump_json() + "\n")
+    (tmp_path / "red.png").write_bytes((PAIRS_FILE.parent / "red.png").read_bytes())  # beside it: genrm score reads it
     column = [_reward_instance([]).model_dump_json()] * 3
     with FakeJudgeServer() as judge:
         judge.state.responder = responder(colour_judge, PAIRS_FILE.parent)
@@ -257,7 +259,8 @@ def test_the_pairwise_reward_through_genrm_score_the_server_and_verl_over_http(t
         with AppServer(create_app(settings)) as server:
             body = {"groups": [_reward_instance(ROLLOUTS).model_dump()]}
             scored = httpx.post(f"{server.root}/v1/score", json=body).json()
-        verl = compute_score_batch(["red"] * 3, ROLLOUTS, column, None, judge=spec, method="pairwise")
+        verl = compute_score_batch(["red"] * 3, ROLLOUTS, column, None, judge=spec, method="pairwise",
+                                   image_dir=str(PAIRS_FILE.parent))  # fmt: skip
     assert code == 0 and json.loads((tmp_path / "out.jsonl").read_text())["rewards"] == [1.0, 0.5, 0.5]
     assert scored["groups"][0]["rewards"] == [1.0, 0.5, 0.5]
     assert [r["score"] for r in verl] == [1.0, 0.5, 0.5] and verl[0]["swap_consistent"] == 1.0

@@ -21,6 +21,8 @@ IMAGES = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "pairs"
 
 
 def test_grpo_steps_of_a_tiny_policy_with_the_pairwise_reward(tmp_path):
+    for colour in ("red", "blue"):  # beside the training file: the judge is sent their bytes
+        (tmp_path / f"{colour}.png").write_bytes((IMAGES / f"{colour}.png").read_bytes())
     prompts = tmp_path / "pairs.jsonl"
     rows = [PairwiseInstance(id=c, prompt="What colour fills this image?", image=f"{c}.png",
                              reference=f"The image is filled with {c}.") for c in ("red", "blue")]  # fmt: skip

@@ -145,6 +145,9 @@ def test_the_writers_checks_count_each_reason():
 
 
 def _images(tmp_path):
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the list: the command reads them from its folder
     path = tmp_path / "images.jsonl"
     path.write_text('{"id": "park", "image": "park.png"}\n{"id": "kitchen", "image": "kitchen.png"}\n')
     return path
@@ -244,6 +247,9 @@ def test_caparena_counts_wins_ties_and_failures_with_positions_randomised(tmp_pa
 
 
 def test_genrm_captions_arena_and_the_rubicap_audit_over_http(tmp_path):
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the files: the commands read images from their folder
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(_instance(["Two dogs. A green bench."]).model_dump_json() + "\n")  # room left for praise
     second.write_text(_instance(CAPTIONS[1:2]).model_dump_json() + "\n")

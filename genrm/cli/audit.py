@@ -166,7 +166,7 @@ def _cmd_captions(args: argparse.Namespace) -> int:
 
 def _audit_responses(args: argparse.Namespace, path: str, stem: str, command: str) -> int:
     """The response audit of a method other than the rubric one (:mod:`genrm.evaluation.response_audit`)."""
-    from genrm.cli.data import read_model_lines, run_judged, write_report
+    from genrm.cli.data import nothing_judged, read_model_lines, run_judged, write_report
     from genrm.evaluation.response_audit import audit_plan, parse_settings, run_response_audit
     from genrm.methods import make_method
 
@@ -187,7 +187,7 @@ def _audit_responses(args: argparse.Namespace, path: str, stem: str, command: st
         return code
     print(report.markdown())
     write_report(args.output, stem, report.markdown(), json.dumps(report.counts(), indent=1))
-    return 0
+    return nothing_judged(command, sum(not pair.failed for pair in report.pairs), len(report.pairs), None)
 
 
 def _response_audit_options(parser: argparse.ArgumentParser) -> None:

@@ -118,7 +118,7 @@ def judge_from_args(
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     options = EngineOptions(
         SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
-        device=args.device, image_dir=str(Path(data_file).parent) if data_file else None,
+        device=args.device, image_dir=input_folder(data_file),
     )  # fmt: skip
     spec = judge_spec_from_args(args)
     if method is not None:
@@ -157,10 +157,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def input_folder(path: str | None) -> str | None:
+    """The folder of an input file, which its image paths are read from (None for standard input)."""
+    return str(Path(path).parent) if path and path != "-" else None
+
+
 def _teachers(args: argparse.Namespace) -> list[Any]:
     from genrm.data.teachers import teacher_engine
 
-    return [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.teacher]
+    folder = input_folder(args.input)
+    return [teacher_engine(spec, args.api_key_env, device=args.device, image_dir=folder) for spec in args.teacher]
 
 
 def run_judged(
@@ -254,7 +260,9 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
         return 2
     teachers = _teachers(args)
     aggregator = (
-        teacher_engine(args.aggregator, args.api_key_env, device=args.device) if args.aggregator else teachers[0]
+        teacher_engine(args.aggregator, args.api_key_env, device=args.device, image_dir=input_folder(args.input))
+        if args.aggregator
+        else teachers[0]
     )
 
     async def run() -> Any:
@@ -337,9 +345,11 @@ def _cmd_caption_rubrics(args: argparse.Namespace) -> int:
     if items is None:
         return 2
     try:
-        captioners = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.captioner]
-        student = teacher_engine(args.student, args.api_key_env, device=args.device)
-        writer = teacher_engine(args.writer, args.api_key_env, device=args.device)
+        folder = input_folder(args.input)
+        captioners = [teacher_engine(spec, args.api_key_env, device=args.device, image_dir=folder)
+                      for spec in args.captioner]  # fmt: skip
+        student = teacher_engine(args.student, args.api_key_env, device=args.device, image_dir=folder)
+        writer = teacher_engine(args.writer, args.api_key_env, device=args.device, image_dir=folder)
     except ValueError as exc:
         print(f"genrm data caption-rubrics: error: {exc}", file=sys.stderr)
         return 2

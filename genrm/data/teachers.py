@@ -38,8 +38,10 @@ def teacher_engine(
     timeout_s: float = 300.0,
     max_in_flight: int = 32,
     device: Device = "auto",
+    image_dir: str | None = None,
 ) -> Engine:
     """The teacher ``spec`` names; its API key, if any, comes from the environment variable ``api_key_env``.
+    ``image_dir``: the folder the inputs' image paths are read from (the input file's), sent to the teacher as bytes.
 
     Raises ValueError for a malformed spec, the rule judge (a teacher runs a model), or a key variable that is unset.
     """
@@ -50,7 +52,7 @@ def teacher_engine(
     if api_key_env and not api_key:
         raise ValueError(f"the environment variable {api_key_env} (the teachers' API key) is not set")
     options = EngineOptions(TEACHER_SAMPLING, api_key=api_key, timeout_s=timeout_s, max_in_flight=max_in_flight,
-                            device=device)  # fmt: skip
+                            device=device, image_dir=image_dir)  # fmt: skip
     return make_engine(parsed, options)
 
 

@@ -9,6 +9,10 @@ Why chat completions rather than SGLang's native ``/generate``: the server appli
 (image parts included), accepts the schema as ``response_format``, returns token usage, and the same request serves
 SGLang, vLLM and hosted teachers.
 
+Images go as data URIs only: a request whose image is a path is read here, inside ``image_dir``
+(:func:`genrm.engine.images.sendable_image`), so the judge's host is never handed a path or a URL to open; an image
+that cannot be sent fails that request.
+
 The transport (:class:`genrm.engine.endpoint.ChatEndpoint`) retries across replicas; a request that still fails is
 a reply with ``error`` set; when no replica can be reached at all, :class:`genrm.engine.types.BackendUnavailable` is
 raised. Health: ``/models`` of an OpenAI-compatible endpoint, SGLang's own ``/health`` for SGLang.
@@ -19,9 +23,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
 from genrm.engine.endpoint import CallFailed, ChatEndpoint
+from genrm.engine.images import ImageError, is_data_uri, sendable_image
 from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
 
 Flavor = Literal["openai", "sglang"]
@@ -45,6 +51,7 @@ class HttpEngine:
         sampling: SamplingSettings | None = None,
         constrained: bool = True,
         flavor: Flavor = "openai",
+        image_dir: str | Path | None = None,
     ) -> None:
         """Configure the engine.
 
@@ -53,8 +60,11 @@ class HttpEngine:
             sampling: how answers are sampled (greedy by default); a request may set its own temperature.
             constrained: send a request's schema as ``response_format``.
             flavor: ``sglang`` probes SGLang's ``/health``; ``openai`` probes ``/models``.
+            image_dir: the folder image paths are read from (only inside it) and sent as bytes; None sends data URIs
+                only.
         """
         self.endpoint, self.sampling, self.constrained = endpoint, sampling or SamplingSettings(), constrained
+        self.image_dir = Path(image_dir) if image_dir is not None else None
         self.name: str = flavor
         self.model = endpoint.model
 
@@ -72,19 +82,34 @@ class HttpEngine:
     def usage_callback(self, callback: UsageCallback | None) -> None:
         self.endpoint.usage_callback = callback
 
-    async def _one(self, request: ChatRequest) -> Reply:
+    async def _one(self, request: ChatRequest, images: dict[str, str | ImageError]) -> Reply:
         sampling = (
             self.sampling if request.temperature is None else replace(self.sampling, temperature=request.temperature)
         )
         shape = response_format(request) if self.constrained else None
+        prompt = request.prompt
+        if prompt.image in images:
+            sent = images[prompt.image]
+            if isinstance(sent, ImageError):
+                return Reply(error=f"image not sent: {sent}")
+            prompt = replace(prompt, image=sent)
         try:
-            return await self.endpoint.complete(request.prompt.messages(), sampling, shape)
+            return await self.endpoint.complete(prompt.messages(), sampling, shape)
         except CallFailed as exc:
             return Reply(error=str(exc))
 
+    def _sendable(self, reference: str) -> str | ImageError:
+        try:
+            return sendable_image(reference, self.image_dir)
+        except ImageError as exc:
+            return exc
+
     async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
-        """One reply per request; the calls go out concurrently (bounded by the endpoint's ``max_in_flight``)."""
-        return list(await asyncio.gather(*(self._one(request) for request in requests)))
+        """One reply per request; the calls go out concurrently (bounded by the endpoint's ``max_in_flight``). Each
+        image path among them is read once (a group's requests share their image), off the event loop."""
+        paths = {r.prompt.image for r in requests if r.prompt.image is not None and not is_data_uri(r.prompt.image)}
+        images = {path: await asyncio.to_thread(self._sendable, path) for path in sorted(paths)}
+        return list(await asyncio.gather(*(self._one(request, images) for request in requests)))
 
     def _health_url(self, base_url: str) -> str:
         if self.name == "sglang":

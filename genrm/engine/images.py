@@ -1,8 +1,9 @@
 """Images of instances: read from a local path or a data URI (bounded), written as PNG data URIs.
 
-An instance's ``image`` is a path, a URL or a data URI (``genrm.methods.rubric.models.Instance``). Servers that show
-it to a judge (SGLang, an OpenAI-compatible endpoint) receive the reference as is; training and a judge run in process
-(the transformers backend) read the pixels here. A URL is not fetched: training must not depend on the network, so
+An instance's ``image`` is a path, a URL or a data URI (``genrm.methods.rubric.models.Instance``). A judge behind
+HTTP (SGLang, an OpenAI-compatible endpoint) is only ever sent image bytes, as a data URI (:func:`sendable_image`):
+never a path or a URL for its host to open. Training and a judge run in process (the transformers backend) read the
+pixels here. A URL is not fetched: training must not depend on the network, so
 the message says to download it first. Every image is checked before it is decoded: at most :data:`MAX_IMAGE_BYTES`
 of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb fails with a message, not an out-of-memory).
 
@@ -178,3 +179,24 @@ def inside_folder(reference: str, folder: Path) -> Path:
     if not path.is_relative_to(root):
         raise ImageError(f"image path {reference[:200]!r} is outside the image folder")
     return path
+
+
+def sendable_image(reference: str, image_dir: Path | None = None) -> str:
+    """What a judge behind HTTP is sent for ``reference``: a data URI, never a path or a URL its host would open.
+
+    A data URI goes as it is (the reward server checked it when it read the client's image; a command line's own
+    input is the user's). A path is read here, relative to ``image_dir`` and only inside it (the data file's folder),
+    checked whole and sent as its bytes (:func:`checked_image_data_uri`). A URL is refused: download it first.
+
+    Raises:
+        ImageError: a URL, a path without ``image_dir`` or outside it, or a file :func:`load_image` would refuse.
+    """
+    if is_data_uri(reference):
+        return reference
+    if is_url(reference):
+        raise ImageError(f"image {reference[:80]!r} is a URL: a judge is sent image bytes, never a URL to fetch; "
+                         "download it and give its path")  # fmt: skip
+    if image_dir is None:
+        raise ImageError(f"image {reference[:80]!r} is a path, and this judge has no image folder to read it from "
+                         "(paths are read relative to the data file's folder): give it as a data URI")  # fmt: skip
+    return checked_image_data_uri(_encoded_bytes(str(inside_folder(reference, image_dir)), None))

@@ -170,7 +170,8 @@ class EngineOptions:
         prefix_cache: compute a batch's common prefix once (transformers).
         continuous_batching: decode concurrent prompts in one loop that answers leave as they end and prompts join
             as they arrive; False runs ``model.generate`` batch by batch (transformers).
-        image_dir: the folder image paths are read from; None reads data URIs only (transformers).
+        image_dir: the folder image paths are read from, only inside it; None reads data URIs only (transformers in
+            process; openai and sglang read them here and send their bytes, never the path).
         max_batch_size: most prompts in one batch (transformers).
         batch_wait_s: longest wait to fill a batch, s (transformers).
         name: the model's name in logs and records, instead of its path (transformers).
@@ -222,7 +223,8 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
             list(spec.urls), str(spec.model), options.api_key, timeout_s=options.timeout_s, retries=options.retries,
             max_in_flight=options.max_in_flight, budget_s=options.budget_s,
         )  # fmt: skip
-        return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend)  # type: ignore[arg-type]
+        return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend,  # type: ignore[arg-type]
+                          image_dir=options.image_dir)  # fmt: skip
     if spec.backend == "scripted":
         raise ValueError("the scripted judge is a reward method's own: make it with genrm.methods.method_judge")
     raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")
