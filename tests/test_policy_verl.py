@@ -129,6 +129,9 @@ def test_verls_own_manager_and_estimator_take_the_decoupled_balcap_score(tmp_pat
             "A white fridge. Three apples. A wooden table.", "A white fridge.", "Three apples. Three apples.",
             "A green bench. A white fridge. Three apples. A wooden table. A red car. Two dogs."]),
     ]  # fmt: skip
+    from genrm.methods.scene_images import SCENES, write_scene_images
+
+    write_scene_images(tmp_path, SCENES)  # beside the instances: the judge is sent their bytes
     source = tmp_path / "instances.jsonl"
     source.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
     method = make_method("balcap")

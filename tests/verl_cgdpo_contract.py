@@ -13,6 +13,7 @@ an environment with verl installed, and genrm beside it.
 import functools
 import json
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -54,7 +55,9 @@ def main() -> None:
     trainer = SimpleNamespace(_get_dp_size=lambda worker_group, role: 2, actor_rollout_wg=None, config=None)
     RayPPOTrainer._balance_batch(trainer, data, metrics={})
     order = [int(row) for row in data.non_tensor_batch["row"]]
-    score = functools.partial(compute_score_batch, judge=judge, method="balcap", aggregation="normalize_then_sum")
+    # the judge is sent the images' bytes, read from the instance file's folder (the reward kwarg image_dir)
+    score = functools.partial(compute_score_batch, judge=judge, method="balcap", aggregation="normalize_then_sum",
+                              image_dir=str(Path(path).parent))  # fmt: skip
     out = BatchRewardManager(tokenizer, num_examine=0, compute_score=score)(data, return_dict=True)
     data.batch["token_level_rewards"] = out["reward_tensor"]
     data = compute_advantage(data, adv_estimator="reinforce_plus_plus_baseline")
