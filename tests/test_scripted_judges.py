@@ -136,3 +136,19 @@ def test_the_evaluation_commands_take_the_scripted_judge_of_their_method(tmp_pat
     assert len(rows) == 2 and float(rows[0][6]) > float(rows[1][6])  # b-CapScore: the right captions above
     assert main(["captions", "arena", str(CAPTIONS), str(RUBRICS), "--judge", "scripted"]) == 0
     assert "| ties | 4 |" in capsys.readouterr().out  # the two files hold the same captions
+
+
+def test_the_scripted_pairwise_judge_fails_an_image_it_cannot_read(tmp_path):
+    method = make_method("pairwise")
+    judge = method_judge(method, "scripted", None)
+    instance = method.instance_model.model_validate(
+        {
+            "id": "x",
+            "prompt": "What colour?",
+            "image": str(tmp_path / "missing.png"),
+            "reference": "Red.",
+            "responses": ["It is red."],
+        }
+    )
+    result = score_instance(method, instance, judge)
+    assert result.rewards == [None] and "cannot read the image" in (result.records[0].failure_reason or "")
