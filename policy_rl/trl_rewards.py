@@ -31,6 +31,9 @@ order, sharing one judge call per completion; c-GDPO is then TRL's own::
         policy_rl.trl_rewards.reward_column_3 --reward_weights 0.1 0.3 0.3 \
         --multi_objective_aggregation normalize_then_sum
 
+A method set to subtract a penalty from the normalized advantage (the balcap method's ``length_rule: linear``) is
+refused here: a reward function cannot carry it, and TRL would train without it. ``genrm rl`` applies it.
+
 **Groups and processes.** The remap of a response depends on its whole group (the prompt's ``num_generations``
 completions). TRL calls a reward function on each process with that process's slice of the batch, in which a
 group's rows are consecutive; a group cut by a slice boundary is remapped in two parts, silently. Plain ``trl grpo``
@@ -82,6 +85,7 @@ def _reward() -> RubricReward:
 @functools.lru_cache(maxsize=1)
 def _method_reward() -> MethodReward:
     from genrm.methods import DEFAULT_METHOD, MethodConfig, make_method
+    from genrm.methods.columns import refuse_advantage_penalty
 
     try:
         options = json.loads(os.environ.get("GENRM_METHOD_OPTIONS", "{}"))
@@ -90,6 +94,8 @@ def _method_reward() -> MethodReward:
     if not isinstance(options, dict):
         raise ValueError("GENRM_METHOD_OPTIONS must be a JSON object")
     method = make_method(os.environ.get("GENRM_METHOD", DEFAULT_METHOD), MethodConfig(tau=_tau()), options)
+    refuse_advantage_penalty(method, "trl grpo's reward functions",
+                             "run genrm rl, which subtracts it from TRL's advantages")  # fmt: skip
     return MethodReward(method, _scorer(method), name="method_reward")
 
 

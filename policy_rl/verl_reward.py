@@ -20,19 +20,23 @@ verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` 
 the figures the method logs with each reward (the rubric method: ``content_mask``, ``format_mask``, ``length_ok``),
 which verl logs as reward extra info.
 
-**Reward columns, decoupled (c-GDPO).** verl's advantage estimators see one scalar per response, so for a method
-with reward columns (the balcap method) the decoupling is done here, where the whole batch and its groups are seen:
-with ``aggregation: normalize_then_sum`` the ``score`` of a response is
-``sum_k w_k (r_k - mean_k) / (std_k + eps)`` over its group (BalCapRL eq. 2.4-2.5, TRL's arithmetic:
-:func:`genrm.methods.columns.group_normalized_sum`), less the method's advantage penalty; each column and the
-method's scalar ``reward`` go along as extra info. Run it with
-``algorithm.adv_estimator=reinforce_plus_plus_baseline``, which subtracts the group mean (already 0) and whitens
-over the batch: eq. 2.6, with verl's token-weighted batch statistics. The default, ``aggregation: weighted_mean``,
-scores with the method's scalar reward (plain GRPO on it). The per-response form cannot normalize over a group and
-refuses ``normalize_then_sum``.
+**Reward columns, decoupled (c-GDPO).** verl's advantage estimators see one scalar per response and normalize it
+themselves, so for a method with reward columns (the balcap method) the whole advantage is formed here, where the whole
+batch and its groups are seen: with ``aggregation: normalize_then_sum`` the ``score`` of a response is its c-GDPO
+advantage, each column normalized over the response's group, weighted, summed and normalized over the batch (BalCapRL
+eq. 2.4-2.6, TRL's arithmetic: :func:`genrm.methods.columns.decoupled_advantages`), less the method's advantage penalty
+(the linear length rule, eq. A.5). Run it with ``algorithm.adv_estimator=genrm_cgdpo``
+(:mod:`policy_rl.verl_advantage`, registered with verl when this module is loaded), which takes the score as the
+advantage unchanged: any other estimator would normalize it again, and a penalty shared by a group would cancel. Each
+column, the method's scalar ``reward`` and its figures (the penalty among them) go along as extra info (verl logs their
+means, in validation too, where the score is an advantage, not a reward). A response whose judgement failed gets
+advantage 0, as TRL gives it, and is left out of the batch's statistics. The default, ``aggregation: weighted_mean``,
+scores with the method's scalar reward (plain GRPO on it) and refuses a method set to penalize advantages, which a
+reward cannot carry. The per-response form cannot normalize over a group and refuses ``normalize_then_sum``.
 
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
-in the reward kwargs, in which case it gets that value and ``judge_failed: 1`` says so. Settings (reward kwargs):
+in the reward kwargs, in which case it gets that value (advantage 0 under ``normalize_then_sum``) and
+``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
 ``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options``,
 ``aggregation`` and ``image_dir`` (the folder the instances' image paths are read from by a judge run here, which
@@ -47,10 +51,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from genrm.methods.columns import HasRewardColumns, group_normalized_sum
+from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
 from genrm.methods.registry import DEFAULT_METHOD
 from genrm.methods.rubric.models import Instance
 from policy_rl.method_reward import MethodReward, RowScore, group_key
+from policy_rl.verl_advantage import ESTIMATOR, register_with_verl
+
+# verl loads this file in its trainer's process (custom_reward_function.path), where it later forms the advantages:
+# the estimator the decoupled score needs is registered there now.
+register_with_verl()
 
 
 class UnknownReward(RuntimeError):
@@ -109,6 +118,12 @@ def compute_score_batch(
     if decoupled and not isinstance(reward.method, HasRewardColumns):
         raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "
                          f"{reward.method.name} method has one reward")  # fmt: skip
+    if not decoupled:
+        refuse_advantage_penalty(
+            reward.method,
+            "verl's estimators with aggregation weighted_mean",
+            f"use aggregation normalize_then_sum with algorithm.adv_estimator={ESTIMATOR}",
+        )
     infos = [None] * len(ground_truths) if extra_infos is None else list(extra_infos)  # verl: a numpy object array
     keys = [group_key(truth, info.get("uid") if isinstance(info, dict) else None)
             for truth, info in zip(ground_truths, infos, strict=True)]  # fmt: skip
@@ -117,7 +132,7 @@ def compute_score_batch(
         scores = _decoupled(scores, keys, dict(reward.method.reward_columns))  # type: ignore[attr-defined]
     # verl gathers each figure into one list over the batch: every row gets every figure (NaN where it has none).
     names = sorted({name for score in scores for name in score.extra})
-    return [_result(score, key, names, unknown_reward) for score, key in zip(scores, keys, strict=True)]
+    return [_result(score, key, names, unknown_reward, decoupled) for score, key in zip(scores, keys, strict=True)]
 
 
 def compute_score(
@@ -134,27 +149,31 @@ _AGGREGATIONS = ("weighted_mean", "normalize_then_sum")
 
 
 def _decoupled(scores: list[RowScore], keys: list[str], weights: dict[str, float]) -> list[RowScore]:
-    # Each group's decoupled sum (eq. 2.4-2.5), less the advantage penalty; the scalar reward kept as extra info.
+    # Each response's c-GDPO advantage over the whole batch (eq. 2.4-2.6), less its penalty (eq. A.5); the scalar
+    # reward kept as extra info.
     groups: dict[str, list[int]] = {}
     for row, key in enumerate(keys):
         groups.setdefault(key, []).append(row)
+    columns = [[[None if scores[r].reward is None else scores[r].columns.get(name) for name in weights] for r in rows]
+               for rows in groups.values()]  # fmt: skip
     out = list(scores)
-    for rows in groups.values():
-        columns = [[None if scores[r].reward is None else scores[r].columns.get(name) for name in weights]
-                   for r in rows]  # fmt: skip
-        for row, value in zip(rows, group_normalized_sum(columns, list(weights.values())), strict=True):
+    for rows, advantages in zip(groups.values(), decoupled_advantages(columns, list(weights.values())), strict=True):
+        for row, value in zip(rows, advantages, strict=True):
             score = scores[row]
-            if value is not None and score.reward is not None:
+            if score.reward is not None:
                 extra = {**score.extra, "reward": score.reward}
                 out[row] = RowScore(value - score.penalty, score.error, extra, score.columns, score.penalty)
     return out
 
 
-def _result(score: RowScore, key: str, names: Sequence[str], unknown_reward: float | None) -> dict[str, float]:
+def _result(
+    score: RowScore, key: str, names: Sequence[str], unknown_reward: float | None, decoupled: bool
+) -> dict[str, float]:
     extra = {"judge_failed": float(score.reward is None), **{n: score.extra.get(n, float("nan")) for n in names}}
     if score.reward is not None:
         return {"score": score.reward, **extra}
     if unknown_reward is None:
         setting = "custom_reward_function.reward_kwargs.unknown_reward"
         raise UnknownReward(f"no reward for a response of {key}: {score.error}; set {setting} to the value to use")
-    return {"score": float(unknown_reward), **extra}
+    # Decoupled, the score is an advantage: a response that could not be judged gets none, as TRL gives it.
+    return {"score": 0.0 if decoupled else float(unknown_reward), **extra}

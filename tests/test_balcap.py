@@ -18,7 +18,7 @@ from genrm.engine.scripted import ScriptedEngine
 from genrm.methods import make_method, score_instance
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.balcap.scene_judge import responder, scripted
-from genrm.methods.columns import group_normalized_sum
+from genrm.methods.columns import decoupled_advantages
 from serving.app import create_app
 from serving.settings import ServerSettings
 
@@ -152,8 +152,8 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
     assert [f.__name__ for f in columns] == ["precision", "recall", "linguistic"]
     assert trl == [pytest.approx(PRECISION), pytest.approx(RECALL), pytest.approx(LINGUISTIC)]
     assert trl_calls == n  # three columns, one judge call per completion
-    decoupled = group_normalized_sum([list(r) for r in zip(PRECISION, RECALL, LINGUISTIC, strict=True)], list(W))
-    assert [row["score"] for row in verl] == pytest.approx(decoupled)
+    (decoupled,) = decoupled_advantages([[list(r) for r in zip(PRECISION, RECALL, LINGUISTIC, strict=True)]], list(W))
+    assert [row["score"] for row in verl] == pytest.approx(decoupled)  # the advantage, as TRL forms it
     assert [row["reward"] for row in verl] == pytest.approx(EXPECTED)
     assert [row["precision"] for row in verl] == pytest.approx(PRECISION)
     assert [row["score"] for row in plain] == pytest.approx(EXPECTED)
@@ -162,6 +162,79 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
                       aggregation="normalize_then_sum")  # fmt: skip
     with pytest.raises(ValueError, match="needs a method with reward columns"):
         compute_score_batch(["x"], ["y"], ["{}"], None, aggregation="normalize_then_sum")
+
+
+def test_verls_decoupled_score_is_the_c_gdpo_advantage_less_the_linear_penalty_a_group_cannot_cancel(scene_dir):
+    # BalCapRL A.5: the penalty comes off the batch-normalized advantage. Two groups: one whose captions are all out
+    # of the band by the same amount (a penalty shared by the group, which a group baseline would cancel), one mixed.
+    from policy_rl.verl_reward import compute_score_batch
+
+    short = ["A red car.", "A green bench.", "A blue boat."]  # 4, 4 and 4 tokens against 11: rho 4/11 each
+    mixed = CAPTIONS[:4]
+    texts = short + mixed
+    column = _instance([]).model_dump_json()
+    infos = [{"uid": "short"}] * len(short) + [{"uid": "mixed"}] * len(mixed)
+    options = {"length_rule": "linear", "length_lambda": 2.0}
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        kwargs = {"judge": f"openai:fake-judge@{judge.url}", "method": "balcap", "image_dir": str(scene_dir)}
+        rows = compute_score_batch(["park"] * len(texts), texts, [column] * len(texts), infos, method_options=options,
+                                   aggregation="normalize_then_sum", **kwargs)  # fmt: skip
+        free = compute_score_batch(["park"] * len(texts), texts, [column] * len(texts), infos,
+                                   method_options={"length_rule": "none"}, aggregation="normalize_then_sum",
+                                   **kwargs)  # fmt: skip
+        with pytest.raises(ValueError, match="length_rule linear .*adv_estimator=genrm_cgdpo"):
+            compute_score_batch(["park"], texts[:1], [column], None, method_options=options, **kwargs)
+    columns = [[[row[name] for name in ("precision", "recall", "linguistic")] for row in rows[a:b]]
+               for a, b in ((0, 3), (3, 7))]  # fmt: skip
+    penalties = [row["length_penalty"] for row in rows]
+    assert penalties[:3] == pytest.approx([2 * (0.5 - 4 / 11)] * 3) and penalties[3:] == pytest.approx(
+        [0, 0, 0, 2 * (0.5 - 4 / 11)]
+    )
+    advantages = [a for group in decoupled_advantages(columns, list(W)) for a in group]
+    assert [row["score"] for row in rows] == pytest.approx([a - p for a, p in zip(advantages, penalties,
+                                                                                      strict=True)])  # fmt: skip
+    # the linear rule masks nothing, so without it the columns and the advantages are the same, less no penalty
+    assert [row["score"] - f["score"] for row, f in zip(rows, free, strict=True)] == pytest.approx(
+        [-p for p in penalties]
+    )
+    assert all(row["reward"] == pytest.approx(f["reward"]) for row, f in zip(rows, free, strict=True))
+
+
+def test_consumers_that_take_rewards_only_refuse_the_linear_rule_instead_of_dropping_its_penalty(
+    monkeypatch, scene_dir
+):
+    from policy_rl import trl_rewards
+
+    monkeypatch.setenv("GENRM_METHOD", "balcap")
+    monkeypatch.setenv("GENRM_METHOD_OPTIONS", json.dumps({"length_rule": "linear"}))
+    trl_rewards._method_reward.cache_clear()
+    trl_rewards._columns.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="trl grpo's reward functions cannot apply.*run genrm rl"):
+            trl_rewards.reward_column_1(["p"], ["A red car."], genrm_instance=[_instance([]).model_dump_json()])
+    finally:
+        trl_rewards._method_reward.cache_clear()
+        trl_rewards._columns.cache_clear()
+    # lambda 0 penalizes nothing: nothing to refuse
+    assert (
+        make_method("balcap", options={"length_rule": "linear", "length_lambda": 0}).advantage_penalty_setting()
+        is None
+    )
+    with FakeJudgeServer() as judge:
+        judge.state.responder = responder
+        settings = ServerSettings(method="balcap", judge=f"openai:fake-judge@{judge.url}", image_dir=scene_dir,
+                                  method_options={"length_rule": "linear"})  # fmt: skip
+        with AppServer(create_app(settings)) as server:
+            body = {"query": ["Describe. A red car."], "prompts": ["Describe. "],
+                    "labels": [_instance([]).model_dump_json()]}  # fmt: skip
+            refused = httpx.post(f"{server.root}/get_reward", json=body)
+            scored = httpx.post(f"{server.root}/v1/score", json={"groups": [_instance(CAPTIONS[:2]).model_dump()]})
+        asked = len(judge.state.requests)
+    assert refused.status_code == 409
+    assert "OpenRLHF's remote reward protocol cannot apply" in refused.json()["detail"][0]["msg"]
+    assert scored.status_code == 200 and asked == 2  # /v1/score (genrm rl's scorer) still serves it, penalty included
+    assert "length_penalty" in scored.json()["groups"][0]["records"][0]
 
 
 def test_the_openrlhf_route_gives_the_scalar_reward_and_the_columns_as_extra_logs(scene_dir):

@@ -109,9 +109,11 @@ def test_verls_own_reordering_and_batch_reward_manager_give_genrm_scores_rewards
 
 
 @pytest.mark.skipif(not os.environ.get("GENRM_VERL_PYTHON"), reason="GENRM_VERL_PYTHON: an environment with verl")
-def test_verls_own_manager_and_estimator_take_the_decoupled_balcap_score(tmp_path):
-    # c-GDPO through verl: the reward function's score is each group's decoupled sum (eq. 2.4-2.5); verl's
-    # reinforce_plus_plus_baseline estimator whitens it over the batch's tokens (eq. 2.6, token-weighted)
+def test_verls_own_manager_and_estimator_take_the_c_gdpo_advantage_with_the_linear_penalty(tmp_path):
+    # c-GDPO through verl (BalCapRL eq. 2.4-2.6 then A.5): the reward function's score is each response's advantage,
+    # normalized per column over its group, summed, normalized over the batch, less the linear length penalty;
+    # verl's genrm_cgdpo estimator, registered by loading the reward file as verl does, keeps it as it is. The
+    # third group's captions are all too short by the same amount: a group baseline would cancel their penalty.
     from fake_judge import FakeJudgeServer
 
     from genrm.engine import Judge
@@ -119,7 +121,7 @@ def test_verls_own_manager_and_estimator_take_the_decoupled_balcap_score(tmp_pat
     from genrm.methods import make_method, score_instance
     from genrm.methods.balcap.models import BalCapInstance
     from genrm.methods.balcap.scene_judge import responder, scripted
-    from genrm.methods.columns import group_normalized_sum
+    from genrm.methods.columns import decoupled_advantages
 
     instances = [
         BalCapInstance(id="park", image="park.png", reference="A red car. Two dogs. A green bench.", responses=[
@@ -128,31 +130,35 @@ def test_verls_own_manager_and_estimator_take_the_decoupled_balcap_score(tmp_pat
         BalCapInstance(id="kitchen", image="kitchen.png", reference="A white fridge. Three apples.", responses=[
             "A white fridge. Three apples. A wooden table.", "A white fridge.", "Three apples. Three apples.",
             "A green bench. A white fridge. Three apples. A wooden table. A red car. Two dogs."]),
+        BalCapInstance(id="park-short", image="park.png", reference="A red car. Two dogs. A green bench.",
+                       responses=["A red car.", "A green bench.", "A blue boat.", "A red dog."]),
     ]  # fmt: skip
     from genrm.methods.scene_images import SCENES, write_scene_images
 
     write_scene_images(tmp_path, SCENES)  # beside the instances: the judge is sent their bytes
     source = tmp_path / "instances.jsonl"
     source.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
-    method = make_method("balcap")
-    expected = []
+    options = {"length_rule": "linear", "length_lambda": 2.0}
+    method = make_method("balcap", options=options)
+    groups, penalties = [], []
     for instance in instances:
         result = score_instance(method, instance, Judge(ScriptedEngine(scripted)))
-        columns = [list(method.column_values(result, i).values()) for i in range(len(instance.responses))]
-        expected += group_normalized_sum(columns, list(method.reward_columns.values()))
+        groups.append([list(method.column_values(result, i).values()) for i in range(len(instance.responses))])
+        penalties += [method.advantage_penalty(result, i) for i in range(len(instance.responses))]
+    advantages = [a for group in decoupled_advantages(groups, list(method.reward_columns.values())) for a in group]
+    expected = [a - p for a, p in zip(advantages, penalties, strict=True)]
+    assert len({round(p, 6) for p in penalties[-4:]}) == 1 and penalties[-1] > 0  # one penalty shared by a group
     script = Path(__file__).with_name("verl_cgdpo_contract.py")
     with FakeJudgeServer() as judge:
         judge.state.responder = responder
         done = subprocess.run([os.environ["GENRM_VERL_PYTHON"], str(script), str(source),
-                               f"openai:fake-judge@{judge.url}"], capture_output=True, text=True, timeout=600,
-                              cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+                               f"openai:fake-judge@{judge.url}", json.dumps(options)], capture_output=True, text=True,
+                              timeout=600, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    rows, scores, lengths = result["rows"], result["scores"], result["lengths"]
+    rows, scores = result["rows"], result["scores"]
     assert rows != sorted(rows)  # verl really reordered the batch
     assert scores == pytest.approx([expected[row] for row in rows], abs=1e-5)
-    total = sum(lengths)
-    mean = sum(s * n for s, n in zip(scores, lengths, strict=True)) / total
-    var = sum(n * (s - mean) ** 2 for s, n in zip(scores, lengths, strict=True)) / total * total / (total - 1)
-    assert result["advantages"] == pytest.approx([(s - mean) / (var + 1e-8) ** 0.5 for s in scores], abs=1e-4)
+    assert result["advantages"] == pytest.approx(scores, abs=1e-6) and result["uniform"]
+    assert result["extra"]["length_penalty"] == pytest.approx([penalties[row] for row in rows], abs=1e-6)
     assert {"precision", "recall", "linguistic", "reward", "judge_failed"} <= set(result["extra"])

@@ -1,16 +1,16 @@
 """verl's own reordering, reward manager and advantage estimator around the balcap method's decoupled score (c-GDPO);
 prints the outcome as JSON.
 
-    $GENRM_VERL_PYTHON tests/verl_cgdpo_contract.py INSTANCES_JSONL JUDGE_SPEC
+    $GENRM_VERL_PYTHON tests/verl_cgdpo_contract.py INSTANCES_JSONL JUDGE_SPEC METHOD_OPTIONS_JSON
 
 The instances' responses become one verl batch, each prompt's rows together with one ``uid``, as ``rollout.n`` makes
-them. verl's ``RayPPOTrainer._balance_batch`` reorders the rows; verl's ``BatchRewardManager`` calls
-``compute_score_batch`` with ``method: balcap`` and ``aggregation: normalize_then_sum`` (the reward kwargs a recipe
-sets); verl's ``compute_advantage`` runs the ``reinforce_plus_plus_baseline`` estimator on the reward tensor. Runs in
-an environment with verl installed, and genrm beside it.
+them. verl's ``RayPPOTrainer._balance_batch`` reorders the rows; verl loads ``compute_score_batch`` from
+``policy_rl/verl_reward.py`` by its path (``get_custom_reward_fn``, as ``custom_reward_function.path`` makes it do,
+which registers the ``genrm_cgdpo`` estimator), with ``method: balcap`` and ``aggregation: normalize_then_sum`` (the
+reward kwargs a recipe sets); verl's ``BatchRewardManager`` calls it and verl's ``compute_advantage`` runs the
+``genrm_cgdpo`` estimator on the reward tensor. Runs in an environment with verl installed, and genrm beside it.
 """
 
-import functools
 import json
 import sys
 from pathlib import Path
@@ -18,17 +18,20 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
+from omegaconf import OmegaConf
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer, compute_advantage
+from verl.trainer.ppo.reward import get_custom_reward_fn
 from verl.workers.reward_manager.batch import BatchRewardManager
 
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.training.tiny_model import build_tokenizer
-from policy_rl.verl_reward import compute_score_batch
+
+REWARD_FILE = Path(__file__).resolve().parents[1] / "policy_rl" / "verl_reward.py"
 
 
 def main() -> None:
-    path, judge = sys.argv[1], sys.argv[2]
+    path, judge, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     with open(path, encoding="utf-8") as handle:
         instances = [BalCapInstance.model_validate_json(line) for line in handle if line.strip()]
     rows = [(n, instance, text) for n, instance in enumerate(instances) for text in instance.responses]
@@ -56,16 +59,21 @@ def main() -> None:
     RayPPOTrainer._balance_batch(trainer, data, metrics={})
     order = [int(row) for row in data.non_tensor_batch["row"]]
     # the judge is sent the images' bytes, read from the instance file's folder (the reward kwarg image_dir)
-    score = functools.partial(compute_score_batch, judge=judge, method="balcap", aggregation="normalize_then_sum",
-                              image_dir=str(Path(path).parent))  # fmt: skip
+    kwargs = {"judge": judge, "method": "balcap", "method_options": options, "aggregation": "normalize_then_sum",
+              "image_dir": str(Path(path).parent)}  # fmt: skip
+    config = OmegaConf.create({"custom_reward_function": {"path": str(REWARD_FILE), "name": "compute_score_batch",
+                                                          "reward_kwargs": kwargs}})  # fmt: skip
+    score = get_custom_reward_fn(config)
     out = BatchRewardManager(tokenizer, num_examine=0, compute_score=score)(data, return_dict=True)
     data.batch["token_level_rewards"] = out["reward_tensor"]
-    data = compute_advantage(data, adv_estimator="reinforce_plus_plus_baseline")
-    advantages = data.batch["advantages"][:, 0].tolist()  # an outcome reward: every token carries the same value
+    data = compute_advantage(data, adv_estimator="genrm_cgdpo")
+    advantages = data.batch["advantages"][:, 0].tolist()
+    mask, scores = data.batch["response_mask"], out["reward_tensor"].sum(dim=1)
+    # an outcome advantage: every token of a response carries it, padding nothing
+    uniform = bool(torch.allclose(data.batch["advantages"], scores.unsqueeze(-1) * mask))
     extra = {key: [float(v) for v in values] for key, values in out["reward_extra_info"].items()}
     print(json.dumps({
-        "rows": order, "scores": out["reward_tensor"].sum(dim=1).tolist(), "advantages": advantages,
-        "lengths": data.batch["response_mask"].sum(dim=1).tolist(), "extra": extra,
+        "rows": order, "scores": scores.tolist(), "advantages": advantages, "uniform": uniform, "extra": extra,
     }))  # fmt: skip
 
 

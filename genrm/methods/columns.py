@@ -56,6 +56,23 @@ class PenalizesAdvantages(Protocol):
         """What to subtract from response ``index``'s normalized advantage (>= 0; 0 for none)."""
         ...
 
+    def advantage_penalty_setting(self) -> str | None:
+        """The setting that makes this method penalize advantages (e.g. ``length_rule linear``), None when its
+        settings subtract nothing."""
+        ...
+
+
+def refuse_advantage_penalty(method: Any, consumer: str, instead: str) -> None:
+    """Raise ValueError when ``method`` is set to subtract a penalty from the normalized advantage, which
+    ``consumer`` (a trainer or protocol that takes rewards only) cannot apply: the penalty would be dropped without
+    a word. ``instead`` says what to run instead."""
+    setting = method.advantage_penalty_setting() if isinstance(method, PenalizesAdvantages) else None
+    if setting is not None:
+        raise ValueError(
+            f"the {method.name} method with {setting} subtracts a penalty from the normalized advantage, "
+            f"which {consumer} cannot apply: a reward cannot carry it; {instead}"
+        )
+
 
 def _std(values: Sequence[float]) -> float:
     # The sample standard deviation (torch.std, TRL's nanstd); 0 for fewer than two values, as a column with no spread.

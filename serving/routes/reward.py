@@ -3,7 +3,8 @@
 Queries whose labels share an id are one group; with ``group_size`` set, a group is gathered across requests
 (:mod:`serving.gathering`). The protocol has no place for an unknown reward, so a query whose reward is unknown is
 refused: 503 (retry) when the judge or the server failed on it, 422 naming the label's field when its input is at
-fault (the method says which: ``RewardMethod.unknown_reward``).
+fault (the method says which: ``RewardMethod.unknown_reward``). A method set to subtract a penalty from the
+normalized advantage (the balcap method's linear length rule) is refused (409): a reward cannot carry it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio
 from fastapi import APIRouter, Response
 
 from genrm.methods.base import GroupInstance, GroupResult
+from genrm.methods.columns import refuse_advantage_penalty
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.openrlhf import QueryError, openrlhf_groups
@@ -74,10 +76,18 @@ def _refuse_unknown(state: ServerState, by_query: list[Gathered]) -> None:
     raise RequestError(422, ["body", "labels", position, *why.loc], why.message + count, why.kind)
 
 
-@router.post("/get_reward", response_model=RewardResponse, responses={503: {"model": ErrorResponse}})
+@router.post(
+    "/get_reward",
+    response_model=RewardResponse,
+    responses={409: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
+)
 async def get_reward(body: RewardRequest, state: State) -> Response:
     """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size`` set,
     gathered across requests)."""
+    try:  # a penalty on the advantage is not a reward: OpenRLHF would train without it
+        refuse_advantage_penalty(state.method, "OpenRLHF's remote reward protocol", "serve the method without it")
+    except ValueError as exc:
+        raise RequestError(409, ["server", "method_options"], str(exc), "unsupported") from None
     try:  # linear, but in Python over up to max_body_bytes of text: off the event loop
         groups, positions, reads = await anyio.to_thread.run_sync(
             openrlhf_groups, body.query, body.prompts, body.labels, state.special_end, state.method.instance_model,

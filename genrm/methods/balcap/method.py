@@ -183,6 +183,13 @@ class BalCapMethod:
         """What the linear length rule subtracts from response ``index``'s advantage (0 under the other rules)."""
         return result.records[index].length_penalty
 
+    def advantage_penalty_setting(self) -> str | None:
+        """``length_rule linear`` when that rule is on with a positive lambda, else None."""
+        settings = self.settings
+        if settings.length_rule == "linear" and settings.length_lambda > 0:
+            return f"length_rule linear (length_lambda {settings.length_lambda:g})"
+        return None
+
     def unknown_reward(self, result: BalCapResult, index: int) -> UnknownReward:
         """Every unknown reward of this method is the judge's failure (retry)."""
         record = result.records[index]

@@ -18,8 +18,9 @@ with M atomic assertions, of which C the caption covers:
   - ``linear`` (the baseline of A.9): no mask; ``length_penalty = lambda * d(rho)`` with
     ``d(rho) = max(rho - length_high, 0) + max(length_low - rho, 0)``, which the source subtracts from the
     normalized advantage. It is reported beside the rewards and applied where the advantage is formed
-    (``genrm rl`` subtracts it from TRL's advantages; the verl adapter from its c-GDPO score); the scalar reward
-    does not include it.
+    (``genrm rl`` subtracts it from TRL's advantages; the verl adapter from the c-GDPO advantage it hands verl's
+    ``genrm_cgdpo`` estimator); the scalar reward does not include it, so a consumer that takes rewards only (TRL's
+    own command line, verl's ``weighted_mean``, OpenRLHF) refuses the rule rather than drop the penalty.
   - ``none``: neither.
 
 - **The scalar reward** (for callers that take one number): the weighted mean
