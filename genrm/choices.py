@@ -28,6 +28,14 @@ ImageCondition = Literal["real", "shuffled", "blank"]
 """What a pairwise judge is shown as the prompt's image in evaluation: the real one, another pair's, or a blank one."""
 IMAGE_CONDITIONS: tuple[ImageCondition, ...] = get_args(ImageCondition)
 
+ReferenceMetric = Literal["bleu4", "meteor", "rouge_l", "cider", "spice"]
+"""A caption metric against reference captions (``genrm.evaluation.reference_metrics``)."""
+REFERENCE_METRICS: tuple[ReferenceMetric, ...] = get_args(ReferenceMetric)
+
+JudgedCaptionMetric = Literal["b_capscore", "precision", "recall", "linguistic"]
+"""A caption metric a judge gives (b-CapScore and its parts: ``genrm.evaluation.bcapscore``)."""
+JUDGED_CAPTION_METRICS: tuple[JudgedCaptionMetric, ...] = get_args(JudgedCaptionMetric)
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
 DTYPES: tuple[Dtype, ...] = get_args(Dtype)

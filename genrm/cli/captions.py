@@ -2,6 +2,7 @@
 
 genrm captions bcapscore CAPTIONS.jsonl --judge SPEC [-o DIR] [--names A B] [--method-options JSON]
 genrm captions arena A.jsonl B.jsonl --judge SPEC [-o DIR] [--names A B] [--seed 0]
+genrm captions eval CAPTIONS.jsonl [--metrics M ...] [--judge SPEC] [--names ...] [--human-ranking ...] [-o DIR]
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from genrm.choices import JUDGED_CAPTION_METRICS, REFERENCE_METRICS
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
@@ -64,10 +66,72 @@ def _cmd_arena(args: argparse.Namespace) -> int:
     return nothing_judged("captions arena", figures["judged"], figures["comparisons"], reason)
 
 
+def _judge_named(args: argparse.Namespace) -> bool:
+    return bool(args.judge or args.backend)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from genrm.evaluation.bcapscore import system_names
+    from genrm.evaluation.caption_eval import check_ranking, evaluate_captions, report_files
+    from genrm.evaluation.reference_metrics import unavailable
+    from genrm.methods.balcap.models import BalCapInstance
+
+    command = "captions eval"
+    explicit = args.metrics is not None
+    judged_default = JUDGED_CAPTION_METRICS if _judge_named(args) else ()
+    metrics = list(args.metrics) if explicit else [*REFERENCE_METRICS, *judged_default]
+    judged_metrics = [m for m in metrics if m in JUDGED_CAPTION_METRICS]
+    if judged_metrics and not _judge_named(args):
+        print(f"genrm {command}: error: --metrics {' '.join(judged_metrics)} needs a judge (--judge SPEC)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    skipped = {m: why for m in metrics if m in REFERENCE_METRICS and (why := unavailable(m)) is not None}
+    if explicit and skipped:  # asked for by name: say so before any work, rather than report without it
+        metric, why = next(iter(skipped.items()))
+        print(f"genrm {command}: error: --metrics {metric}: {why}", file=sys.stderr)
+        return 2
+    instances = read_model_lines(args.captions, BalCapInstance, command)
+    if instances is None:
+        return 2
+    try:  # the names and the ranking are checked before anything is judged
+        check_ranking(system_names(instances, args.names), args.human_ranking)
+    except ValueError as exc:
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
+        return 2
+    judged = None
+    if judged_metrics:
+        from genrm.evaluation.bcapscore import score_captions
+        from genrm.methods import make_method
+
+        def work(judge: Any) -> Any:
+            return score_captions(instances, judge, args.method_options, args.names, progress=not args.quiet)
+
+        judged, code = run_judged(command, args, args.captions, work, make_method("balcap"))
+        if code:
+            return code
+    try:
+        report = evaluate_captions(instances, metrics, args.names, judged, args.human_ranking, skipped)
+    except ValueError as exc:
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
+        return 2
+    print(report.markdown())
+    if args.output:
+        written, note = report_files(report, args.output)
+        print(f"\nwrote {', '.join(map(str, written))}")
+        if note:
+            print(f"genrm {command}: {note}", file=sys.stderr)
+    if not report.computed():
+        print(f"genrm {command}: no metric could be computed", file=sys.stderr)
+        return 1
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``captions`` (with its own subcommands) to the ``genrm`` command."""
 
-    captions = sub.add_parser("captions", help="evaluate caption files with a judge (b-CapScore, CapArena)")
+    captions = sub.add_parser(
+        "captions", help="evaluate caption files: reference metrics, b-CapScore, CapArena, human alignment"
+    )
     captions_sub = captions.add_subparsers(dest="captions_command", required=True, metavar="CAPTIONS_COMMAND")
     bcap = captions_sub.add_parser(
         "bcapscore", help="b-CapScore of captions: harmonic mean of precision, recall and linguistic quality",
@@ -106,3 +170,31 @@ def register(sub: Any) -> None:
     arena.add_argument("--seed", type=int, default=0, help="the positions' random order (default: 0)")
     judge_backend_options(arena)
     arena.set_defaults(handler=_cmd_arena)
+
+    evaluation = captions_sub.add_parser(
+        "eval", help="reference metrics (BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE) and b-CapScore per system",
+        description="Score each system's captions (caption k of every instance is system k's) with the COCO "
+        "caption metrics against the instances' references (pycocoevalcap; METEOR and SPICE need Java, SPICE also "
+        "Stanford CoreNLP: a metric that cannot run is skipped with the reason), and with a judge also b-CapScore "
+        "and its parts. With --human-ranking, the Spearman correlation of each metric's ranking of the systems "
+        "with the human one (BalCapRL table 5). Writes eval.md, eval.json and eval.png with -o.",
+    )  # fmt: skip
+    evaluation.add_argument(
+        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="balcap instances: image, reference, responses"
+    )
+    evaluation.add_argument(
+        "-o", "--output", metavar="DIR", type=output_dir, help="also write eval.md, eval.json and eval.png there"
+    )
+    metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS)
+    evaluation.add_argument("--metrics", action=ListValues, choices=metrics, metavar="METRIC",
+                            help=f"the metrics ({', '.join(metrics)}; default: every reference metric "
+                            "this machine can run, and the judged ones when a judge is named)")  # fmt: skip
+    evaluation.add_argument("--names", action=ListValues, metavar="NAME",
+                            help="a name per caption position (the systems compared)")  # fmt: skip
+    evaluation.add_argument("--human-ranking", action=ListValues, metavar="NAME",
+                            help="the systems by name, best first: each metric's Spearman agreement")  # fmt: skip
+    evaluation.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
+                            help="balcap options over b-CapScore's own (prompt eval, length_rule none)")  # fmt: skip
+    judge_backend_options(evaluation)
+    evaluation.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    evaluation.set_defaults(handler=_cmd_eval)
