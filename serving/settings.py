@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from genrm.choices import Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD
 from serving.images import ImagePolicy
@@ -150,6 +151,11 @@ class ServerSettings(BaseSettings):
     image_fetch_timeout_s: float = Field(
         ImagePolicy.fetch_timeout_s, gt=0.0, le=300.0, description="time limit of one image URL fetch, s"
     )
+    judge_image_pixels: int = Field(
+        DEFAULT_IMAGE_BUDGET, ge=0, le=2**30,
+        description="most pixels of an image the judge is shown: a larger one is scaled down to it, aspect ratio "
+        "kept, before it is sent (1280 tokens of 28 x 28 pixels by default); 0 shows every image at its own size",
+    )  # fmt: skip
     max_image_bytes: int = Field(ImagePolicy.max_bytes, gt=0, le=2**30, description="largest image, encoded, bytes")
     max_image_pixels: int = Field(
         ImagePolicy.max_pixels, gt=0, le=2**30, description="largest image, width x height, checked before decoding"
@@ -242,7 +248,7 @@ class ServerSettings(BaseSettings):
             max_in_flight=self.judge_max_in_flight, device=self.device, dtype=self.dtype,
             trust_remote_code=self.trust_remote_code, chat_template_kwargs=self.chat_template_kwargs,
             prefix_cache=self.prefix_cache, continuous_batching=self.continuous_batching,
-            image_dir=str(self.image_dir) if self.image_dir else None,
+            image_dir=str(self.image_dir) if self.image_dir else None, image_budget=self.judge_image_pixels or None,
             max_batch_size=self.max_batch_size, batch_wait_s=self.batch_wait_ms / 1000,
             name=self.judge_model if self.backend == "transformers" else None,
         )  # fmt: skip

@@ -42,7 +42,7 @@ def test_a_path_inside_the_folder_is_sent_as_its_bytes_read_once_for_the_group(j
     png = scene_png("park.png")
     (tmp_path / "park.png").write_bytes(png)
     reads = []
-    monkeypatch.setattr(http, "sendable_image", lambda ref, folder: reads.append(ref) or _real(ref, folder))
+    monkeypatch.setattr(http, "sendable_image", lambda ref, folder, budget: reads.append(ref) or _real(ref, folder))
     engine = _engine(judge, str(tmp_path))
     requests = [ChatRequest(ChatPrompt("s", f"u{i}", "park.png")) for i in range(4)]
     replies = run_blocking(engine.complete(requests))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET, MAX_IMAGE_PIXELS
 from genrm.engine.spec import SPEC_FORMS
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def judge_from_args(
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     options = EngineOptions(
         SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
-        device=args.device, image_dir=input_folder(data_file),
+        device=args.device, image_dir=input_folder(data_file), image_budget=args.judge_image_pixels or None,
     )  # fmt: skip
     spec = judge_spec_from_args(args)
     if method is not None:
@@ -392,6 +393,16 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def _pixels(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of pixels, got {text!r:.40}") from None
+    if not 0 <= value <= MAX_IMAGE_PIXELS:
+        raise argparse.ArgumentTypeError(f"between 0 (no limit) and {MAX_IMAGE_PIXELS} pixels, got {value}")
+    return value
+
+
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     """The options that name a judge: ``--judge SPEC``, or ``--backend`` and what it needs (read by
     :func:`judge_from_args`)."""
@@ -411,6 +422,11 @@ def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
     parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
+    parser.add_argument(
+        "--judge-image-pixels", type=_pixels, default=DEFAULT_IMAGE_BUDGET, metavar="PIXELS",
+        help=f"most pixels of an image the judge is shown: larger ones are scaled down to it (default: "
+        f"{DEFAULT_IMAGE_BUDGET}, 1280 tokens of 28 x 28 pixels; 0: every image at its own size)",
+    )  # fmt: skip
 
 
 def register(sub: Any) -> None:

@@ -128,6 +128,7 @@ class LocalGenerator:
         processor: Any = None,
         image_dir: str | Path | None = None,
         continuous: bool = True,
+        image_budget: int | None = None,
     ) -> None:
         """Wrap a loaded model.
 
@@ -146,6 +147,8 @@ class LocalGenerator:
             continuous: decode concurrent text prompts in one loop that rows leave as they end and join as they
                 arrive (:mod:`genrm.engine.decoding`), where the model's cache allows it; else ``model.generate``
                 per batch.
+            image_budget: most pixels of an image the model is shown; a larger one is scaled down to it before the
+                processor sees it (None: as it is; the processor may still resize it by its own settings).
         """
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no end-of-sequence token; the judge could not stop")
@@ -163,6 +166,7 @@ class LocalGenerator:
         self.prefix_cache = prefix_cache
         self.processor = processor if getattr(processor, "image_processor", None) is not None else None
         self.image_dir = Path(image_dir) if image_dir is not None else None
+        self.image_budget = image_budget
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.continuous = continuous and supports_model(model)
         if constrained and self.grammars is None:
@@ -240,7 +244,7 @@ class LocalGenerator:
         from genrm.engine.images import ImageError
 
         try:
-            image = _decoded_image(prompt.image, self.image_dir)
+            image = _decoded_image(prompt.image, self.image_dir, self.image_budget)
         except ImageError as exc:
             return f"the image cannot be shown to the judge: {exc}"
         encoded = self.processor(images=[image], text=[text], add_special_tokens=False, return_tensors="pt")
@@ -476,9 +480,9 @@ class AnswerLoop:
 
 
 @functools.lru_cache(maxsize=2)
-def _decoded_image(reference: str, image_dir: Path | None) -> Any:
+def _decoded_image(reference: str, image_dir: Path | None, budget: int | None) -> Any:
     # The G prompts of a group share one image reference (the same string object): decode it once, not G times.
     # Two entries: a group being prepared and the next one; an 8192 x 8192 image takes 200 MB decoded.
     from genrm.engine.images import load_sent_image
 
-    return load_sent_image(reference, image_dir)
+    return load_sent_image(reference, image_dir, budget)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from genrm.engine.endpoint import CallFailed, ChatEndpoint
-from genrm.engine.images import ImageError, is_data_uri, sendable_image
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET, ImageError, is_data_uri, sendable_image
 from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
 
 Flavor = Literal["openai", "sglang"]
@@ -52,6 +52,7 @@ class HttpEngine:
         constrained: bool = True,
         flavor: Flavor = "openai",
         image_dir: str | Path | None = None,
+        image_budget: int | None = DEFAULT_IMAGE_BUDGET,
     ) -> None:
         """Configure the engine.
 
@@ -62,9 +63,11 @@ class HttpEngine:
             flavor: ``sglang`` probes SGLang's ``/health``; ``openai`` probes ``/models``.
             image_dir: the folder image paths are read from (only inside it) and sent as bytes; None sends data URIs
                 only.
+            image_budget: most pixels of an image sent; a larger one is scaled down to it first (None: as it is).
         """
         self.endpoint, self.sampling, self.constrained = endpoint, sampling or SamplingSettings(), constrained
         self.image_dir = Path(image_dir) if image_dir is not None else None
+        self.image_budget = image_budget
         self.name: str = flavor
         self.model = endpoint.model
 
@@ -100,15 +103,18 @@ class HttpEngine:
 
     def _sendable(self, reference: str) -> str | ImageError:
         try:
-            return sendable_image(reference, self.image_dir)
+            return sendable_image(reference, self.image_dir, self.image_budget)
         except ImageError as exc:
             return exc
 
     async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
         """One reply per request; the calls go out concurrently (bounded by the endpoint's ``max_in_flight``). Each
-        image path among them is read once (a group's requests share their image), off the event loop."""
-        paths = {r.prompt.image for r in requests if r.prompt.image is not None and not is_data_uri(r.prompt.image)}
-        images = {path: await asyncio.to_thread(self._sendable, path) for path in sorted(paths)}
+        image among them is made sendable once (a group's requests share their image), off the event loop: a path
+        read, an image over the budget scaled down."""
+        references = {r.prompt.image for r in requests if r.prompt.image is not None}
+        if self.image_budget is None:  # a data URI then goes as it is
+            references = {reference for reference in references if not is_data_uri(reference)}
+        images = {ref: await asyncio.to_thread(self._sendable, ref) for ref in sorted(references)}
         return list(await asyncio.gather(*(self._one(request, images) for request in requests)))
 
     def _health_url(self, base_url: str) -> str:

@@ -108,14 +108,57 @@ def load_image(reference: str, base_dir: Path | None = None) -> Image:
         raise ImageError(f"not a readable image: {exc}") from None
 
 
+#: The image budget of a judge by default, in pixels: 1280 visual tokens of 28 x 28 pixels, the budget Qwen2-VL's
+#: and Qwen2.5-VL's processors document as a common setting (about 980 of Qwen3-VL's 32 x 32). A larger image is
+#: scaled down to it, aspect ratio kept, before any judge sees it: a 12-megapixel photo would otherwise cost some
+#: 15,000 prompt tokens per request, and a group's requests each send it.
+DEFAULT_IMAGE_BUDGET = 1280 * 28 * 28
+
+
+def fitted_size(width: int, height: int, budget: int) -> tuple[int, int]:
+    """The largest size of the same aspect ratio with at most ``budget`` pixels (the size itself when it fits);
+    each side at least 1."""
+    if width * height <= budget:
+        return width, height
+    scale = (budget / (width * height)) ** 0.5
+    fitted = max(1, int(width * scale)), max(1, int(height * scale))
+    while fitted[0] * fitted[1] > budget:  # rounding can leave one row too many
+        fitted = (max(1, fitted[0] - 1), fitted[1]) if fitted[0] >= fitted[1] else (fitted[0], max(1, fitted[1] - 1))
+    return fitted
+
+
+def within_budget(image: Image, budget: int | None) -> Image:
+    """``image`` scaled down (Lanczos) to at most ``budget`` pixels, or itself when it fits or ``budget`` is None."""
+    if budget is None:
+        return image
+    size = fitted_size(*image.size, budget)
+    if size == image.size:
+        return image
+    from PIL import Image as PILImage
+
+    return image.resize(size, PILImage.Resampling.LANCZOS)
+
+
+def _resized_data_uri(image: Image, budget: int) -> str:
+    # A JPEG stays a JPEG (a photo as PNG would be several times larger); anything else becomes a PNG.
+    photo = image.format == "JPEG"
+    smaller = within_budget(image.convert("RGB" if photo or "A" not in image.getbands() else "RGBA"), budget)
+    if not photo:
+        return png_data_uri(smaller)
+    buffer = io.BytesIO()
+    smaller.save(buffer, format="JPEG", quality=95)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 #: Formats whose bytes are sent on as they came once they decode (every judge's image loader reads them); any other
 #: readable format is sent re-encoded as PNG.
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
-def checked_image_data_uri(data: bytes, max_pixels: int | None = None) -> str:
+def checked_image_data_uri(data: bytes, max_pixels: int | None = None, budget: int | None = None) -> str:
     """``data`` as a data URI that any judge can read, after decoding it whole: its own bytes for a format in
-    :data:`SENT_AS_IS`, else re-encoded as PNG.
+    :data:`SENT_AS_IS`, else re-encoded as PNG; an image of more than ``budget`` pixels (None: no budget) is scaled
+    down to it first (:func:`within_budget`) and re-encoded (a JPEG as a JPEG, anything else as a PNG).
 
     Raises:
         ImageError: not an image Pillow reads, a truncated or corrupt one, or more than ``max_pixels`` pixels
@@ -131,6 +174,8 @@ def checked_image_data_uri(data: bytes, max_pixels: int | None = None) -> str:
             if width * height > max_pixels:
                 raise ImageTooLarge(f"image is {width}x{height} pixels, more than {max_pixels}")
             image.load()  # decodes every pixel: junk after a valid header fails here, not in the judge
+            if budget is not None and width * height > budget:
+                return _resized_data_uri(image, budget)
             kind = SENT_AS_IS.get(image.format or "")
             if kind is None:
                 return png_data_uri(image.convert("RGBA" if "A" in image.getbands() else "RGB"))
@@ -148,8 +193,9 @@ def png_data_uri(image: Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def load_sent_image(reference: str, image_dir: Path | None = None) -> Image:
-    """An image a judge was sent with a request: a data URI, or a file inside ``image_dir``.
+def load_sent_image(reference: str, image_dir: Path | None = None, budget: int | None = None) -> Image:
+    """An image a judge was sent with a request: a data URI, or a file inside ``image_dir``; scaled down to at most
+    ``budget`` pixels (None: as it is).
 
     A judge behind a server must not read whatever file a request names, so a path is read only when ``image_dir``
     is given, relative to it, and only if it resolves inside it (no ``..`` or absolute path out of it).
@@ -158,10 +204,10 @@ def load_sent_image(reference: str, image_dir: Path | None = None) -> Image:
         ImageError: a URL, a path without ``image_dir`` or outside it, or what :func:`load_image` refuses.
     """
     if is_data_uri(reference) or is_url(reference):
-        return load_image(reference)
+        return within_budget(load_image(reference), budget)
     if image_dir is None:
         raise ImageError("this judge reads no image files: send the image as a data URI (data:image/png;base64,...)")
-    return load_image(str(inside_folder(reference, image_dir)))
+    return within_budget(load_image(str(inside_folder(reference, image_dir))), budget)
 
 
 def inside_folder(reference: str, folder: Path) -> Path:
@@ -181,22 +227,40 @@ def inside_folder(reference: str, folder: Path) -> Path:
     return path
 
 
-def sendable_image(reference: str, image_dir: Path | None = None) -> str:
+def sendable_image(reference: str, image_dir: Path | None = None, budget: int | None = None) -> str:
     """What a judge behind HTTP is sent for ``reference``: a data URI, never a path or a URL its host would open.
 
-    A data URI goes as it is (the reward server checked it when it read the client's image; a command line's own
-    input is the user's). A path is read here, relative to ``image_dir`` and only inside it (the data file's folder),
-    checked whole and sent as its bytes (:func:`checked_image_data_uri`). A URL is refused: download it first.
+    A data URI goes as it is when it fits ``budget`` (the reward server checked it when it read the client's image;
+    a command line's own input is the user's; only its header is read to know its size), else it is decoded whole and
+    scaled down. A path is read here, relative to ``image_dir`` and only inside it (the data file's folder), checked
+    whole and sent as its bytes, scaled down to ``budget`` pixels when larger (:func:`checked_image_data_uri`). A URL
+    is refused: download it first. ``budget`` None sends every image at its own size.
 
     Raises:
         ImageError: a URL, a path without ``image_dir`` or outside it, or a file :func:`load_image` would refuse.
     """
     if is_data_uri(reference):
-        return reference
+        if budget is None:
+            return reference
+        data = decode_data_uri(reference)
+        return reference if _fits(data, budget) else checked_image_data_uri(data, budget=budget)
     if is_url(reference):
         raise ImageError(f"image {reference[:80]!r} is a URL: a judge is sent image bytes, never a URL to fetch; "
                          "download it and give its path")  # fmt: skip
     if image_dir is None:
         raise ImageError(f"image {reference[:80]!r} is a path, and this judge has no image folder to read it from "
                          "(paths are read relative to the data file's folder): give it as a data URI")  # fmt: skip
-    return checked_image_data_uri(_encoded_bytes(str(inside_folder(reference, image_dir)), None))
+    return checked_image_data_uri(_encoded_bytes(str(inside_folder(reference, image_dir)), None), budget=budget)
+
+
+def _fits(data: bytes, budget: int) -> bool:
+    # From the header alone: whether the image has at most ``budget`` pixels (an unreadable one is left to the
+    # full check, which says what is wrong with it).
+    from PIL import Image as PILImage
+
+    try:
+        with PILImage.open(io.BytesIO(data)) as image:
+            width, height = image.size
+    except Exception:  # noqa: BLE001 - any failure to read the header means: check it whole
+        return False
+    return width * height <= budget

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.types import Engine, SamplingSettings
 
 _URL_SCHEMES = ("http://", "https://")
@@ -172,6 +173,9 @@ class EngineOptions:
             as they arrive; False runs ``model.generate`` batch by batch (transformers).
         image_dir: the folder image paths are read from, only inside it; None reads data URIs only (transformers in
             process; openai and sglang read them here and send their bytes, never the path).
+        image_budget: most pixels of an image the judge sees; a larger one is scaled down to it, aspect ratio kept,
+            before it is sent or encoded (:data:`genrm.engine.images.DEFAULT_IMAGE_BUDGET`, 1280 tokens of 28 x 28
+            pixels); None shows every image at its own size.
         max_batch_size: most prompts in one batch (transformers).
         batch_wait_s: longest wait to fill a batch, s (transformers).
         name: the model's name in logs and records, instead of its path (transformers).
@@ -191,6 +195,7 @@ class EngineOptions:
     prefix_cache: bool = True
     continuous_batching: bool = True
     image_dir: str | None = None
+    image_budget: int | None = DEFAULT_IMAGE_BUDGET
     max_batch_size: int = 16
     batch_wait_s: float = 0.005
     name: str | None = None
@@ -212,7 +217,7 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
             str(spec.model), device=options.device, dtype=options.dtype, trust_remote_code=options.trust_remote_code,
             sampling=options.sampling, constrained=options.constrained, name=options.name or str(spec.model),
             chat_template_kwargs=options.chat_template_kwargs, prefix_cache=options.prefix_cache,
-            image_dir=options.image_dir, continuous=options.continuous_batching,
+            image_dir=options.image_dir, continuous=options.continuous_batching, image_budget=options.image_budget,
         )  # fmt: skip
         return LocalEngine(generator, options.max_batch_size, options.batch_wait_s)
     if spec.backend in ("openai", "sglang"):
@@ -224,7 +229,7 @@ def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine
             max_in_flight=options.max_in_flight, budget_s=options.budget_s,
         )  # fmt: skip
         return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend,  # type: ignore[arg-type]
-                          image_dir=options.image_dir)  # fmt: skip
+                          image_dir=options.image_dir, image_budget=options.image_budget)  # fmt: skip
     if spec.backend == "scripted":
         raise ValueError("the scripted judge is a reward method's own: make it with genrm.methods.method_judge")
     raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")
