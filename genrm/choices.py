@@ -32,8 +32,8 @@ ReferenceMetric = Literal["bleu4", "meteor", "rouge_l", "cider", "spice"]
 """A caption metric against reference captions (``genrm.evaluation.reference_metrics``)."""
 REFERENCE_METRICS: tuple[ReferenceMetric, ...] = get_args(ReferenceMetric)
 
-JudgedCaptionMetric = Literal["b_capscore", "precision", "recall", "linguistic"]
-"""A caption metric a judge gives (b-CapScore and its parts: ``genrm.evaluation.bcapscore``)."""
+JudgedCaptionMetric = Literal["b_capscore", "dcscore", "precision", "recall", "linguistic"]
+"""A caption metric a judge gives: b-CapScore, the DCScore-style F1, their parts (``genrm.evaluation.bcapscore``)."""
 JUDGED_CAPTION_METRICS: tuple[JudgedCaptionMetric, ...] = get_args(JudgedCaptionMetric)
 
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]

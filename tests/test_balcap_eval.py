@@ -71,6 +71,9 @@ def test_b_capscore_by_hand_per_system():
     tuned = [3 / (1 + 1.5 + 9 / 8), 3 / (2 + 2 + 9 / 8)]  # park: recall 2/3; kitchen: precision and recall 1/2
     assert summary["tuned"]["b_capscore"] == pytest.approx(sum(tuned) / 2)
     assert summary["tuned"]["recall"] == pytest.approx((2 / 3 + 1 / 2) / 2) and summary["tuned"]["failed"] == 0
+    # the DCScore-style F1: park precision 1, recall 2/3; kitchen 1/2 and 1/2
+    assert summary["tuned"]["dcscore"] == pytest.approx((2 * (2 / 3) / (1 + 2 / 3) + 1 / 2) / 2)
+    assert summary["base"]["dcscore"] == pytest.approx(1.0)
     assert all("POINT TO EVIDENCE THAT JUSTIFIES IT" in r.prompt.system for r in engine.requests)
     assert "| base | 2 | 0 |" in report.markdown()
 
@@ -78,7 +81,8 @@ def test_b_capscore_by_hand_per_system():
 def test_failed_judgements_are_counted_apart_and_names_must_fit():
     report = score_captions([PARK], Judge(ScriptedEngine(lambda request: "fine"), parse_retries=0))
     assert report.summary()["caption 1"] == {"captions": 1, "failed": 1, "precision": None, "recall": None,
-                                             "linguistic": None, "b_capscore": None, "tokens": None}  # fmt: skip
+                                             "linguistic": None, "b_capscore": None, "dcscore": None,
+                                             "tokens": None}  # fmt: skip
     assert report.captions[0].failure.startswith("unreadable")
     with pytest.raises(ValueError, match="2 system names for instances with \\[1\\] captions"):
         system_names([PARK], ["a", "b"])

@@ -1,6 +1,7 @@
 """b-CapScore (BalCapRL A.5) of a caption file: each caption judged once by the balcap method with the evaluation
 prompt (A.4: visible evidence that justifies an inference passes the pointability test), and the harmonic mean of its
-precision, recall and linguistic quality; the metric is the mean over captions.
+precision, recall and linguistic quality; the metric is the mean over captions. The DCScore-style F1 of precision and
+recall comes with it (:func:`genrm.methods.balcap.rewards.decomposition_f1`).
 
 The file is balcap instances (:class:`genrm.methods.balcap.models.BalCapInstance`): an image, a reference caption and
 the captions to evaluate as ``responses``. When every instance holds the same number K of captions, caption k of each
@@ -24,7 +25,7 @@ from typing import Any
 from genrm.engine.judge import Judge
 from genrm.methods import make_method, score_instance
 from genrm.methods.balcap.models import BalCapInstance
-from genrm.methods.balcap.rewards import b_capscore
+from genrm.methods.balcap.rewards import b_capscore, decomposition_f1
 
 #: The balcap options of the metric (the caller's options win).
 EVAL_OPTIONS: dict[str, Any] = {"prompt": "eval", "length_rule": "none"}
@@ -42,6 +43,7 @@ class CaptionScore:
     b_capscore: float | None
     tokens: int
     failure: str | None = None
+    dcscore: float | None = None
 
 
 @dataclass
@@ -52,14 +54,14 @@ class BCapReport:
     systems: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, dict[str, float | int | None]]:
-        """system -> ``{"captions", "failed", "precision", "recall", "linguistic", "b_capscore", "tokens"}``: means
-        over the judged captions (None when none was judged)."""
+        """system -> ``{"captions", "failed", "precision", "recall", "linguistic", "b_capscore", "dcscore",
+        "tokens"}``: means over the judged captions (None when none was judged)."""
         out: dict[str, dict[str, float | int | None]] = {}
         for system in self.systems:
             rows = [c for c in self.captions if c.system == system]
             judged = [c for c in rows if c.failure is None]
             figures: dict[str, float | int | None] = {"captions": len(rows), "failed": len(rows) - len(judged)}
-            for name in ("precision", "recall", "linguistic", "b_capscore", "tokens"):
+            for name in ("precision", "recall", "linguistic", "b_capscore", "dcscore", "tokens"):
                 values = [getattr(c, name) for c in judged]
                 figures[name] = sum(values) / len(values) if values else None
             out[system] = figures
@@ -122,6 +124,8 @@ def score_captions(
                                                     record.caption_tokens, failure))  # fmt: skip
                 continue
             score = b_capscore(record.precision, record.recall, record.linguistic)  # type: ignore[arg-type]
+            f1 = decomposition_f1(record.precision, record.recall)  # type: ignore[arg-type]
             report.captions.append(CaptionScore(instance.id, system, record.precision, record.recall,
-                                                record.linguistic, score, record.caption_tokens))  # fmt: skip
+                                                record.linguistic, score, record.caption_tokens,
+                                                dcscore=f1))  # fmt: skip
     return report

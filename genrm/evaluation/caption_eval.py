@@ -6,7 +6,8 @@ instance is system k's (:func:`genrm.evaluation.bcapscore.system_names`). Per sy
 
 - the reference metrics (:mod:`genrm.evaluation.reference_metrics`: BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE), each
   over the system's captions against the instances' references;
-- with a judge, b-CapScore and its three parts (:mod:`genrm.evaluation.bcapscore`), means over judged captions;
+- with a judge, b-CapScore, the DCScore-style F1 and their parts (:mod:`genrm.evaluation.bcapscore`), means over
+  judged captions, from one judgement per caption;
 - the mean caption length in words.
 
 **Alignment** (BalCapRL table 5): given a human ranking of the systems (best first), the Spearman correlation between
@@ -31,8 +32,8 @@ from genrm.evaluation.reference_metrics import TITLES, reference_scores, tokeniz
 from genrm.methods.balcap.models import BalCapInstance
 
 #: How every metric a report can hold is printed.
-ALL_TITLES: dict[str, str] = {**TITLES, "b_capscore": "b-CapScore", "precision": "precision", "recall": "recall",
-                              "linguistic": "linguistic"}  # fmt: skip
+ALL_TITLES: dict[str, str] = {**TITLES, "b_capscore": "b-CapScore", "dcscore": "DCScore-style F1",
+                              "precision": "precision", "recall": "recall", "linguistic": "linguistic"}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ with M atomic assertions, of which C the caption covers:
   columns instead, normalized apart (:mod:`genrm.methods.columns`), with the same weights (0.1, 0.3, 0.3 by default,
   the source's A.1).
 - **b-CapScore** (A.5): the harmonic mean of the three, ``3 / (1/R_prec + 1/R_rec + 1/R_ling)``, 0 when any is 0.
+- **DCScore-style F1** (an evaluation figure, after DCScore's decomposition into primitive units): the harmonic mean
+  of precision and recall, ``2 R_prec R_rec / (R_prec + R_rec)``. DCScore's precision counts the units that are
+  wrong; this one also fails the units that are not pointable (with the evaluation prompt, visible evidence that
+  justifies an inference passes), so it is DCScore's shape on this method's decomposition, not DCScore's figure.
 
 Not here: the judge's prompt (:mod:`.prompts`), reading its answer (:mod:`.reading`), counting tokens
 (:mod:`.lengths`).
@@ -142,6 +146,12 @@ def band_deviation(rho: float, low: float, high: float) -> float:
 def weighted_mean(values: tuple[float, float, float], weights: tuple[float, float, float]) -> float:
     """The scalar reward: the weighted mean of (precision, recall, linguistic), in [0, 1]."""
     return sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
+
+
+def decomposition_f1(prec: float, rec: float) -> float:
+    """The DCScore-style F1 of a decomposed caption: the harmonic mean of its precision and recall (each in [0, 1]);
+    0 when both are 0."""
+    return 0.0 if prec + rec <= 0 else 2 * prec * rec / (prec + rec)
 
 
 def b_capscore(prec: float, rec: float, ling: float) -> float:
