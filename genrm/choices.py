@@ -36,6 +36,9 @@ JudgedCaptionMetric = Literal["b_capscore", "dcscore", "precision", "recall", "l
 """A caption metric a judge gives: b-CapScore, the DCScore-style F1, their parts (``genrm.evaluation.bcapscore``)."""
 JUDGED_CAPTION_METRICS: tuple[JudgedCaptionMetric, ...] = get_args(JudgedCaptionMetric)
 
+CAPTION_QA = "qa"
+"""The caption evaluation's question-answering accuracy (``qa``, and ``qa@N`` with captions cut to N words)."""
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
 DTYPES: tuple[Dtype, ...] = get_args(Dtype)

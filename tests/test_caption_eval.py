@@ -150,3 +150,112 @@ def test_genrm_captions_eval_refuses_before_any_work(tmp_path, capsys):
     duplicate.write_text(line + "\n" + line + "\n")
     assert main(["captions", "eval", str(duplicate), "--metrics", "bleu4"]) == 2
     assert "ids must be unique" in capsys.readouterr().err
+
+
+# Question answering from captions
+
+
+def _qa_items():
+    from genrm.evaluation.caption_qa import QAItem
+
+    return [QAItem.model_validate({"id": "park", "questions": [
+        {"question": "What colour is the car?", "choices": ["red", "blue"], "answer": "red", "category": "colours"},
+        {"question": "How many dogs?", "choices": ["one", "two", "three"], "answer": "two", "category": "counts"},
+        {"question": "What is on the bench?", "choices": ["a cat", "a bag"], "answer": "a bag"}]})]  # fmt: skip
+
+
+def _knows(request):
+    # A reader that answers from the description: the right option's letter when the description names it, "cannot
+    # tell" when it names no option, and a garbled reply about benches (a failed judgement).
+    from genrm.evaluation.caption_qa import CANNOT_TELL
+
+    user = request.prompt.user
+    description = user.split("DESCRIPTION:\n")[1].split("\n\nQUESTION:")[0]
+    if "bench" in user.split("QUESTION:\n")[1].split("\n")[0]:
+        return "the bench, I think"
+    options = [line.split(". ", 1) for line in user.split("OPTIONS:\n")[1].splitlines()]
+    named = [letter for letter, text in options if text != CANNOT_TELL and text in description.split()]
+    return json.dumps({"answer": named[0] if named else options[-1][0]})
+
+
+def test_questions_are_answered_from_the_caption_alone_and_counted_right_cannot_tell_and_failed():
+    from genrm.engine import Judge, run_blocking
+    from genrm.engine.scripted import ScriptedEngine
+    from genrm.evaluation.caption_qa import answer_questions
+
+    engine = ScriptedEngine(_knows)
+    captions = {"park": ["A red car and two dogs near a bench.", "A blue car. One dog sleeps.", "A park."],
+                "kitchen": ["A fridge.", "A fridge.", "A fridge."]}  # fmt: skip
+    result = run_blocking(answer_questions(captions, _qa_items(), ["full", "wrong", "vague"], Judge(engine, 0),
+                                           [None, 3]))  # fmt: skip
+    assert result.unmatched == 1  # the kitchen has no questions
+    assert result.accuracy("full", None) == {"questions": 3, "failed": 1, "right": 2, "cannot_tell": 0,
+                                             "accuracy": 1.0}  # fmt: skip
+    assert result.accuracy("wrong", None)["accuracy"] == 0.0  # "blue", "One": wrong options picked
+    assert result.accuracy("vague", None) == {"questions": 3, "failed": 1, "right": 0, "cannot_tell": 2,
+                                              "accuracy": 0.0}  # fmt: skip
+    # cut to 3 words, "A red car" still names the colour, no longer the dogs
+    assert result.accuracy("full", 3) == {"questions": 3, "failed": 1, "right": 1, "cannot_tell": 1,
+                                          "accuracy": 0.5}  # fmt: skip
+    assert result.accuracy("full", None, "counts")["accuracy"] == 1.0 and result.categories() == ["colours", "counts"]
+    assert all(r.prompt.image is None for r in engine.requests)  # the image is never shown
+    assert {r.schema["properties"]["answer"]["enum"][-1] for r in engine.requests} == {"C", "D"}
+    shown = [r.prompt.user.split("DESCRIPTION:\n")[1].split("\n\n")[0] for r in engine.requests]
+    assert "A red car" in shown and all(len(s.split()) <= 3 for s in shown if s.startswith("A red car") and
+                                        s != "A red car and two dogs near a bench.")  # fmt: skip
+
+
+def test_a_question_file_is_checked_before_anything_is_judged(tmp_path, capsys):
+    from pydantic import ValidationError
+
+    from genrm.evaluation.caption_qa import QAQuestion
+
+    with pytest.raises(ValidationError, match="answer must be one of the choices"):
+        QAQuestion(question="q", choices=["a", "b"], answer="c")
+    with pytest.raises(ValidationError, match="choices must differ"):
+        QAQuestion(question="q", choices=["a", "A"], answer="a")
+    source = str(EXAMPLES / "captions.jsonl")
+    stray = tmp_path / "stray.jsonl"
+    stray.write_text(json.dumps({"id": "elsewhere", "questions": [{"question": "q", "choices": ["a", "b"],
+                                                                   "answer": "a"}]}) + "\n")  # fmt: skip
+    assert main(["captions", "eval", source, "--judge", "scripted", "--questions", str(stray)]) == 2
+    assert "questions about 'elsewhere' have no caption" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "red-square", "questions": [{"question": "q", "choices": ["a"], "answer": "a"}]}\n')
+    assert main(["captions", "eval", source, "--judge", "scripted", "--questions", str(bad)]) == 2
+    assert "bad.jsonl line 1: questions.0.choices" in capsys.readouterr().err
+    assert main(["captions", "eval", source, "--questions", str(bad)]) == 2
+    assert "answered by a judge" in capsys.readouterr().err
+
+
+def test_genrm_captions_eval_asks_a_judge_on_loopback_the_shipped_questions(tmp_path, scene_dir):
+    # The real path: a judge behind HTTP gets each question with a schema of option letters and no image, and the
+    # report's QA figures are the share it answered right.
+    from fake_judge import FakeJudgeServer
+
+    shutil.copy(EXAMPLES / "captions.jsonl", scene_dir / "captions.jsonl")
+    lines = (EXAMPLES / "questions.jsonl").read_text().splitlines()
+    right = {(q["question"], *q["choices"]): q["answer"] for line in lines for q in json.loads(line)["questions"]}
+    answers = []
+
+    def respond(body):  # a reader that knows every answer
+        if body.get("response_format", {}).get("json_schema", {}).get("name") != "caption_qa":
+            return None
+        answers.append(body)
+        user = body["messages"][-1]["content"]
+        question = user.split("QUESTION:\n")[1].split("\n")[0]
+        options = dict(line.split(". ", 1)[::-1] for line in user.split("OPTIONS:\n")[1].splitlines())
+        return json.dumps({"answer": options[right[(question, *list(options)[:-1])]]})
+
+    with FakeJudgeServer() as judge:
+        judge.state.responder = respond
+        code = main(["captions", "eval", str(scene_dir / "captions.jsonl"), "--judge", f"openai:fake@{judge.url}",
+                     "--metrics", "qa", "--questions", str(EXAMPLES / "questions.jsonl"), "--word-limits", "4",
+                     "-o", str(tmp_path / "out"), "-q"])  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "eval.json").read_text())
+    assert report["figures"]["caption 1"] == {"qa": 1.0, "qa@4": 1.0}
+    assert len(answers) == 10 * 2 * 2  # questions x systems x (whole, 4 words)
+    assert all(isinstance(b["messages"][-1]["content"], str) for b in answers)  # text only: no image part
+    enum = answers[0]["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"]
+    assert enum == ["A", "B", "C", "D", "E"]

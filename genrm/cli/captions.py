@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from genrm.choices import JUDGED_CAPTION_METRICS, REFERENCE_METRICS
+from genrm.choices import CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
@@ -70,47 +70,90 @@ def _judge_named(args: argparse.Namespace) -> bool:
     return bool(args.judge or args.backend)
 
 
+def _word_limits(values: list[str] | None) -> list[int]:
+    limits = []
+    for value in values or []:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"--word-limits takes whole numbers of words of at least 1, got {value!r:.40}")
+        limits.append(int(value))
+    return sorted(set(limits))
+
+
+def _eval_metrics(args: argparse.Namespace, limits: list[int]) -> list[str]:
+    # The metrics the command computes; ValueError for a choice its options cannot serve.
+    from genrm.evaluation.caption_eval import qa_metric
+
+    judge = _judge_named(args)
+    if args.metrics is None:
+        metrics = [*REFERENCE_METRICS, *(JUDGED_CAPTION_METRICS if judge else ())]
+        metrics += [CAPTION_QA] if args.questions and judge else []
+    else:
+        metrics = list(args.metrics)
+    judged = [m for m in metrics if m in (*JUDGED_CAPTION_METRICS, CAPTION_QA)]
+    if judged and not judge:
+        raise ValueError(f"--metrics {' '.join(judged)} needs a judge (--judge SPEC)")
+    if args.questions and not judge:
+        raise ValueError("--questions are answered by a judge: name one (--judge SPEC)")
+    if CAPTION_QA in metrics and not args.questions:
+        raise ValueError("the qa metric needs --questions QUESTIONS.jsonl")
+    if args.questions and CAPTION_QA not in metrics:
+        raise ValueError("--questions are read for the qa metric: add qa to --metrics")
+    if limits and CAPTION_QA not in metrics:
+        raise ValueError("--word-limits cut the captions the questions are asked of: give --questions too")
+    return metrics + [qa_metric(n) for n in limits] if CAPTION_QA in metrics else metrics
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from genrm.evaluation.bcapscore import system_names
-    from genrm.evaluation.caption_eval import check_ranking, evaluate_captions, report_files
+    from genrm.engine import run_blocking
+    from genrm.evaluation.bcapscore import score_captions, system_names
+    from genrm.evaluation.caption_eval import EvaluationJudge, check_ranking, evaluate_captions, report_files
+    from genrm.evaluation.caption_qa import QAItem, answer_questions
     from genrm.evaluation.reference_metrics import unavailable
     from genrm.methods.balcap.models import BalCapInstance
 
     command = "captions eval"
-    explicit = args.metrics is not None
-    judged_default = JUDGED_CAPTION_METRICS if _judge_named(args) else ()
-    metrics = list(args.metrics) if explicit else [*REFERENCE_METRICS, *judged_default]
-    judged_metrics = [m for m in metrics if m in JUDGED_CAPTION_METRICS]
-    if judged_metrics and not _judge_named(args):
-        print(f"genrm {command}: error: --metrics {' '.join(judged_metrics)} needs a judge (--judge SPEC)",
-              file=sys.stderr)  # fmt: skip
+    try:  # every choice is checked before any file is read or anything judged
+        limits = _word_limits(args.word_limits)
+        metrics = _eval_metrics(args, limits)
+    except ValueError as exc:
+        print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
     skipped = {m: why for m in metrics if m in REFERENCE_METRICS and (why := unavailable(m)) is not None}
-    if explicit and skipped:  # asked for by name: say so before any work, rather than report without it
+    if args.metrics is not None and skipped:  # asked for by name: say so before any work, not report without it
         metric, why = next(iter(skipped.items()))
         print(f"genrm {command}: error: --metrics {metric}: {why}", file=sys.stderr)
         return 2
     instances = read_model_lines(args.captions, BalCapInstance, command)
-    if instances is None:
+    items = read_model_lines(args.questions, QAItem, command) if args.questions else []
+    if instances is None or items is None:
         return 2
-    try:  # the names and the ranking are checked before anything is judged
-        check_ranking(system_names(instances, args.names), args.human_ranking)
+    try:  # the names, the ranking and the questions' images are checked before anything is judged
+        systems = system_names(instances, args.names)
+        check_ranking(systems, args.human_ranking)
+        captions = {i.id: i.responses for i in instances}
+        lost = [item.id for item in items if item.id not in captions]
+        if lost:
+            raise ValueError(f"{args.questions}: questions about {lost[0]!r} have no caption in {args.captions}")
     except ValueError as exc:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
-    judged = None
-    if judged_metrics:
-        from genrm.evaluation.bcapscore import score_captions
-        from genrm.methods import make_method
+    bcap = any(m in JUDGED_CAPTION_METRICS for m in metrics)
 
-        def work(judge: Any) -> Any:
-            return score_captions(instances, judge, args.method_options, args.names, progress=not args.quiet)
+    def work(judge: Any) -> Any:
+        judged = score_captions(instances, judge, args.method_options, args.names, progress=not args.quiet) \
+            if bcap else None  # fmt: skip
+        qa = run_blocking(answer_questions(captions, items, systems, judge, [None, *limits], not args.quiet)) \
+            if items else None  # fmt: skip
+        return judged, qa
 
-        judged, code = run_judged(command, args, args.captions, work, make_method("balcap"))
+    judged, qa = None, None
+    if bcap or items:
+        done, code = run_judged(command, args, args.captions, work, EvaluationJudge())
         if code:
             return code
+        judged, qa = done
     try:
-        report = evaluate_captions(instances, metrics, args.names, judged, args.human_ranking, skipped)
+        report = evaluate_captions(instances, metrics, args.names, judged, args.human_ranking, skipped, qa)
     except ValueError as exc:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
@@ -185,7 +228,7 @@ def register(sub: Any) -> None:
     evaluation.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write eval.md, eval.json and eval.png there"
     )
-    metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS)
+    metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS, CAPTION_QA)
     evaluation.add_argument("--metrics", action=ListValues, choices=metrics, metavar="METRIC",
                             help=f"the metrics ({', '.join(metrics)}; default: every reference metric "
                             "this machine can run, and the judged ones when a judge is named)")  # fmt: skip
@@ -193,6 +236,11 @@ def register(sub: Any) -> None:
                             help="a name per caption position (the systems compared)")  # fmt: skip
     evaluation.add_argument("--human-ranking", action=ListValues, metavar="NAME",
                             help="the systems by name, best first: each metric's Spearman agreement")  # fmt: skip
+    evaluation.add_argument("--questions", metavar="QUESTIONS.jsonl", type=input_file,
+                            help="multiple-choice questions per image (by id): a judge answers them from each caption "
+                            "alone (the qa metric)")  # fmt: skip
+    evaluation.add_argument("--word-limits", action=ListValues, metavar="WORDS",
+                            help="also ask the questions of each caption cut to its first N words (qa@N)")  # fmt: skip
     evaluation.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
                             help="balcap options over b-CapScore's own (prompt eval, length_rule none)")  # fmt: skip
     judge_backend_options(evaluation)

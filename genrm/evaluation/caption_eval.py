@@ -8,6 +8,8 @@ instance is system k's (:func:`genrm.evaluation.bcapscore.system_names`). Per sy
   over the system's captions against the instances' references;
 - with a judge, b-CapScore, the DCScore-style F1 and their parts (:mod:`genrm.evaluation.bcapscore`), means over
   judged captions, from one judgement per caption;
+- with a judge and a question file, the accuracy of questions answered from the caption alone, whole and cut to
+  word limits (:mod:`genrm.evaluation.caption_qa`);
 - the mean caption length in words.
 
 **Alignment** (BalCapRL table 5): given a human ranking of the systems (best first), the Spearman correlation between
@@ -22,18 +24,33 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from genrm.choices import JUDGED_CAPTION_METRICS, REFERENCE_METRICS
+from genrm.choices import CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
+from genrm.engine.types import ChatRequest
 from genrm.evaluation.bcapscore import BCapReport, system_names
+from genrm.evaluation.caption_qa import QAResult
 from genrm.evaluation.reference_metrics import TITLES, reference_scores, tokenizer_name
 from genrm.methods.balcap.models import BalCapInstance
 
 #: How every metric a report can hold is printed.
 ALL_TITLES: dict[str, str] = {**TITLES, "b_capscore": "b-CapScore", "dcscore": "DCScore-style F1",
-                              "precision": "precision", "recall": "recall", "linguistic": "linguistic"}  # fmt: skip
+                              "precision": "precision", "recall": "recall", "linguistic": "linguistic",
+                              CAPTION_QA: "QA accuracy"}  # fmt: skip
+
+
+def qa_metric(limit: int | None) -> str:
+    """The report's name of the question-answering accuracy at a word limit (``qa`` for the whole caption)."""
+    return CAPTION_QA if limit is None else f"{CAPTION_QA}@{limit}"
+
+
+def title(metric: str) -> str:
+    """How ``metric`` is printed (``qa@50``: QA accuracy at 50 words)."""
+    if metric.startswith(f"{CAPTION_QA}@"):
+        return f"QA @{metric.split('@', 1)[1]} words"
+    return ALL_TITLES.get(metric, metric)
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,7 @@ class CaptionEvalReport:
     human_ranking: list[str] | None = None
     alignment: dict[str, Agreement] = field(default_factory=dict)
     per_caption: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    qa: QAResult | None = None
 
     def computed(self) -> list[str]:
         """The metrics with a figure for at least one system."""
@@ -69,7 +87,7 @@ class CaptionEvalReport:
     def markdown(self) -> str:
         """The per-system table, what was skipped, and the alignment with the human ranking."""
         shown = self.computed()
-        head = ["system", "captions", "words", *(ALL_TITLES[m] for m in shown)]
+        head = ["system", "captions", "words", *(title(m) for m in shown)]
         lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for system in self.systems:
             cells = [_cell(self.figures[system].get(m)) for m in shown]
@@ -77,22 +95,47 @@ class CaptionEvalReport:
         if self.tokenizer != "ptb" and any(m in REFERENCE_METRICS for m in shown):
             lines.append("\nReference metrics on the plain tokenizer (no Java): not comparable with published COCO "
                          "figures.")  # fmt: skip
+        if self.qa is not None:
+            lines += self._qa_lines()
         if self.judged is not None:
             failed = sum(c.failure is not None for c in self.judged.captions)
             if failed:
                 lines.append(f"\n{failed} of {len(self.judged.captions)} judgements failed: left out of the judged "
                              "metrics.")  # fmt: skip
         for metric, why in self.skipped.items():
-            lines.append(f"\nskipped {ALL_TITLES.get(metric, metric)}: {why}")
+            lines.append(f"\nskipped {title(metric)}: {why}")
         if self.human_ranking:
             lines += ["", f"Agreement with the human ranking ({' > '.join(self.human_ranking)}), Spearman:", "",
                       "| metric | rho | p | systems |", "|---|---:|---:|---:|"]  # fmt: skip
             for metric, agreement in self.alignment.items():
-                lines.append(f"| {ALL_TITLES[metric]} | {_cell(agreement.rho)} | {_cell(agreement.p_value)} | "
+                lines.append(f"| {title(metric)} | {_cell(agreement.rho)} | {_cell(agreement.p_value)} | "
                              f"{agreement.systems} |")  # fmt: skip
             if len(self.systems) < 3:
                 lines.append("\nWith fewer than three systems every correlation is +1 or -1.")
         return "\n".join(lines)
+
+    def _qa_lines(self) -> list[str]:
+        qa = self.qa
+        assert qa is not None
+        limits = sorted({o.limit for o in qa.outcomes}, key=lambda n: (n is not None, n or 0))
+        lines = ["", "Question answering from the caption alone (right / cannot tell / failed of the questions):", "",
+                 "| system | words | questions | right | cannot tell | failed | accuracy |",
+                 "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for system in self.systems:
+            for limit in limits:
+                row = qa.accuracy(system, limit)
+                lines.append(f"| {system} | {'all' if limit is None else limit} | {row['questions']} | {row['right']} "
+                             f"| {row['cannot_tell']} | {row['failed']} | {_cell(row['accuracy'])} |")  # fmt: skip
+        categories = qa.categories()
+        if categories:
+            lines += ["", "QA accuracy by category (whole captions):", "",
+                      "| system | " + " | ".join(categories) + " |", "|---|" + "---:|" * len(categories)]  # fmt: skip
+            for system in self.systems:
+                cells = [_cell(qa.accuracy(system, None, c)["accuracy"]) for c in categories]
+                lines.append(f"| {system} | " + " | ".join(cells) + " |")
+        if qa.unmatched:
+            lines.append(f"\n{qa.unmatched} images of the caption file have no questions.")
+        return lines
 
     def to_json(self) -> str:
         """Everything in the report, with each caption's reference-metric figures, as JSON."""
@@ -102,6 +145,7 @@ class CaptionEvalReport:
             "human_ranking": self.human_ranking, "alignment": {m: asdict(a) for m, a in self.alignment.items()},
             "per_caption": self.per_caption,
             "judged": None if self.judged is None else json.loads(self.judged.to_json()),
+            "qa": None if self.qa is None else [asdict(o) for o in self.qa.outcomes],
         }, indent=1)  # fmt: skip
 
     def plot(self, path: str | Path) -> Path:
@@ -121,10 +165,10 @@ class CaptionEvalReport:
                             color=[colours[i % len(colours)] for i in range(len(self.systems))])  # fmt: skip
             axis.bar_label(bars, labels=[_cell(v) for v in values], fontsize=7)
             axis.set_xticks(range(len(self.systems)), self.systems, rotation=30, ha="right", fontsize=8)
-            title = ALL_TITLES[metric]
+            heading = title(metric)
             if metric in self.alignment and self.alignment[metric].rho is not None:
-                title += f"\nrho {self.alignment[metric].rho:+.2f}"
-            axis.set_title(title, fontsize=9)
+                heading += f"\nrho {self.alignment[metric].rho:+.2f}"
+            axis.set_title(heading, fontsize=9)
             axis.margins(y=0.15)
         figure.tight_layout()
         path = Path(path)
@@ -164,9 +208,11 @@ def evaluate_captions(
     judged: BCapReport | None = None,
     human_ranking: Sequence[str] | None = None,
     skipped: Mapping[str, str] | None = None,
+    qa: QAResult | None = None,
 ) -> CaptionEvalReport:
     """The report of ``instances`` (see the module docstring) over ``metrics`` (reference metrics are computed here;
-    judged ones are read from ``judged``, b-CapScore's report of the same instances and names).
+    judged ones are read from ``judged``, b-CapScore's report of the same instances and names; the question-answering
+    accuracies, ``qa`` and ``qa@N``, from ``qa``).
 
     Raises ValueError for duplicate instance ids, an instance without captions, names that do not fit, or a human
     ranking that is not a permutation of the systems."""
@@ -179,7 +225,7 @@ def evaluate_captions(
     systems = system_names(instances, names)
     check_ranking(systems, human_ranking)
     report = CaptionEvalReport(systems=systems, metrics=list(metrics), skipped=dict(skipped or {}),
-                               tokenizer=tokenizer_name(), judged=judged,
+                               tokenizer=tokenizer_name(), judged=judged, qa=qa,
                                human_ranking=list(human_ranking) if human_ranking else None)  # fmt: skip
     wanted = [m for m in metrics if m in REFERENCE_METRICS]
     rows = {system: [(f"{i.id}#{k}", text) for i in instances for k, text in enumerate(i.responses)
@@ -200,6 +246,9 @@ def evaluate_captions(
             value = summaries.get(system, {}).get(metric)
             if metric in metrics and value is not None:
                 figures[metric] = float(value)
+        for limit in sorted({o.limit for o in qa.outcomes}, key=lambda n: (n is not None, n or 0)) if qa else ():
+            if qa_metric(limit) in metrics:
+                figures[qa_metric(limit)] = qa.accuracy(system, limit)["accuracy"]  # type: ignore[union-attr]
         report.figures[system] = figures
     if human_ranking:
         positions = [list(human_ranking).index(s) for s in systems]
@@ -223,3 +272,24 @@ def report_files(
     except ImportError:
         return written, "no PNG: matplotlib is not installed (pip install 'genrm[captions]')"
     return written, None
+
+
+class EvaluationJudge:
+    """What ``genrm captions eval`` checks its judge against: a model is needed, and ``--judge scripted`` answers
+    both kinds of request the evaluation sends: the balcap method's scripted judge its b-CapScore requests, and
+    :func:`genrm.evaluation.caption_qa.scripted_answer` the questions."""
+
+    name = "captions eval"
+    reads_without_engine = False
+
+    def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
+        """The two scripted judges, by the request's schema."""
+        from genrm.evaluation.caption_qa import QA_SCHEMA_NAME, scripted_answer
+        from genrm.methods import make_method
+
+        captions = make_method("balcap").scripted_judge(image_dir)  # type: ignore[attr-defined]
+
+        def answer(request: ChatRequest) -> str:
+            return scripted_answer(request) if request.schema_name == QA_SCHEMA_NAME else captions(request)
+
+        return answer
