@@ -39,6 +39,9 @@ JUDGED_CAPTION_METRICS: tuple[JudgedCaptionMetric, ...] = get_args(JudgedCaption
 CAPTION_QA = "qa"
 """The caption evaluation's question-answering accuracy (``qa``, and ``qa@N`` with captions cut to N words)."""
 
+BLIND_RANKING = "ranking"
+"""The caption evaluation's blind ranking (``ranking``: its ``ranking_first`` and ``ranking_total`` figures)."""
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
 DTYPES: tuple[Dtype, ...] = get_args(Dtype)

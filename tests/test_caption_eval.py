@@ -259,3 +259,95 @@ def test_genrm_captions_eval_asks_a_judge_on_loopback_the_shipped_questions(tmp_
     assert all(isinstance(b["messages"][-1]["content"], str) for b in answers)  # text only: no image part
     enum = answers[0]["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"]
     assert enum == ["A", "B", "C", "D", "E"]
+
+
+# Blind ranking
+
+
+def _scored(request):
+    # A judge whose scores follow each caption's own words ("acc7 comp5 clar9 hall1"), so that every figure is known
+    # whatever the shuffled order; its ranking lists the labels in the order shown (right or wrong by chance).
+    import re
+
+    from genrm.evaluation.blind_ranking import answer_text
+
+    shown = re.findall(r"^(Caption [A-Z]):\n(.*)$", request.prompt.user, re.MULTILINE)
+    scores = {
+        label: dict(
+            zip(
+                ("accuracy", "completeness", "clarity", "hallucination_penalty"),
+                map(int, re.findall(r"\d+", caption)),
+                strict=True,
+            )
+        )
+        for label, caption in shown
+    }
+    answer = json.loads(answer_text(scores))
+    answer["ranking"] = [label for label, _ in shown]
+    return json.dumps(answer)
+
+
+def test_the_blind_ranking_scores_by_the_sources_total_hides_names_and_records_the_shuffle():
+    from genrm.engine import Judge, run_blocking
+    from genrm.engine.scripted import ScriptedEngine
+    from genrm.evaluation.blind_ranking import rank_captions, total_score
+
+    assert total_score(9, 6, 9, 2) == pytest.approx(8 - 3)
+    captions = ["acc9 comp6 clar9 hall2", "acc6 comp6 clar6 hall0", "acc9 comp6 clar9 hall2"]
+    images = {f"img{n}": (f"img{n}.png", captions) for n in range(6)}
+    engine = ScriptedEngine(_scored)
+    result = run_blocking(rank_captions(images, ["alpha", "beta", "gamma"], Judge(engine, 0), seed=3))
+    # totals: alpha 5, beta 6, gamma 5: beta first everywhere, alpha and gamma share rank 2
+    assert result.summary("beta") == {"images": 6, "failed": 0, "first": 1.0, "mean_rank": 1.0, "total": 6.0,
+                                      "accuracy": 6.0, "completeness": 6.0, "clarity": 6.0,
+                                      "hallucination_penalty": 0.0}  # fmt: skip
+    assert result.summary("alpha")["mean_rank"] == 2.0 == result.summary("gamma")["mean_rank"]
+    assert {tuple(order) for order in result.orders.values()} != {("alpha", "beta", "gamma")}  # really shuffled
+    again = run_blocking(rank_captions(images, ["alpha", "beta", "gamma"], Judge(ScriptedEngine(_scored), 0), seed=3))
+    assert again.orders == result.orders  # seeded
+    for request in engine.requests:
+        assert request.prompt.image.startswith("img") and not any(n in request.prompt.user for n in ("alpha", "beta"))
+    # the judge listed the labels as shown; wherever beta was not shown first, that disagrees with its own scores
+    assert result.inconsistent == sum(order[0] != "beta" for order in result.orders.values())
+
+
+def test_a_failed_ranking_fails_every_caption_of_its_image_and_a_blind_judge_is_refused():
+    from genrm.engine import Judge, run_blocking
+    from genrm.engine.scripted import ScriptedEngine
+    from genrm.evaluation.blind_ranking import rank_captions
+
+    images = {"a": ("a.png", ["acc1 comp1 clar1 hall1", "acc2 comp2 clar2 hall2"])}
+    garbled = run_blocking(rank_captions(images, ["x", "y"], Judge(ScriptedEngine(lambda r: "Caption A wins."), 0)))
+    assert garbled.summary("x")["failed"] == 1 == garbled.summary("y")["failed"]
+    assert garbled.summary("x")["first"] is None and garbled.captions[0].failure.startswith("unreadable")
+    blind = Judge(ScriptedEngine(_scored, sees_images=False), 0)
+    with pytest.raises(ValueError, match="cannot see images"):
+        run_blocking(rank_captions(images, ["x", "y"], blind))
+    with pytest.raises(ValueError, match="2 captions for 3 systems"):
+        run_blocking(rank_captions(images, ["x", "y", "z"], Judge(ScriptedEngine(_scored), 0)))
+
+
+def test_genrm_captions_eval_ranks_through_a_judge_on_loopback(tmp_path, scene_dir):
+    from fake_judge import FakeJudgeServer
+
+    from genrm.methods.rubicap.scene_judge import responder
+
+    shutil.copy(EXAMPLES / "captions.jsonl", scene_dir / "captions.jsonl")
+    for name in ("red-square.png", "two-blue-circles.png", "green-triangle.png", "yellow-bar.png"):
+        shutil.copy(EXAMPLES / name, scene_dir / name)  # the shipped images carry their facts
+    seen = []
+    with FakeJudgeServer() as judge:
+        judge.state.responder = lambda body: seen.append(body) or responder(body)
+        code = main(["captions", "eval", str(scene_dir / "captions.jsonl"), "--judge", f"openai:fake@{judge.url}",
+                     "--metrics", "ranking", "--names", "sys-right", "sys-flawed", "--seed", "1", "-o", str(tmp_path),
+                     "-q"])  # fmt: skip
+    assert code == 0 and len(seen) == 4  # one call per image, both captions in it
+    report = json.loads((tmp_path / "eval.json").read_text())
+    figures = report["figures"]
+    assert figures["sys-right"]["ranking_first"] == 1.0 and figures["sys-flawed"]["ranking_first"] == 0.0
+    assert set(report["ranking"]["orders"]) == {"red-square", "two-blue-circles", "green-triangle", "yellow-bar"}
+    for body in seen:
+        parts = body["messages"][-1]["content"]
+        assert parts[0]["type"] == "image_url" and parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
+        assert "sys-" not in parts[-1]["text"]  # the systems' names are never shown
+        assert body["response_format"]["json_schema"]["name"] == "blind_ranking"

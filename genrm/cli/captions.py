@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from genrm.choices import CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
+from genrm.choices import BLIND_RANKING, CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
@@ -85,11 +85,11 @@ def _eval_metrics(args: argparse.Namespace, limits: list[int]) -> list[str]:
 
     judge = _judge_named(args)
     if args.metrics is None:
-        metrics = [*REFERENCE_METRICS, *(JUDGED_CAPTION_METRICS if judge else ())]
+        metrics = [*REFERENCE_METRICS, *(JUDGED_CAPTION_METRICS if judge else ()), *([BLIND_RANKING] if judge else [])]
         metrics += [CAPTION_QA] if args.questions and judge else []
     else:
         metrics = list(args.metrics)
-    judged = [m for m in metrics if m in (*JUDGED_CAPTION_METRICS, CAPTION_QA)]
+    judged = [m for m in metrics if m in (*JUDGED_CAPTION_METRICS, CAPTION_QA, BLIND_RANKING)]
     if judged and not judge:
         raise ValueError(f"--metrics {' '.join(judged)} needs a judge (--judge SPEC)")
     if args.questions and not judge:
@@ -106,6 +106,7 @@ def _eval_metrics(args: argparse.Namespace, limits: list[int]) -> list[str]:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.engine import run_blocking
     from genrm.evaluation.bcapscore import score_captions, system_names
+    from genrm.evaluation.blind_ranking import rank_captions
     from genrm.evaluation.caption_eval import EvaluationJudge, check_ranking, evaluate_captions, report_files
     from genrm.evaluation.caption_qa import QAItem, answer_questions
     from genrm.evaluation.reference_metrics import unavailable
@@ -130,6 +131,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:  # the names, the ranking and the questions' images are checked before anything is judged
         systems = system_names(instances, args.names)
         check_ranking(systems, args.human_ranking)
+        if BLIND_RANKING in metrics and len(systems) < 2:
+            if args.metrics is not None:
+                raise ValueError("the blind ranking compares two systems or more: every image needs as many captions")
+            metrics.remove(BLIND_RANKING)  # by default, a file of one system is simply not ranked
         captions = {i.id: i.responses for i in instances}
         lost = [item.id for item in items if item.id not in captions]
         if lost:
@@ -138,22 +143,25 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
     bcap = any(m in JUDGED_CAPTION_METRICS for m in metrics)
+    ranked = BLIND_RANKING in metrics
 
     def work(judge: Any) -> Any:
-        judged = score_captions(instances, judge, args.method_options, args.names, progress=not args.quiet) \
-            if bcap else None  # fmt: skip
-        qa = run_blocking(answer_questions(captions, items, systems, judge, [None, *limits], not args.quiet)) \
+        quiet, options = args.quiet, args.method_options
+        judged = score_captions(instances, judge, options, args.names, progress=not quiet) if bcap else None
+        qa = run_blocking(answer_questions(captions, items, systems, judge, [None, *limits], not quiet)) \
             if items else None  # fmt: skip
-        return judged, qa
+        images = {i.id: (i.image, i.responses) for i in instances}
+        ranking = run_blocking(rank_captions(images, systems, judge, args.seed, not quiet)) if ranked else None
+        return judged, qa, ranking
 
-    judged, qa = None, None
-    if bcap or items:
+    judged, qa, ranking = None, None, None
+    if bcap or items or ranked:
         done, code = run_judged(command, args, args.captions, work, EvaluationJudge())
         if code:
             return code
-        judged, qa = done
+        judged, qa, ranking = done
     try:
-        report = evaluate_captions(instances, metrics, args.names, judged, args.human_ranking, skipped, qa)
+        report = evaluate_captions(instances, metrics, args.names, judged, args.human_ranking, skipped, qa, ranking)
     except ValueError as exc:
         print(f"genrm {command}: error: {exc}", file=sys.stderr)
         return 2
@@ -228,7 +236,7 @@ def register(sub: Any) -> None:
     evaluation.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write eval.md, eval.json and eval.png there"
     )
-    metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS, CAPTION_QA)
+    metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS, CAPTION_QA, BLIND_RANKING)
     evaluation.add_argument("--metrics", action=ListValues, choices=metrics, metavar="METRIC",
                             help=f"the metrics ({', '.join(metrics)}; default: every reference metric "
                             "this machine can run, and the judged ones when a judge is named)")  # fmt: skip
@@ -241,6 +249,7 @@ def register(sub: Any) -> None:
                             "alone (the qa metric)")  # fmt: skip
     evaluation.add_argument("--word-limits", action=ListValues, metavar="WORDS",
                             help="also ask the questions of each caption cut to its first N words (qa@N)")  # fmt: skip
+    evaluation.add_argument("--seed", type=int, default=0, help="the blind ranking's shuffled order (default: 0)")
     evaluation.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
                             help="balcap options over b-CapScore's own (prompt eval, length_rule none)")  # fmt: skip
     judge_backend_options(evaluation)

@@ -10,6 +10,8 @@ instance is system k's (:func:`genrm.evaluation.bcapscore.system_names`). Per sy
   judged captions, from one judgement per caption;
 - with a judge and a question file, the accuracy of questions answered from the caption alone, whole and cut to
   word limits (:mod:`genrm.evaluation.caption_qa`);
+- with a judge and two systems or more, the blind ranking (:mod:`genrm.evaluation.blind_ranking`): the share of
+  images where each system ranks first and its mean total, with the four dimensions apart;
 - the mean caption length in words.
 
 **Alignment** (BalCapRL table 5): given a human ranking of the systems (best first), the Spearman correlation between
@@ -28,9 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from genrm.choices import CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
+from genrm.choices import BLIND_RANKING, CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
 from genrm.engine.types import ChatRequest
 from genrm.evaluation.bcapscore import BCapReport, system_names
+from genrm.evaluation.blind_ranking import DIMENSIONS, RankingResult
 from genrm.evaluation.caption_qa import QAResult
 from genrm.evaluation.reference_metrics import TITLES, reference_scores, tokenizer_name
 from genrm.methods.balcap.models import BalCapInstance
@@ -38,7 +41,10 @@ from genrm.methods.balcap.models import BalCapInstance
 #: How every metric a report can hold is printed.
 ALL_TITLES: dict[str, str] = {**TITLES, "b_capscore": "b-CapScore", "dcscore": "DCScore-style F1",
                               "precision": "precision", "recall": "recall", "linguistic": "linguistic",
-                              CAPTION_QA: "QA accuracy"}  # fmt: skip
+                              CAPTION_QA: "QA accuracy", "ranking_first": "ranked first",
+                              "ranking_total": "blind total"}  # fmt: skip
+#: The figures the blind ranking puts in the table (both higher is better).
+RANKING_FIGURES = {"ranking_first": "first", "ranking_total": "total"}
 
 
 def qa_metric(limit: int | None) -> str:
@@ -79,10 +85,12 @@ class CaptionEvalReport:
     alignment: dict[str, Agreement] = field(default_factory=dict)
     per_caption: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     qa: QAResult | None = None
+    ranking: RankingResult | None = None
 
     def computed(self) -> list[str]:
-        """The metrics with a figure for at least one system."""
-        return [m for m in self.metrics if any(self.figures[s].get(m) is not None for s in self.systems)]
+        """The figures computed for at least one system, in the metrics' order (the blind ranking gives two)."""
+        names = [n for m in self.metrics for n in (RANKING_FIGURES if m == BLIND_RANKING else [m])]
+        return [n for n in names if any(self.figures[s].get(n) is not None for s in self.systems)]
 
     def markdown(self) -> str:
         """The per-system table, what was skipped, and the alignment with the human ranking."""
@@ -97,6 +105,8 @@ class CaptionEvalReport:
                          "figures.")  # fmt: skip
         if self.qa is not None:
             lines += self._qa_lines()
+        if self.ranking is not None:
+            lines += self._ranking_lines()
         if self.judged is not None:
             failed = sum(c.failure is not None for c in self.judged.captions)
             if failed:
@@ -137,6 +147,26 @@ class CaptionEvalReport:
             lines.append(f"\n{qa.unmatched} images of the caption file have no questions.")
         return lines
 
+    def _ranking_lines(self) -> list[str]:
+        ranking = self.ranking
+        assert ranking is not None
+        heads = ["images", "failed", "ranked first", "mean rank", "total", *DIMENSIONS]
+        lines = ["", "Blind ranking (captions shown without their system's name, in a shuffled order; total = "
+                 "(accuracy + completeness + clarity) / 3 - 1.5 x hallucination_penalty):", "",
+                 "| system | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]  # fmt: skip
+        for system in self.systems:
+            row = ranking.summary(system)
+            cells = [
+                str(row["images"]),
+                str(row["failed"]),
+                *(_cell(row[k]) for k in ("first", "mean_rank", "total", *DIMENSIONS)),
+            ]  # type: ignore[arg-type]
+            lines.append(f"| {system} | " + " | ".join(cells) + " |")
+        if ranking.inconsistent:
+            lines.append(f"\nOn {ranking.inconsistent} images the judge's own ranking disagreed with its scores; the "
+                         "ranks above follow the scores.")  # fmt: skip
+        return lines
+
     def to_json(self) -> str:
         """Everything in the report, with each caption's reference-metric figures, as JSON."""
         return json.dumps({
@@ -146,6 +176,7 @@ class CaptionEvalReport:
             "per_caption": self.per_caption,
             "judged": None if self.judged is None else json.loads(self.judged.to_json()),
             "qa": None if self.qa is None else [asdict(o) for o in self.qa.outcomes],
+            "ranking": None if self.ranking is None else self.ranking.to_json(),
         }, indent=1)  # fmt: skip
 
     def plot(self, path: str | Path) -> Path:
@@ -209,10 +240,11 @@ def evaluate_captions(
     human_ranking: Sequence[str] | None = None,
     skipped: Mapping[str, str] | None = None,
     qa: QAResult | None = None,
+    ranking: RankingResult | None = None,
 ) -> CaptionEvalReport:
     """The report of ``instances`` (see the module docstring) over ``metrics`` (reference metrics are computed here;
     judged ones are read from ``judged``, b-CapScore's report of the same instances and names; the question-answering
-    accuracies, ``qa`` and ``qa@N``, from ``qa``).
+    accuracies, ``qa`` and ``qa@N``, from ``qa``; the blind ranking's figures from ``ranking``).
 
     Raises ValueError for duplicate instance ids, an instance without captions, names that do not fit, or a human
     ranking that is not a permutation of the systems."""
@@ -225,7 +257,7 @@ def evaluate_captions(
     systems = system_names(instances, names)
     check_ranking(systems, human_ranking)
     report = CaptionEvalReport(systems=systems, metrics=list(metrics), skipped=dict(skipped or {}),
-                               tokenizer=tokenizer_name(), judged=judged, qa=qa,
+                               tokenizer=tokenizer_name(), judged=judged, qa=qa, ranking=ranking,
                                human_ranking=list(human_ranking) if human_ranking else None)  # fmt: skip
     wanted = [m for m in metrics if m in REFERENCE_METRICS]
     rows = {system: [(f"{i.id}#{k}", text) for i in instances for k, text in enumerate(i.responses)
@@ -249,6 +281,10 @@ def evaluate_captions(
         for limit in sorted({o.limit for o in qa.outcomes}, key=lambda n: (n is not None, n or 0)) if qa else ():
             if qa_metric(limit) in metrics:
                 figures[qa_metric(limit)] = qa.accuracy(system, limit)["accuracy"]  # type: ignore[union-attr]
+        if ranking is not None and BLIND_RANKING in metrics:
+            summary = ranking.summary(system)
+            for name, key in RANKING_FIGURES.items():
+                figures[name] = summary[key]  # type: ignore[assignment]
         report.figures[system] = figures
     if human_ranking:
         positions = [list(human_ranking).index(s) for s in systems]
@@ -276,20 +312,25 @@ def report_files(
 
 class EvaluationJudge:
     """What ``genrm captions eval`` checks its judge against: a model is needed, and ``--judge scripted`` answers
-    both kinds of request the evaluation sends: the balcap method's scripted judge its b-CapScore requests, and
-    :func:`genrm.evaluation.caption_qa.scripted_answer` the questions."""
+    every kind of request the evaluation sends: the balcap method's scripted judge its b-CapScore requests,
+    :func:`genrm.evaluation.caption_qa.scripted_answer` the questions, the rubicap method's the blind ranking."""
 
     name = "captions eval"
     reads_without_engine = False
 
     def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
         """The two scripted judges, by the request's schema."""
+        from genrm.evaluation.blind_ranking import RANKING_SCHEMA_NAME
         from genrm.evaluation.caption_qa import QA_SCHEMA_NAME, scripted_answer
         from genrm.methods import make_method
 
         captions = make_method("balcap").scripted_judge(image_dir)  # type: ignore[attr-defined]
 
+        ranks = make_method("rubicap").scripted_judge(image_dir)  # type: ignore[attr-defined]
+
         def answer(request: ChatRequest) -> str:
-            return scripted_answer(request) if request.schema_name == QA_SCHEMA_NAME else captions(request)
+            if request.schema_name == QA_SCHEMA_NAME:
+                return scripted_answer(request)
+            return (ranks if request.schema_name == RANKING_SCHEMA_NAME else captions)(request)
 
         return answer

@@ -14,6 +14,9 @@ request's ``model`` names the captioner). Captions are sentences, one fact each 
   and a polish criterion of weight 1.5.
 - **Rubric judge**: ``Pass if the caption states [that] <fact>.`` passes when the caption states it plainly (a hedge
   does not convey it); ``Pass if the caption does not state <fact>.`` when it does not state it at all.
+- **Blind ranking judge** (RubiCap's prompt 7): per caption, accuracy (share of plain claims in the scene),
+  completeness (share of the scene stated), clarity (10 less 3 per hedge), hallucination penalty (3 per made-up
+  claim), ranked by their total.
 - **Arena judge** (CapArena's pairwise question): the caption with more of the scene's facts stated, less the
   made-up ones, wins; equal is a tie.
 - **Likert judges**, modelling the failure the source reports: they score coverage (of the scene, or of the reference
@@ -109,6 +112,18 @@ def likert(scene: frozenset[str], caption: str, reference: str | None) -> int:
     return max(0, min(10, score + 3 * _praised(caption)))
 
 
+def ranking_scores(scene: frozenset[str], caption: str) -> dict[str, int]:
+    """The blind ranking judge's four scores of a caption: accuracy is the share of its plain claims that are in the
+    scene, completeness the share of the scene it states, clarity 10 less 3 per hedge, and the hallucination penalty
+    3 per made-up claim (each 0-10)."""
+    said = claims(caption)
+    stated = {f for f, how in said.items() if how == "stated"}
+    hedges = sum(how == "hedged" for how in said.values())
+    return {"accuracy": round(10 * len(stated & scene) / max(len(stated), 1)),
+            "completeness": round(10 * len(stated & scene) / len(scene)), "clarity": max(0, 10 - 3 * hedges),
+            "hallucination_penalty": min(10, 3 * len(stated - scene))}  # fmt: skip
+
+
 def answer(image: str, system: str, user: str, schema_name: str | None, who: str,
            scenes: Mapping[str, frozenset[str]] = SCENES, base_dir: Path | None = None) -> str:  # fmt: skip
     """The answer of model ``who`` to one request about an image of ``scenes`` (relative paths read against
@@ -129,6 +144,11 @@ def answer(image: str, system: str, user: str, schema_name: str | None, who: str
         )
         return json.dumps({"score": likert(scene_of(image, scenes, base_dir), caption, reference)})
     scene = scene_of(image, scenes, base_dir)
+    from genrm.evaluation.blind_ranking import RANKING_SCHEMA_NAME, answer_text  # the evaluation sits above methods
+
+    if schema_name == RANKING_SCHEMA_NAME:
+        shown = re.findall(r"^(Caption [A-Z]):\n(.*)$", user, re.MULTILINE)
+        return answer_text({label: ranking_scores(scene, caption) for label, caption in shown})
     if schema_name == "caparena":
         a, b = user.removeprefix("Caption A: ").split("\n\nCaption B: ", 1)
         worth = [len(stated & scene) - len(stated - scene) for stated in
