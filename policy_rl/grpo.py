@@ -53,7 +53,10 @@ class PolicyRLArguments:
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
     method: str = field(
-        default="rubric", metadata={"help": "the reward method (rubric, claimdiff, balcap, rubicap, pairwise)"}
+        default="rubric",
+        metadata={
+            "help": "the reward method (rubric, claimdiff, balcap, rubicap, pairwise, holistic, rouge_l, a plug-in)"
+        },
     )
     method_options: str | None = field(
         default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}

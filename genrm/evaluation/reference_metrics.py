@@ -84,8 +84,9 @@ def tokenizer_name() -> str:
     return "ptb" if has_java() else "plain"
 
 
-def _plain(text: str) -> str:
-    # Without Java: lowercase runs of letters and digits, the PTB tokenizer's output less its finer splits.
+def plain_tokens(text: str) -> str:
+    """``text`` tokenized plainly (lowercased runs of letters and digits, space-separated): the PTB tokenizer's output
+    less its finer splits, used without Java and by the ``rouge_l`` reward."""
     return " ".join(re.findall(r"[^\W_]+", text.lower()))
 
 
@@ -116,7 +117,7 @@ def _java_output() -> Iterator[None]:
 def _tokenized(texts: Mapping[Any, Sequence[str]]) -> dict[Any, list[str]]:
     # key -> its texts, tokenized as the COCO evaluation does (PTB, lowercased, punctuation cut), or plainly.
     if not has_java():
-        return {key: [_plain(t) for t in values] for key, values in texts.items()}
+        return {key: [plain_tokens(t) for t in values] for key, values in texts.items()}
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
     # One text per line for the tokenizer: a line break inside one would split it.

@@ -31,6 +31,8 @@ BUILTIN: dict[str, str] = {
     "balcap": "genrm.methods.balcap.method:BalCapMethod",
     "rubicap": "genrm.methods.rubicap.method:RubiCapMethod",
     "pairwise": "genrm.methods.pairwise.method:PairwiseMethod",
+    "holistic": "genrm.methods.baselines.holistic:HolisticMethod",
+    "rouge_l": "genrm.methods.baselines.rouge_l:RougeLMethod",
 }
 
 #: The method used when none is named.
