@@ -10,6 +10,7 @@ import pytest
 from fake_judge import FakeJudgeServer
 
 from genrm.cli import main
+from genrm.methods import make_method
 from genrm.methods.claimdiff.judge_training import (
     DiffExample,
     diff_f1,
@@ -67,6 +68,50 @@ def test_reward_functions_read_completions_and_labels():
         f1_reward_func(completions)
 
 
+def test_the_checked_f1_asks_a_judge_with_the_image_which_predictions_are_real_and_which_they_cover():
+    from genrm.methods.claimdiff.checked_f1 import CheckedF1Reward, DifferenceCheck, checked_f1
+    from genrm.methods.scene_images import scene_png
+
+    assert checked_f1([DifferenceCheck(real=True, covers=1), DifferenceCheck(real=False, covers=0)], 2, 2) == \
+        pytest.approx(2 * 0.5 * 0.5 / 1.0)  # fmt: skip
+    assert checked_f1([], 0, 0) == 1.0 and checked_f1([], 0, 3) == 0.0
+    with pytest.raises(ValueError, match="1 checks for 2 predicted"):
+        checked_f1([DifferenceCheck(real=True, covers=1)], 2, 2)
+    gold = _answer("A blue boat. Two dogs.")  # the boat (A made it up), the car and the bench (A leaves them out)
+    missed = gold.model_copy(update={"differences": [d for d in gold.differences if d.caption_b_claim !=
+                                                     "a green bench"]})  # fmt: skip
+    boat = next(d for d in gold.differences if d.caption_a_claim == "a blue boat")
+    invented = boat.model_copy(update={"caption_a_claim": "two dogs"})  # blames A for a fact the scene holds
+    example = DiffExample(id="x", input_id="park", image="park.png", reference=REFERENCE, caption="A blue boat. Two "
+                          "dogs.", answer=missed)  # fmt: skip
+    record = rlvr_record(example)
+
+    def ask(predicted, judge="scripted"):
+        reward = CheckedF1Reward(judge)
+        return reward([[{"role": "assistant", "content": predicted.model_dump_json()}]],
+                      prompts=[record["prompt"]], judge_label=[record["judge_label"]],
+                      images=[[{"bytes": scene_png("park.png"), "path": None}]])[0]  # fmt: skip
+
+    # every prediction real, the teacher's two covered: the bench the teacher missed is not held against it
+    assert ask(gold) == pytest.approx(1.0)
+    assert f1_reward_func(
+        [[{"role": "assistant", "content": gold.model_dump_json()}]], judge_label=[record["judge_label"]]
+    ) == [pytest.approx(0.8)]  # the plain F1: 2/3 precision
+    with_invented = gold.model_copy(update={"differences": [*gold.differences, invented]})
+    assert ask(with_invented) == pytest.approx(2 * 0.75 * 1.0 / 1.75)  # 3 of 4 real
+    unread = CheckedF1Reward("scripted")([[{"role": "assistant", "content": "?"}]], prompts=[record["prompt"]],
+                                         judge_label=[record["judge_label"]], images=[None])  # fmt: skip
+    assert unread == [0.0]
+    unknown = CheckedF1Reward("scripted")([[{"role": "assistant", "content": gold.model_dump_json()}]],
+                                          prompts=[record["prompt"]], judge_label=[record["judge_label"]],
+                                          images=[[{"bytes": scene_png("elsewhere.png"), "path": None}]])  # fmt: skip
+    assert unknown == [None]  # the check failed (a scene the judge does not know): no reward, not a 0
+    method = make_method("claimdiff", options={"f1_judge": "scripted"})
+    assert method.judge_training().reward_funcs[1].__name__ == "checked_f1_reward_func"
+    with pytest.raises(ValueError, match="f1_judge must be a judge spec"):
+        make_method("claimdiff", options={"f1_judge": 3})
+
+
 def test_records_show_the_image_and_teach_the_answer_without_severities():
     example = DiffExample(id="e", input_id="park", image="park.png", reference=REFERENCE, caption="A red car.",
                           answer=_answer("A red car."))  # fmt: skip
@@ -119,7 +164,7 @@ def test_teacher_labels_are_the_teachers_differences(labelled):
 
 
 @pytest.mark.slow
-def test_sft_then_rlvr_of_the_tiny_vision_judge_on_diff_labels(labelled, tmp_path):
+def test_sft_then_rlvr_of_the_tiny_vision_judge_on_diff_labels(labelled, tmp_path, monkeypatch):
     import torch
     from safetensors.torch import load_file
 
@@ -142,6 +187,28 @@ def test_sft_then_rlvr_of_the_tiny_vision_judge_on_diff_labels(labelled, tmp_pat
     logged = [e for e in json.loads((rlvr / "log_history.json").read_text()) if "loss" in e]
     assert logged and {"rewards/format_reward_func/mean", "rewards/f1_reward_func/mean"} <= set(logged[0])
     assert 0.0 <= logged[0]["rewards/f1_reward_func/mean"] <= 1.0
+    # ClaimDiff-RL's caption_judge: the F1 checked by a second judge behind HTTP, shown each record's image
+    checks, checked = [], tmp_path / "checked"
+
+    def check(body):
+        checks.append(body)
+        predicted = body["messages"][-1]["content"][-1]["text"].split("PREDICTED DIFFERENCES:\n")[1].splitlines()
+        return json.dumps({"checks": [{"real": True, "covers": 1}] * len(predicted)})
+
+    from genrm.methods.claimdiff import reading
+
+    # A tiny judge's 16 tokens never read as an answer: the checked reward reads each as one, so that TRL's own
+    # columns (prompts, images, labels) reach the checking judge.
+    monkeypatch.setattr(reading, "read_answer", lambda text: reading.Reading(_answer("A blue boat. Two dogs.")))
+    with FakeJudgeServer() as judge:
+        judge.state.responder = check
+        options = json.dumps({"f1_judge": f"openai:fake@{judge.url}"})
+        assert main([*args[:-2], "--output_dir", str(checked), "--method_options", options, "--plot", "false"]) == 0
+    logged = [e for e in json.loads((checked / "log_history.json").read_text()) if "loss" in e]
+    assert logged and 0.0 < logged[0]["rewards/checked_f1_reward_func/mean"] <= 1.0
+    assert len(checks) == 4  # one check per completion of the step
+    for body in checks:  # the image's pixels, never a path
+        assert body["messages"][-1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
 def test_a_method_refuses_an_exposure_it_cannot_train_under(tmp_path, capsys):

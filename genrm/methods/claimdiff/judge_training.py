@@ -8,7 +8,9 @@ image, always (its rulings are about the image), with the same prompts the metho
 - RLVR: ``{"prompt", "images", "judge_label"}``, the label the teacher's answer, read by the two rewards:
 
   - :func:`format_reward_func`: 1 when the completion reads as an answer (:mod:`.reading`), else 0;
-  - :func:`f1_reward_func`: the source's F1 of predicted differences against the teacher's, both kept only where a
+  - :func:`f1_reward_func` (or, with the method option ``f1_judge``, the checked F1 of :mod:`.checked_f1`, a second
+    judge with the image deciding, as the source's ``caption_judge``): the source's F1 of predicted differences
+    against the teacher's, both kept only where a
     caption errs. Where the source asks a second judge, with the image, which predicted differences cover a
     teacher's and which are real, this one matches them deterministically: a predicted difference covers a
     teacher's when the same captions err and their claims are alike (token-sort similarity of the claims of at
@@ -94,7 +96,8 @@ def _erring(difference: Difference) -> tuple[bool, bool]:
     return has_error(difference.caption_a_error.error_type), has_error(difference.caption_b_error.error_type)
 
 
-def _kept(answer: DiffAnswer) -> list[Difference]:
+def kept_differences(answer: DiffAnswer) -> list[Difference]:
+    """The differences of ``answer`` where a caption errs (the ones the F1 rewards count)."""
     return [d for d in answer.differences if any(_erring(d))]
 
 
@@ -131,7 +134,7 @@ def diff_f1(predicted: DiffAnswer, gold: DiffAnswer, threshold: float = MATCH_SI
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
-    pred, truth = _kept(predicted), _kept(gold)
+    pred, truth = kept_differences(predicted), kept_differences(gold)
     matched = 0
     if pred and truth:
         scores = np.array([[_similarity(p, g) for g in truth] for p in pred])

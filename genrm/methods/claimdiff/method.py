@@ -6,7 +6,8 @@ Options (``method_options``; every one is a field of :class:`.rewards.ClaimDiffC
 ``mode`` (``normalized_diff``), ``severity_weighted``, ``severity_weights``, ``judge_severity``,
 ``ambiguity_penalty``, ``ambiguity_decay``, ``ambiguity_words_per_free``, ``ambiguity_free``, ``max_error_diff``,
 ``reward_scale``, ``min_reward``, ``max_reward``, ``alpha``, ``epsilon``, ``k``, ``d_max``, ``format_ratio``,
-``require_think``, and ``answer_format`` (``json`` or ``blocks``, see :mod:`.prompts`).
+``require_think``, ``answer_format`` (``json`` or ``blocks``, see :mod:`.prompts`), and for judge training
+``f1_judge`` (a judge spec: the F1 reward's predictions checked by that judge with the image, :mod:`.checked_f1`).
 
 Choices this method makes where the source leaves room:
 
@@ -64,7 +65,7 @@ from genrm.methods.claimdiff.rewards import (
 )
 from genrm.methods.config import MethodConfig
 
-_OPTIONS = tuple(f.name for f in dataclasses.fields(ClaimDiffConfig)) + ("answer_format",)
+_OPTIONS = tuple(f.name for f in dataclasses.fields(ClaimDiffConfig)) + ("answer_format", "f1_judge")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ def parse_options(options: Mapping[str, Any]) -> tuple[ClaimDiffConfig, AnswerFo
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise ValueError(f"the claimdiff method takes no option {', '.join(unknown)}; it takes {', '.join(_OPTIONS)}")
+    options.pop("f1_judge", None)  # judge training's, read by the method
     answer_format = options.pop("answer_format", "json")
     if answer_format not in ANSWER_FORMATS:
         raise ValueError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}; got {answer_format!r:.40}")
@@ -117,6 +119,10 @@ class ClaimDiffMethod:
         check_caption_exposure(self.name, config.exposure)
         self.config = config
         self.rewards, self.answer_format = parse_options(options or {})
+        self.f1_judge = (options or {}).get("f1_judge")
+        if self.f1_judge is not None and (not isinstance(self.f1_judge, str) or not self.f1_judge.strip()):
+            raise ValueError("claimdiff option f1_judge must be a judge spec (sglang:MODEL@URL, openai:MODEL@URL, "
+                             "transformers:PATH or scripted)")  # fmt: skip
         self.hall_vs_miss = self.rewards.mode == "hall_vs_miss"
 
     def prepare(self, instance: ClaimDiffInstance) -> PreparedCaptions:
@@ -219,7 +225,12 @@ class ClaimDiffMethod:
 
         if self.answer_format != "json":
             raise ValueError(f"the claimdiff judge is trained on the json answer format, not {self.answer_format}")
-        rewards = (training.format_reward_func, training.f1_reward_func)
+        f1: Any = training.f1_reward_func
+        if self.f1_judge is not None:
+            from genrm.methods.claimdiff.checked_f1 import CheckedF1Reward
+
+            f1 = CheckedF1Reward(self.f1_judge)
+        rewards = (training.format_reward_func, f1)
         return JudgeTraining(training.DiffExample, training.sft_record, training.rlvr_record, rewards, True,
                              training.label_captions)  # fmt: skip
 

@@ -125,10 +125,40 @@ def _split(user: str) -> tuple[bool, str, str]:
     return False, reference, caption
 
 
+def check_answer(scene: frozenset[str], user: str) -> str:
+    """The checking judge's answer (``f1_judge``): a predicted difference is real when the caption it blames does
+    err on the scene (states a fact the scene does not hold, or hedges or leaves out one it holds), and covers the
+    known difference with the same claims."""
+    import re
+
+    from genrm.methods.claimdiff.checked_f1 import check_answer_text
+
+    line = re.compile(r"^\d+\. aspect: .*?; caption A says: (.*?); caption B says: (.*?); errs: (.*)$")
+    known_text, predicted_text = user.split("KNOWN DIFFERENCES:\n", 1)[1].split("\n\nPREDICTED DIFFERENCES:\n", 1)
+    known = [m.groups() for m in map(line.match, known_text.splitlines()) if m]
+    checks = []
+    for a_says, b_says, errs in (m.groups() for m in map(line.match, predicted_text.splitlines()) if m):
+        real = True
+        for side, says, other in (("A", a_says, b_says), ("B", b_says, a_says)):
+            if side not in errs:
+                continue
+            if says == "(nothing)":  # an omission: real when the other caption's fact is there
+                real &= other.lower().removeprefix(_HEDGE) in scene
+            elif says.lower().startswith(_HEDGE):  # a hedge: real when the fact is there
+                real &= says.lower().removeprefix(_HEDGE) in scene
+            else:  # a plain claim: real when the fact is not there
+                real &= says.lower() not in scene
+        covers = next((n for n, (ka, kb, _) in enumerate(known, 1) if (ka, kb) == (a_says, b_says)), 0)
+        checks.append({"real": real, "covers": covers})
+    return check_answer_text(checks)
+
+
 def answer(image: str, user: str, schema: dict[str, Any] | None, scenes: Mapping[str, frozenset[str]] = SCENES,
            base_dir: Path | None = None) -> str:  # fmt: skip
     """The judge's answer to one claimdiff request (JSON with a schema, blocks without) about an image of
     ``scenes``."""
+    if "PREDICTED DIFFERENCES:\n" in user:
+        return check_answer(scene_of(image, scenes, base_dir), user)
     hall, reference, caption = _split(user)
     scene = scene_of(image, scenes, base_dir)
     if hall:
