@@ -342,10 +342,9 @@ def run_audit(
 def plot_audit(report: AuditReport, path: str | Path) -> Path:
     """A bar chart of the report: regular accuracy per setting, and the false positive rate per category and
     setting (PNG). Raises ImportError when matplotlib is not installed (extra ``train``)."""
-    import matplotlib
+    from genrm.figures import pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     settings = report.settings
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 3]})
@@ -366,8 +365,4 @@ def plot_audit(report: AuditReport, path: str | Path) -> Path:
     right.set_ylabel("false positive rate (%)")
     right.set_title(f"false positives of {report.judge} (lower is better)")
     right.legend(fontsize=8)
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save(figure, path)

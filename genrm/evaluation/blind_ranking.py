@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.engine import ChatPrompt, ChatRequest, Judge, Reader, Reply, ask
-from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object, validation_problems
+from genrm.engine import ChatPrompt, ChatRequest, Judge, Reader, ask
+from genrm.methods.answer_json import ModelReading, model_reader
 
 #: The schema name of a ranking request.
 RANKING_SCHEMA_NAME = "blind_ranking"
@@ -105,29 +105,16 @@ def ranking_request(image: str, captions: Sequence[str]) -> ChatRequest:
                        RANKING_SCHEMA_NAME)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Read:
-    answer: RankingAnswer | None
-    failure: str | None = None
-
-
-def _reader(count: int) -> Reader[_Read]:
+def _reader(count: int) -> Reader[ModelReading[RankingAnswer]]:
     wanted = set(labels(count))
 
-    def read(reply: Reply) -> tuple[_Read, bool]:
-        found = extract_json_object(reply.text[:MAX_OUTPUT_CHARS]) if isinstance(reply.text, str) else None
-        if found is None:
-            return _Read(None, "unreadable: no JSON object in the judge's answer"), False
-        try:
-            answer = RankingAnswer.model_validate(found)
-        except ValidationError as exc:
-            return _Read(None, f"schema: {validation_problems(exc)}"), False
-        if set(answer.assessments) != wanted:
-            got = ", ".join(sorted(answer.assessments)[:MAX_CAPTIONS])
-            return _Read(None, f"schema: the assessments are of {got}, not {', '.join(sorted(wanted))}"), False
-        return _Read(answer), True
+    def every_label(answer: RankingAnswer) -> str | None:
+        if set(answer.assessments) == wanted:
+            return None
+        got = ", ".join(sorted(answer.assessments)[:MAX_CAPTIONS])
+        return f"the assessments are of {got}, not {', '.join(sorted(wanted))}"
 
-    return Reader(read, lambda reason: _Read(None, f"backend_error: {reason}"))
+    return model_reader(RankingAnswer, every_label)
 
 
 @dataclass(frozen=True)

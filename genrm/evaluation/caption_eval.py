@@ -182,10 +182,9 @@ class CaptionEvalReport:
     def plot(self, path: str | Path) -> Path:
         """One panel per computed metric, a bar per system (PNG). Raises ImportError without matplotlib (extra
         ``captions``)."""
-        import matplotlib
+        from genrm.figures import pyplot, save
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         shown = self.computed() or self.metrics[:1]
         figure, axes = plt.subplots(1, len(shown), figsize=(2.6 * len(shown) + 1, 3.4), squeeze=False)
@@ -201,11 +200,7 @@ class CaptionEvalReport:
                 heading += f"\nrho {self.alignment[metric].rho:+.2f}"
             axis.set_title(heading, fontsize=9)
             axis.margins(y=0.15)
-        figure.tight_layout()
-        path = Path(path)
-        figure.savefig(path, dpi=120)
-        plt.close(figure)
-        return path
+        return save(figure, path)
 
 
 def _cell(value: float | None) -> str:

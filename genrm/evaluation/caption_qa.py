@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genrm.engine import ChatPrompt, ChatRequest, Judge, Reader, Reply, ask
-from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object, validation_problems
+from genrm.methods.answer_json import ModelReading, read_model
 
 #: The option added to every question: the caption does not say.
 CANNOT_TELL = "The description does not tell"
@@ -144,25 +144,15 @@ def qa_request(caption: str, question: QAQuestion) -> ChatRequest:
     return ChatRequest(ChatPrompt(_SYSTEM, user, None), schema, QA_SCHEMA_NAME)
 
 
-@dataclass(frozen=True)
-class _Read:
-    letter: str | None
-    failure: str | None = None
-
-
-def _read(reply: Reply) -> tuple[_Read, bool]:
+def _read(reply: Reply) -> tuple[ModelReading[QAChoice], bool]:
+    # A bare letter ("B", "(B)", "B.") reads too: small judges answer so without a schema.
     text = reply.text if isinstance(reply.text, str) else ""
     bare = re.fullmatch(r"\s*\(?([A-J])[).]?\s*", text[:20])
-    found: Any = {"answer": bare.group(1)} if bare else extract_json_object(text[:MAX_OUTPUT_CHARS])
-    if found is None:
-        return _Read(None, "unreadable: no answer in the judge's reply"), False
-    try:
-        return _Read(QAChoice.model_validate(found).answer.upper()), True
-    except ValidationError as exc:
-        return _Read(None, f"schema: {validation_problems(exc)}"), False
+    reading = read_model(text, QAChoice, {"answer": bare.group(1)} if bare else None)
+    return reading, reading.answer is not None
 
 
-_READER: Reader[_Read] = Reader(_read, lambda reason: _Read(None, f"backend_error: {reason}"))
+_READER: Reader[ModelReading[QAChoice]] = Reader(_read, lambda reason: ModelReading(None, f"backend_error: {reason}"))
 #: Questions asked in one go (the judge answers them concurrently; the progress bar moves between batches).
 BATCH = 64
 
@@ -208,14 +198,17 @@ async def answer_questions(
     return result
 
 
-def _outcome(item: str, number: int, system: str, limit: int | None, question: QAQuestion, read: _Read) -> QAOutcome:
+def _outcome(
+    item: str, number: int, system: str, limit: int | None, question: QAQuestion, read: ModelReading[QAChoice]
+) -> QAOutcome:
     options = _options(question)
+    letter = read.answer.answer.upper() if read.answer is not None else None
     failure = read.failure
-    if failure is None and (read.letter is None or _LETTERS.find(read.letter) not in range(len(options))):
-        failure = f"schema: option {read.letter} does not exist"
+    if failure is None and (letter is None or _LETTERS.find(letter) not in range(len(options))):
+        failure = f"schema: option {letter} does not exist"
     if failure is not None:
         return QAOutcome(item, number, system, limit, question.category, None, False, False, failure)
-    picked = options[_LETTERS.index(read.letter)]  # type: ignore[arg-type]
+    picked = options[_LETTERS.index(letter)]  # type: ignore[arg-type]
     return QAOutcome(item, number, system, limit, question.category, picked, picked == question.answer,
                      picked == CANNOT_TELL)  # fmt: skip
 

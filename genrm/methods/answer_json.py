@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from genrm.engine.asking import Reader
+from genrm.engine.types import Reply
+
+M = TypeVar("M", bound=BaseModel)
 
 #: The most characters of a judge's output that are read.
 MAX_OUTPUT_CHARS = 200_000
@@ -59,3 +67,38 @@ def validation_problems(exc: ValidationError, whole: str = "answer", most: int =
     errors = exc.errors(include_url=False)
     shown = "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in errors[:most])
     return shown + (f" (and {len(errors) - most} more)" if len(errors) > most else "")
+
+
+@dataclass(frozen=True)
+class ModelReading(Generic[M]):
+    """A judge's answer read as a pydantic model, or why it could not be (``unreadable: ...``, ``schema: ...``,
+    ``backend_error: ...``)."""
+
+    answer: M | None
+    failure: str | None = None
+
+
+def read_model(text: object, model: type[M], found: object = None) -> ModelReading[M]:
+    """Read ``model`` from a judge's answer ``text`` (the JSON object in it, or ``found`` when the caller already
+    extracted one); never raises on any input."""
+    if found is None:
+        found = extract_json_object(text[:MAX_OUTPUT_CHARS]) if isinstance(text, str) else None
+    if found is None:
+        return ModelReading(None, "unreadable: no JSON object in the judge's answer")
+    try:
+        return ModelReading(model.model_validate(found))
+    except ValidationError as exc:
+        return ModelReading(None, f"schema: {validation_problems(exc)}")
+
+
+def model_reader(model: type[M], check: Callable[[M], str | None] | None = None) -> Reader[ModelReading[M]]:
+    """How :func:`genrm.engine.ask` reads ``model`` answers: an answer that does not read, or that ``check`` (when
+    given) faults, is asked for again; a failed call is a ``backend_error`` reading with the engine's reason."""
+
+    def read(reply: Reply) -> tuple[ModelReading[M], bool]:
+        reading = read_model(reply.text, model)
+        if reading.answer is not None and check is not None and (problem := check(reading.answer)) is not None:
+            reading = ModelReading(None, f"schema: {problem}")
+        return reading, reading.answer is not None
+
+    return Reader(read, lambda reason: ModelReading(None, f"backend_error: {reason}"))

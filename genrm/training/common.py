@@ -239,10 +239,9 @@ def records_dataset(
 
 def plot_curves(log_history: list[dict[str, Any]], keys: Sequence[str], path: Path, title: str) -> Path | None:
     """Plot the logged ``keys`` against the step into ``path`` (PNG); None when nothing of them was logged."""
-    import matplotlib
+    from genrm.figures import pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     series = {key: [(e["step"], e[key]) for e in log_history if key in e and "step" in e] for key in keys}
     series = {key: points for key, points in series.items() if points}
@@ -255,9 +254,7 @@ def plot_curves(log_history: list[dict[str, Any]], keys: Sequence[str], path: Pa
         axis.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("step")
     figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save(figure, path, dpi=110)
     return path
 
 

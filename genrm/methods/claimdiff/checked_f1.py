@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.engine import ChatPrompt, ChatRequest, Reader, Reply
-from genrm.methods.answer_json import MAX_OUTPUT_CHARS, extract_json_object, validation_problems
+from genrm.engine import ChatPrompt, ChatRequest
+from genrm.methods.answer_json import model_reader
 from genrm.methods.claimdiff.models import MAX_DIFFERENCES, DiffAnswer, Difference
 
 #: The schema name of a check request.
@@ -85,23 +84,7 @@ def check_request(
     return ChatRequest(ChatPrompt(_SYSTEM, user, image), schema, CHECK_SCHEMA_NAME)
 
 
-@dataclass(frozen=True)
-class _Read:
-    answer: CheckAnswer | None
-    failure: str | None = None
-
-
-def _read(reply: Reply) -> tuple[_Read, bool]:
-    found = extract_json_object(reply.text[:MAX_OUTPUT_CHARS]) if isinstance(reply.text, str) else None
-    if found is None:
-        return _Read(None, "unreadable: no JSON object in the checking judge's answer"), False
-    try:
-        return _Read(CheckAnswer.model_validate(found)), True
-    except ValidationError as exc:
-        return _Read(None, f"schema: {validation_problems(exc)}"), False
-
-
-_READER: Reader[_Read] = Reader(_read, lambda reason: _Read(None, f"backend_error: {reason}"))
+_READER = model_reader(CheckAnswer)
 
 
 def checked_f1(checks: Sequence[DifferenceCheck], predicted: int, known: int) -> float:
