@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import check_exposure
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, RewardMethod
 from genrm.methods.columns import HasRewardColumns
 from genrm.methods.rubric.scoring import ScoringConfig
@@ -62,6 +63,11 @@ class PolicyRLArguments:
         default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
     )
     exposure: str = field(default="minimal", metadata={"help": "what an in-process judge sees (minimal by default)"})
+    judge_image_pixels: int = field(
+        default=DEFAULT_IMAGE_BUDGET,
+        metadata={"help": "most pixels of an image a judge run from here is shown; larger ones are scaled down "
+                  "(0: every image at its own size; a reward server applies its own)"},
+    )  # fmt: skip
     tau: float = field(default=0.5, metadata={"help": "remapping threshold in (0, 1)"})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
@@ -122,7 +128,8 @@ def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -
     api_key = os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None
     if args.judge_api_key_env and api_key is None:
         raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
-    scorer = make_scorer(args.judge, method, api_key, image_dir=str(Path(args.train_file).parent))
+    budget = image_budget(args.judge_image_pixels, "judge_image_pixels")
+    scorer = make_scorer(args.judge, method, api_key, image_dir=str(Path(args.train_file).parent), image_budget=budget)
     if isinstance(method, RubricMethod):  # its remap needs whole groups, also across processes
         rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
         return [RubricReward(scorer, args.tau, rule)]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from genrm.choices import Device
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.judge import Judge
 from genrm.methods import MethodInputError, RewardMethod, method_judge, score_instance
 from genrm.methods.base import GroupResult, failed_result
@@ -78,12 +79,15 @@ def make_scorer(
     api_key: str | None = None,
     device: Device = "auto",
     image_dir: str | None = None,
+    image_budget: int | None = DEFAULT_IMAGE_BUDGET,
 ) -> JudgeScorer | ServerScorer:
     """The scorer a ``judge`` setting names for ``method`` (default: the rubric method): a reward server URL (which
     must serve that method), or a judge spec (module docstring).
 
     ``api_key``: the reward server's or the judge endpoint's bearer token. ``image_dir``: the folder the instances'
-    image paths are read from by a judge run here (the training file's), which sends their bytes.
+    image paths are read from by a judge run here (the training file's), which sends their bytes. ``image_budget``:
+    the most pixels of an image that judge is shown (a larger one is scaled down; None: as it is); a reward server
+    applies its own.
 
     Raises ValueError for a setting of neither form, a checkpoint that cannot be loaded, or a judge that cannot judge
     for the method (``rule`` for a method without a fixed-rule reader).
@@ -98,5 +102,6 @@ def make_scorer(
         parsed = JudgeSpec.parse(spec)
     except ValueError:
         raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
-    judge = method_judge(method, parsed, EngineOptions(api_key=api_key, device=device, image_dir=image_dir))
+    options = EngineOptions(api_key=api_key, device=device, image_dir=image_dir, image_budget=image_budget)
+    judge = method_judge(method, parsed, options)
     return JudgeScorer(judge, method)

@@ -15,6 +15,7 @@
 - ``GENRM_TAU``: the remapping threshold (0.5).
 - ``GENRM_IMAGE_DIR``: the folder the instances' image paths are read from by a judge spec run here, which sends the
   judge their bytes (never the path); a reward server reads images itself.
+- ``GENRM_JUDGE_IMAGE_PIXELS``: the most pixels of an image that judge is shown (1,003,520 by default; 0: no limit).
 
 :func:`method_reward` is the same for any reward method: ``GENRM_METHOD`` names it (``rubric`` by default; a method
 installed as a plug-in), ``GENRM_METHOD_OPTIONS`` holds its own settings as JSON, and each completion gets its
@@ -68,8 +69,11 @@ def _scorer(method: RewardMethod) -> Any:
     from policy_rl.scorers import make_scorer
 
     judge, device = os.environ.get("GENRM_JUDGE", "rule"), os.environ.get("GENRM_JUDGE_DEVICE", "auto")
+    from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
+
+    budget = image_budget(os.environ.get("GENRM_JUDGE_IMAGE_PIXELS", DEFAULT_IMAGE_BUDGET), "GENRM_JUDGE_IMAGE_PIXELS")
     return make_scorer(judge, method, os.environ.get("GENRM_JUDGE_API_KEY"), device,  # type: ignore[arg-type]
-                       image_dir=os.environ.get("GENRM_IMAGE_DIR"))  # fmt: skip
+                       image_dir=os.environ.get("GENRM_IMAGE_DIR"), image_budget=budget)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)

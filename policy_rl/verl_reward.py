@@ -39,8 +39,8 @@ in the reward kwargs, in which case it gets that value (advantage 0 under ``norm
 ``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
 ``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options``,
-``aggregation`` and ``image_dir`` (the folder the instances' image paths are read from by a judge run here, which
-sends their bytes).
+``aggregation``, ``image_dir`` (the folder the instances' image paths are read from by a judge run here, which
+sends their bytes) and ``judge_image_pixels`` (the most pixels of an image that judge is shown; 0: no limit).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
 from genrm.methods.registry import DEFAULT_METHOD
 from genrm.methods.rubric.models import Instance
@@ -79,8 +80,9 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 @functools.lru_cache(maxsize=8)
 def _reward(
-    judge: str, api_key_env: str | None, tau: float, method: str, options: str, image_dir: str | None
-) -> MethodReward:
+    judge: str, api_key_env: str | None, tau: float, method: str, options: str, image_dir: str | None,
+    budget: int | None,
+) -> MethodReward:  # fmt: skip
     # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
     # made once.
     from genrm.methods import MethodConfig, make_method
@@ -88,7 +90,7 @@ def _reward(
 
     api_key = os.environ.get(api_key_env) if api_key_env else None
     configured = make_method(method, MethodConfig(tau=tau), json.loads(options))
-    return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir))
+    return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir, image_budget=budget))
 
 
 def compute_score_batch(
@@ -105,6 +107,7 @@ def compute_score_batch(
     method_options: Mapping[str, Any] | None = None,
     aggregation: str = "weighted_mean",
     image_dir: str | None = None,
+    judge_image_pixels: int = DEFAULT_IMAGE_BUDGET,
     **_: Any,
 ) -> list[dict[str, float]]:
     """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
@@ -113,7 +116,8 @@ def compute_score_batch(
     if aggregation not in _AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
     options = json.dumps(dict(method_options or {}), sort_keys=True)  # verl hands a config mapping
-    reward = _reward(judge, api_key_env, tau, method, options, image_dir)
+    budget = image_budget(judge_image_pixels, "judge_image_pixels")
+    reward = _reward(judge, api_key_env, tau, method, options, image_dir, budget)
     decoupled = aggregation == "normalize_then_sum"
     if decoupled and not isinstance(reward.method, HasRewardColumns):
         raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "

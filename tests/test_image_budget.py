@@ -102,3 +102,37 @@ def test_the_budget_reaches_the_engine_from_the_command_line_and_the_server_sett
     assert ServerSettings().engine_options().image_budget == DEFAULT_IMAGE_BUDGET
     assert ServerSettings(judge_image_pixels=0).engine_options().image_budget is None
     assert ServerSettings(judge_image_pixels=5000).engine_options().image_budget == 5000
+
+
+def test_the_budget_reaches_a_judge_run_from_the_policys_trainers_and_bad_values_are_named():
+    from genrm.engine.images import image_budget
+    from genrm.methods import make_method
+    from policy_rl.grpo import PolicyRLArguments
+    from policy_rl.scorers import make_scorer
+    from policy_rl.verl_reward import compute_score_batch
+
+    assert image_budget("5000", "x") == 5000 and image_budget(0, "x") is None
+    for bad in ("-1", "lots", 2**40):
+        with pytest.raises(ValueError, match="^judge_image_pixels must be"):
+            image_budget(bad, "judge_image_pixels")
+    with FakeJudgeServer() as judge:
+        method = make_method("balcap")
+        scorer = make_scorer(f"openai:fake@{judge.url}", method, image_budget=5000)
+        assert scorer.judge.engine.image_budget == 5000
+        assert make_scorer(f"openai:fake@{judge.url}", method).judge.engine.image_budget == DEFAULT_IMAGE_BUDGET
+    assert PolicyRLArguments().judge_image_pixels == DEFAULT_IMAGE_BUDGET
+    with pytest.raises(ValueError, match="judge_image_pixels must be"):
+        compute_score_batch(["x"], ["y"], ["{}"], None, judge_image_pixels=-1)
+
+
+def test_trls_command_line_reads_the_budget_from_the_environment(monkeypatch):
+    from policy_rl import trl_rewards
+
+    monkeypatch.setenv("GENRM_JUDGE_IMAGE_PIXELS", "many")
+    monkeypatch.setenv("GENRM_METHOD", "balcap")
+    trl_rewards._method_reward.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="GENRM_JUDGE_IMAGE_PIXELS must be a whole number"):
+            trl_rewards.method_reward(["p"], ["c"], genrm_instance=["{}"])
+    finally:
+        trl_rewards._method_reward.cache_clear()

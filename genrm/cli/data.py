@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
-from genrm.engine.images import DEFAULT_IMAGE_BUDGET, MAX_IMAGE_PIXELS
+from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.spec import SPEC_FORMS
 
 if TYPE_CHECKING:
@@ -394,13 +394,12 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _pixels(text: str) -> int:
+    from genrm.engine.images import image_budget
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number of pixels, got {text!r:.40}") from None
-    if not 0 <= value <= MAX_IMAGE_PIXELS:
-        raise argparse.ArgumentTypeError(f"between 0 (no limit) and {MAX_IMAGE_PIXELS} pixels, got {value}")
-    return value
+        return image_budget(text, "--judge-image-pixels") or 0
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--judge-image-pixels must be ")) from None
 
 
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
