@@ -134,11 +134,16 @@ def test_the_evaluation_tells_a_judge_that_reads_the_image_from_one_that_picks_p
     biased = Judge(ScriptedEngine(position_judge))
     conditions = ("real", "shuffled", "blank")
     real, shuffled, blank = evaluate_pairs(PAIRS, reads, conditions).conditions
-    assert (real.accuracy, real.a_rate, real.consistency, real.failed) == (1.0, 0.5, 1.0, 0)
-    assert shuffled.accuracy < real.accuracy and shuffled.consistency < 1.0
-    assert (blank.accuracy, blank.a_rate, blank.consistency) == (0.5, 1.0, 0.0)  # nothing to see: position A
+    assert (real.accuracy, real.a_rate, real.swap_agreement, real.r_cons, real.failed) == (1.0, 0.5, 1.0, 1.0, 0)
+    assert shuffled.accuracy < real.accuracy and shuffled.swap_agreement < 1.0
+    # a judge that reads a shuffled image agrees with itself across the swap, but on the wrong colour: R_cons is what
+    # tells that agreement from being right in both orders
+    # (seed 0): 6 of 8 pairs agree across the swap, 2 of them on the response the shown colour names but the label
+    # does not, so 4 are right in both orders
+    assert (shuffled.swap_agreement, shuffled.r_cons, shuffled.accuracy) == (0.75, 0.5, 0.625)
+    assert (blank.accuracy, blank.a_rate, blank.swap_agreement, blank.r_cons) == (0.5, 1.0, 0.0, 0.0)  # position A
     for figures in evaluate_pairs(PAIRS, biased, conditions).conditions:
-        assert (figures.accuracy, figures.a_rate, figures.consistency) == (0.5, 1.0, 0.0)
+        assert (figures.accuracy, figures.a_rate, figures.swap_agreement, figures.r_cons) == (0.5, 1.0, 0.0, 0.0)
 
 
 def test_image_conditions():
@@ -158,7 +163,13 @@ def test_image_conditions():
 def test_failed_judgements_are_counted_apart():
     (figures,) = evaluate_pairs(PAIRS[:2], Judge(ScriptedEngine(lambda r: "<scores>\\boxed{5, 5}</scores>"),
                                                  parse_retries=0)).conditions  # fmt: skip
-    assert (figures.judgements, figures.failed, figures.accuracy, figures.consistency) == (4, 4, None, None)
+    assert (figures.judgements, figures.failed, figures.accuracy, figures.swap_agreement, figures.r_cons) == (
+        4,
+        4,
+        None,
+        None,
+        None,
+    )
 
 
 def test_genrm_pairs_eval_over_http(tmp_path):
@@ -169,8 +180,8 @@ def test_genrm_pairs_eval_over_http(tmp_path):
         sent = server.state.requests[:]
     assert code == 0
     rows = json.loads((tmp_path / "pairs_eval.json").read_text())["conditions"]
-    assert [(r["condition"], r["accuracy"], r["consistency"]) for r in rows] == [("real", 1.0, 1.0),
-                                                                                 ("blank", 0.5, 0.0)]  # fmt: skip
+    assert [(r["condition"], r["accuracy"], r["swap_agreement"], r["r_cons"]) for r in rows] == [
+        ("real", 1.0, 1.0, 1.0), ("blank", 0.5, 0.0, 0.0)]  # fmt: skip
     urls = {body["messages"][-1]["content"][0]["image_url"]["url"] for body in sent}
     # the four colours and the blank square, each sent as its bytes (never the file's name for the judge to open)
     assert len(urls) == 5 and all(url.startswith("data:image/png;base64,") for url in urls)

@@ -68,6 +68,10 @@ def test_one_update_trains_the_originals_and_the_regenerated_tails_only(tiny_vlm
     figures = _update(judge, [PAIR], args, optimizer, 1)
     assert figures["sequences_trained"] == 4.0 and figures["groups_skipped"] == 0.0
     assert (figures["correct"], figures["consistent"]) == (0.5, 0.5)
+    # the bias figures beside them: position A chosen 2 times of 4 (RIGHT and WRONG's continuation); both judgements
+    # agree with their continuation (the same response in the other place), right or wrong, so the label-free
+    # agreement is 1 where R_cons (consistent) is 0.5
+    assert (figures["a_rate"], figures["swap_agreement"]) == (0.5, 1.0)
     after = _weights(judge.model)
     assert any(not torch.equal(before[name], after[name]) for name in before)
     # the continuations resume on the swapped pair, after the swapped reasoning and before any evaluation

@@ -64,7 +64,7 @@ def register(sub: Any) -> None:
     pairs = sub.add_parser("pairs", help="the pairwise judge (MJ1): evaluate it on labelled pairs")
     pairs_sub = pairs.add_subparsers(dest="pairs_command", required=True, metavar="PAIRS_COMMAND")
     evaluation = pairs_sub.add_parser(
-        "eval", help="accuracy, A-rate and swap consistency of a pairwise judge, under image conditions",
+        "eval", help="accuracy, A-rate, swap agreement and R_cons of a pairwise judge, under image conditions",
         description="Judge every pair as given and with its responses swapped, and report per image condition the "
         "accuracy (both orders), the rate of choosing position A, and the share of pairs whose two judgements "
         "prefer the same response. Conditions: real images, shuffled ones (another pair's image), a blank grey "

@@ -1,12 +1,16 @@
-"""Evaluating a pairwise judge (MJ1) on labelled pairs: accuracy, the rate of choosing position A, swap consistency,
-and the image-condition diagnostic of MJ1's figure 4.
+"""Evaluating a pairwise judge (MJ1) on labelled pairs: accuracy, the rate of choosing position A, swap agreement,
+R_cons and the image-condition diagnostic of MJ1's figure 4.
 
 Every pair is judged twice, as given and with its responses swapped. Per image condition:
 
 - **accuracy**: the share of judgements (both orders) that prefer the labelled response;
 - **A-rate**: the share of judgements that prefer whatever is in position A (0.5 for a judge without position bias on
   balanced data; 1.0 for one that always picks the first);
-- **swap consistency**: the share of pairs judged in both orders whose two judgements prefer the same response;
+- **swap agreement** (label-free): the share of pairs judged in both orders whose two judgements prefer the same
+  response, right or wrong;
+- **R_cons** (label-aware, MJ1's consistency reward and its figure 4): the share of labelled pairs judged in both
+  orders whose two judgements both prefer the labelled response (:func:`genrm.methods.pairwise.rewards.consistency`);
+  a judge consistently wrong agrees with itself and earns no R_cons;
 - failed judgements (no readable scores, a tie) counted apart, never as a choice.
 
 Image conditions: ``real`` (each pair's own image), ``shuffled`` (each pair with another pair's image: a seeded
@@ -31,6 +35,7 @@ from genrm.engine import Judge, ask, run_blocking
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
+from genrm.methods.pairwise.rewards import consistency
 
 #: Failure reasons kept per condition, the most frequent first.
 _REASONS = 5
@@ -46,7 +51,8 @@ class ConditionFigures:
     failed: int
     accuracy: float | None
     a_rate: float | None
-    consistency: float | None
+    swap_agreement: float | None
+    r_cons: float | None
     failures: dict[str, int] = field(default_factory=dict)  # why judgements failed ("class: reason") -> how many
 
 
@@ -89,7 +95,8 @@ def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple
             ) -> ConditionFigures:  # fmt: skip
     """The figures of one condition from each pair's judgements (as given, swapped)."""
     choices: list[tuple[str, str | None]] = []  # (position chosen, labelled position)
-    consistent = both = failed = 0
+    agreed = both = failed = 0
+    r_cons: list[float] = []
     why: Counter[str] = Counter()
     for pair, (given, swapped) in zip(pairs, judged, strict=True):
         flipped = pair.swapped().label
@@ -101,13 +108,16 @@ def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple
                 choices.append((judgement.preference, label))
         if given.preference is not None and swapped.preference is not None:
             both += 1
-            consistent += given.preference != swapped.preference  # the same response, in the other position
+            agreed += given.preference != swapped.preference  # the same response, in the other position
+            if pair.label is not None:
+                r_cons.append(consistency(given, swapped, pair.label))
     labelled = [(c, label) for c, label in choices if label is not None]
     return ConditionFigures(
         condition, len(pairs), len(choices) + failed, failed,
         sum(c == label for c, label in labelled) / len(labelled) if labelled else None,
         sum(c == "A" for c, _ in choices) / len(choices) if choices else None,
-        consistent / both if both else None, dict(why.most_common(_REASONS)),
+        agreed / both if both else None, sum(r_cons) / len(r_cons) if r_cons else None,
+        dict(why.most_common(_REASONS)),
     )  # fmt: skip
 
 
@@ -119,10 +129,11 @@ class PairReport:
 
     def markdown(self) -> str:
         """The figures as a table, one row per condition."""
-        lines = ["| images | pairs | judgements | failed | accuracy | A-rate | swap consistency |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines = ["| images | pairs | judgements | failed | accuracy | A-rate | swap agreement | R_cons |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         for f in self.conditions:
-            rates = ["n/a" if v is None else f"{v:.3f}" for v in (f.accuracy, f.a_rate, f.consistency)]
+            figures = (f.accuracy, f.a_rate, f.swap_agreement, f.r_cons)
+            rates = ["n/a" if v is None else f"{v:.3f}" for v in figures]
             lines.append(f"| {f.condition} | {f.pairs} | {f.judgements} | {f.failed} | {' | '.join(rates)} |")
         reasons = [f"- {f.condition}: {count} x {reason}" for f in self.conditions for reason, count in
                    f.failures.items()]  # fmt: skip

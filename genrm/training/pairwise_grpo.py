@@ -23,6 +23,7 @@ import logging
 import math
 import random
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, read_judgement
-from genrm.methods.pairwise.rewards import correctness, group_advantages, total_reward
+from genrm.methods.pairwise.rewards import consistency, correctness, group_advantages, total_reward
 from genrm.methods.pairwise.swap import swapped_prefix
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class GroupOutcome:
     skipped: bool
     correct: list[float]
     consistent: list[float]
+    preferences: list[str | None]
 
 
 def score_group(pair: PairExample, originals: list[str], continuations: list[str]) -> GroupOutcome:
@@ -90,11 +92,10 @@ def score_group(pair: PairExample, originals: list[str], continuations: list[str
     own = [total_reward(j, s, pair.label) for j, s in zip(first, second, strict=True)]
     theirs = [total_reward(s, j, flipped) for j, s in zip(first, second, strict=True)]  # type: ignore[arg-type]
     correct = [correctness(j, pair.label) for j in first]
-    consistent = [float(j.preference == pair.label and s.preference == flipped) for j, s in
-                  zip(first, second, strict=True)]  # fmt: skip
+    consistent = [consistency(j, s, pair.label) for j, s in zip(first, second, strict=True)]
     group = group_advantages(own, theirs, [c > 0 for c in correct])
     return GroupOutcome(originals, continuations, own + theirs, group.advantages, group.train, group.skipped,
-                        correct, consistent)  # fmt: skip
+                        correct, consistent, [j.preference for j in (*first, *second)])  # fmt: skip
 
 
 class _Judge:
@@ -265,8 +266,23 @@ def _update(judge: _Judge, batch: list[PairExample], args: SwapGRPOArguments, op
         "reward": sum(r for o in outcomes for r in o.rewards[: len(o.originals)]) / originals_n,
         "correct": sum(c for o in outcomes for c in o.correct) / originals_n,
         "consistent": sum(c for o in outcomes for c in o.consistent) / originals_n,
+        **position_figures(outcomes),
         "sequences_trained": float(len(kept)), "groups_skipped": float(sum(o.skipped for o in outcomes)),
     }  # fmt: skip
+
+
+def position_figures(outcomes: Sequence[GroupOutcome]) -> dict[str, float]:
+    """The batch's bias figures: ``a_rate``, the share of read judgements (originals and their continuations on the
+    swapped pair) that prefer position A, and ``swap_agreement``, the share of originals whose continuation prefers
+    the same response in its new position, right or wrong (label-free, beside ``consistent``: mean R_cons). NaN where
+    nothing was read."""
+    chosen = [p for o in outcomes for p in o.preferences if p is not None]
+    pairs = [(o.preferences[i], o.preferences[len(o.originals) + i]) for o in outcomes
+             for i in range(len(o.originals))]  # fmt: skip
+    read = [(a, b) for a, b in pairs if a is not None and b is not None]
+    nan = float("nan")
+    return {"a_rate": sum(p == "A" for p in chosen) / len(chosen) if chosen else nan,
+            "swap_agreement": sum(a != b for a, b in read) / len(read) if read else nan}  # fmt: skip
 
 
 def _save(judge: _Judge, args: SwapGRPOArguments, history: list[dict[str, float]]) -> Path:
