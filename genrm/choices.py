@@ -42,6 +42,11 @@ CAPTION_QA = "qa"
 BLIND_RANKING = "ranking"
 """The caption evaluation's blind ranking (``ranking``: its ``ranking_first`` and ``ranking_total`` figures)."""
 
+PairPromptMode = Literal["grounded", "open"]
+"""How the pairwise judge is asked: MJ1's grounded chain, or open-ended (MJ1 table 1's baseline: the same criteria and
+scores, no chain)."""
+PAIR_PROMPT_MODES: tuple[PairPromptMode, ...] = get_args(PairPromptMode)
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
 DTYPES: tuple[Dtype, ...] = get_args(Dtype)

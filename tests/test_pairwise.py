@@ -275,3 +275,28 @@ def test_the_pairwise_reward_through_genrm_score_the_server_and_verl_over_http(t
     assert code == 0 and json.loads((tmp_path / "out.jsonl").read_text())["rewards"] == [1.0, 0.5, 0.5]
     assert scored["groups"][0]["rewards"] == [1.0, 0.5, 0.5]
     assert [r["score"] for r in verl] == [1.0, 0.5, 0.5] and verl[0]["swap_consistent"] == 1.0
+
+
+def test_the_open_ended_baseline_asks_the_same_criteria_and_scores_without_the_chain(tmp_path):
+    from genrm.methods import make_method, score_instance
+    from genrm.methods.pairwise.method import PairwiseInstance
+
+    grounded, open_ended = (pair_request(PAIRS[0], mode=mode).prompt.system for mode in ("grounded", "open"))
+    for criterion in CRITERIA[PAIRS[0].family]:
+        assert criterion in grounded and criterion in open_ended
+    assert "<scores>\\boxed{score of response A, score of response B}</scores>" in open_ended
+    assert all(f"<{tag}>" in grounded and f"<{tag}>" not in open_ended for tag, _ in TAGS if tag != "scores")
+    # the evaluation and the policy reward ask open-ended when told to, and read the scores the same way
+    engine = ScriptedEngine(functools.partial(colour_judge, base_dir=PAIRS_FILE.parent))
+    (real,) = evaluate_pairs(PAIRS, Judge(engine), prompt="open").conditions
+    assert real.accuracy == 1.0 and all("<response_claims>" not in r.prompt.system for r in engine.requests)
+    method = make_method("pairwise", options={"prompt": "open"})
+    instance = PairwiseInstance(id="x", prompt="What colour is the image?", reference="It is red.",
+                                responses=["It is blue."], family="reasoning")  # fmt: skip
+    asked = ScriptedEngine(position_judge)
+    score_instance(method, instance, Judge(asked))
+    assert len(asked.requests) == 2 and all("<response_claims>" not in r.prompt.system for r in asked.requests)
+    with pytest.raises(ValueError, match="prompt must be one of grounded, open"):
+        make_method("pairwise", options={"prompt": "chain"})
+    with pytest.raises(ValueError, match="prompt must be one of grounded, open"):
+        evaluate_pairs(PAIRS, Judge(engine), prompt="chain")

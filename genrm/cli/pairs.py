@@ -11,7 +11,7 @@ import logging
 import sys
 from typing import Any
 
-from genrm.choices import IMAGE_CONDITIONS
+from genrm.choices import IMAGE_CONDITIONS, PAIR_PROMPT_MODES
 from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
@@ -27,7 +27,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 2
     conditions = args.conditions
     report, code = run_judged("pairs eval", args, args.pairs,
-                              lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed),
+                              lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed, args.prompt),
                               make_method("pairwise"))  # fmt: skip
     if code:
         return code
@@ -79,6 +79,9 @@ def register(sub: Any) -> None:
     evaluation.add_argument("--conditions", action=ListValues, default=["real"], choices=IMAGE_CONDITIONS,
                             metavar="CONDITION", help="image conditions (real)")  # fmt: skip
     evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")
+    evaluation.add_argument("--prompt", choices=PAIR_PROMPT_MODES, default="grounded",
+                            help="grounded (MJ1's chain) or open (the same criteria and scores, no chain: MJ1's "
+                            "open-ended baseline)")  # fmt: skip
     evaluation.add_argument(
         "-o", "--output", metavar="DIR", type=output_dir, help="also write pairs_eval.md and pairs_eval.json"
     )

@@ -33,7 +33,7 @@ from genrm.choices import IMAGE_CONDITIONS as CONDITIONS
 from genrm.choices import ImageCondition as Condition
 from genrm.engine import Judge, ask, run_blocking
 from genrm.methods.pairwise.models import PairExample
-from genrm.methods.pairwise.prompts import pair_request
+from genrm.methods.pairwise.prompts import PromptMode, check_prompt_mode, pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
 from genrm.methods.pairwise.rewards import consistency
 
@@ -156,15 +156,21 @@ class PairReport:
 
 
 def evaluate_pairs(
-    pairs: Sequence[PairExample], judge: Judge, conditions: Sequence[str] = ("real",), seed: int = 0
+    pairs: Sequence[PairExample],
+    judge: Judge,
+    conditions: Sequence[str] = ("real",),
+    seed: int = 0,
+    prompt: PromptMode = "grounded",
 ) -> PairReport:
-    """Judge every pair in both orders under each image condition (see the module docstring).
+    """Judge every pair in both orders under each image condition (see the module docstring), asked with MJ1's
+    grounded chain or open-ended (``prompt``: MJ1 table 1's baseline, to measure what the chain adds).
 
     Raises ValueError for an unknown condition, or shuffling with fewer than two pairs that have an image;
     ``genrm.engine.BackendUnavailable`` when the judge cannot be reached at all.
     """
     if judge.engine is None:
         raise ValueError("the pairwise judge is a model; 'rule' runs none")
+    check_prompt_mode(prompt)
     if any(p.image for p in pairs) and not judge.sees_images:
         raise ValueError(f"these pairs have images, and {judge.model} cannot see them")
     unknown = [c for c in conditions if c not in CONDITIONS]
@@ -174,8 +180,8 @@ def evaluate_pairs(
     for condition in conditions:
         chosen = list(pairs) if condition == "real" else [p for p in pairs if p.image]
         shown = images_for(chosen, condition, seed)  # type: ignore[arg-type]
-        requests = [pair_request(p, image) for p, image in zip(chosen, shown, strict=True)]
-        requests += [pair_request(p.swapped(), image) for p, image in zip(chosen, shown, strict=True)]
+        requests = [pair_request(p, image, prompt) for p, image in zip(chosen, shown, strict=True)]
+        requests += [pair_request(p.swapped(), image, prompt) for p, image in zip(chosen, shown, strict=True)]
         read = run_blocking(ask(judge.engine, requests, judgement_reader(), judge.parse_retries))
         judged = list(zip(read[: len(chosen)], read[len(chosen) :], strict=True))
         report.conditions.append(figures(condition, chosen, judged))

@@ -8,7 +8,8 @@ An instance is one prompt, a reference response and the policy's responses:
 Options (``method_options``): ``swap`` (true by default): judge each comparison in both orders and average, so that a
 judge's preference for a position cancels out (reward 0, 0.5 or 1); false judges once, the response in position A
 (reward 0 or 1), which a position-biased judge fools (the audit, ``genrm audit run --method pairwise``, compares
-the two).
+the two). ``prompt``: ``grounded`` (MJ1's chain, the default) or ``open`` (the same criteria and scores without the
+chain, MJ1 table 1's open-ended baseline).
 
 **Why against a reference, not round-robin within the group.** A reference costs 2G calls per group (G without the
 swap) where round-robin costs G(G-1) (twice that with the swap): 112 against 16 for G = 8. And a reference anchors the
@@ -44,7 +45,7 @@ from genrm.methods.base import (
 )
 from genrm.methods.config import MethodConfig, check_open_exposure
 from genrm.methods.pairwise.models import Family, PairExample
-from genrm.methods.pairwise.prompts import pair_request
+from genrm.methods.pairwise.prompts import check_prompt_mode, pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
 
 
@@ -112,13 +113,14 @@ class PairwiseMethod:
         config = config or MethodConfig()
         check_open_exposure(self.name, config.exposure, "the prompt, its image and both responses")
         options = dict(options or {})
-        unknown = sorted(set(options) - {"swap"})
+        unknown = sorted(set(options) - {"swap", "prompt"})
         if unknown:
-            raise ValueError(f"the pairwise method takes no option {', '.join(unknown)}; it takes swap")
+            raise ValueError(f"the pairwise method takes no option {', '.join(unknown)}; it takes swap, prompt")
         swap = options.get("swap", True)
         if not isinstance(swap, bool):
             raise ValueError(f"pairwise option swap must be true or false, got {swap!r:.40}")
         self.config, self.swap = config, swap
+        self.prompt = check_prompt_mode(options.get("prompt", "grounded"))
 
     def prepare(self, instance: PairwiseInstance) -> PreparedPairs:
         """Nothing to check beyond the instance model."""
@@ -140,8 +142,8 @@ class PairwiseMethod:
         if judge.engine is None or (instance.image and not judge.sees_images):
             reason = f"{judge.model} cannot see the prompt's image, and the pairwise judge observes it first"
             return [(PairJudgement(failure="backend_error", reason=reason),) * per] * len(instance.responses)
-        read = await ask(judge.engine, [pair_request(p) for p in self._pairs(instance)], judgement_reader(),
-                         judge.parse_retries)  # fmt: skip
+        requests = [pair_request(p, mode=self.prompt) for p in self._pairs(instance)]
+        read = await ask(judge.engine, requests, judgement_reader(), judge.parse_retries)
         return [tuple(read[i * per : (i + 1) * per]) for i in range(len(instance.responses))]
 
     def uses_workers(self, prepared: PreparedPairs) -> bool:

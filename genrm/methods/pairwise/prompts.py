@@ -7,13 +7,16 @@ claim against the observations, the evaluation by criteria, then two distinct in
 (claims, verification) holding one section per response. No JSON schema is sent: the chain is free text that a
 grammar would only constrain in its tags, and :mod:`.reading` checks them strictly.
 
-The criteria per family follow the source's figures 8-11, in this project's words.
+The criteria per family follow the source's figures 8-11, in this project's words. The open-ended mode (MJ1 table
+1's baseline) asks for the same criteria and scores without the chain, so that what the chain adds can be measured.
 
 Not here: reading the answer (:mod:`.reading`), swapping it (:mod:`.swap`).
 """
 
 from __future__ import annotations
 
+from genrm.choices import PAIR_PROMPT_MODES
+from genrm.choices import PairPromptMode as PromptMode
 from genrm.engine.types import ChatPrompt, ChatRequest
 from genrm.methods.pairwise.models import Family, PairExample
 
@@ -109,10 +112,21 @@ Answer exactly in this format:
 <scores>\\boxed{score of response A, score of response B}</scores>"""
 
 
-def system_message(family: Family) -> str:
-    """The judge's instructions with the criteria of ``family``."""
+_OPEN = """You are an objective judge of two AI responses to the same prompt, in multimodal quality analysis. \
+Decide which response is better, using the criteria below. Reason in whatever form you find useful, then give the \
+final scores: integers from 1 to 10, higher is better, and never equal.
+
+Evaluation criteria:
+%(criteria)s
+
+End your answer with the scores in this format:
+<scores>\\boxed{score of response A, score of response B}</scores>"""
+
+
+def system_message(family: Family, mode: PromptMode = "grounded") -> str:
+    """The judge's instructions with the criteria of ``family``: the grounded chain, or open-ended."""
     criteria = "\n".join(f"{n}. {c}" for n, c in enumerate(CRITERIA[family], 1))
-    return _SYSTEM % {"criteria": criteria}
+    return (_SYSTEM if mode == "grounded" else _OPEN) % {"criteria": criteria}
 
 
 def user_message(pair: PairExample) -> str:
@@ -120,8 +134,15 @@ def user_message(pair: PairExample) -> str:
     return f"PROMPT:\n{pair.prompt}\n\nRESPONSE A:\n{pair.response_a}\n\nRESPONSE B:\n{pair.response_b}"
 
 
-def pair_request(pair: PairExample, image: str | None = None) -> ChatRequest:
+def pair_request(pair: PairExample, image: str | None = None, mode: PromptMode = "grounded") -> ChatRequest:
     """The judge's request for ``pair``, with ``image`` in place of the pair's own when given (the image-condition
-    diagnostic shows shuffled or blank images)."""
+    diagnostic shows shuffled or blank images), asked with the grounded chain or open-ended (``mode``)."""
     shown = image if image is not None else pair.image
-    return ChatRequest(ChatPrompt(system_message(pair.family), user_message(pair), shown), None, "pairwise")
+    return ChatRequest(ChatPrompt(system_message(pair.family, mode), user_message(pair), shown), None, "pairwise")
+
+
+def check_prompt_mode(mode: object) -> PromptMode:
+    """``mode`` when it is a prompt mode; ValueError naming the choices otherwise."""
+    if mode not in PAIR_PROMPT_MODES:
+        raise ValueError(f"prompt must be one of {', '.join(PAIR_PROMPT_MODES)}; got {mode!r:.40}")
+    return mode  # type: ignore[return-value]
