@@ -214,6 +214,8 @@ def test_a_question_file_is_checked_before_anything_is_judged(tmp_path, capsys):
         QAQuestion(question="q", choices=["a", "b"], answer="c")
     with pytest.raises(ValidationError, match="choices must differ"):
         QAQuestion(question="q", choices=["a", "A"], answer="a")
+    with pytest.raises(ValidationError, match="the option every question gets"):
+        QAQuestion(question="q", choices=["a", "The description does not tell"], answer="a")
     source = str(EXAMPLES / "captions.jsonl")
     stray = tmp_path / "stray.jsonl"
     stray.write_text(json.dumps({"id": "elsewhere", "questions": [{"question": "q", "choices": ["a", "b"],

@@ -177,6 +177,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _caption_file(parser: argparse.ArgumentParser, written: str) -> None:
+    # The input, output and system names every per-system caption evaluation takes.
+    parser.add_argument(
+        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="balcap instances: image, reference, responses"
+    )
+    parser.add_argument("-o", "--output", metavar="DIR", type=output_dir, help=f"also write {written} there")
+    parser.add_argument("--names", action=ListValues, metavar="NAME",
+                        help="a name per caption position (the systems compared)")  # fmt: skip
+
+
 def register(sub: Any) -> None:
     """Add ``captions`` (with its own subcommands) to the ``genrm`` command."""
 
@@ -191,14 +201,7 @@ def register(sub: Any) -> None:
         "(their harmonic mean), averaged over captions, per system (caption k of every instance is system k's "
         "when all instances hold the same number of captions). Failed judgements are counted apart.",
     )  # fmt: skip
-    bcap.add_argument(
-        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="balcap instances: image, reference, responses"
-    )
-    bcap.add_argument(
-        "-o", "--output", metavar="DIR", type=output_dir, help="also write bcapscore.md and bcapscore.json there"
-    )
-    bcap.add_argument("--names", action=ListValues, metavar="NAME",
-                      help="a name per caption position (the systems compared)")  # fmt: skip
+    _caption_file(bcap, "bcapscore.md and bcapscore.json")
     bcap.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
                       help="balcap options over the metric's own (prompt eval, length_rule none)")  # fmt: skip
     judge_backend_options(bcap)
@@ -223,25 +226,19 @@ def register(sub: Any) -> None:
     arena.set_defaults(handler=_cmd_arena)
 
     evaluation = captions_sub.add_parser(
-        "eval", help="reference metrics (BLEU-4, METEOR, ROUGE-L, CIDEr-D, SPICE) and b-CapScore per system",
+        "eval", help="reference metrics, b-CapScore, QA from captions and the blind ranking, per system",
         description="Score each system's captions (caption k of every instance is system k's) with the COCO "
         "caption metrics against the instances' references (pycocoevalcap; METEOR and SPICE need Java, SPICE also "
         "Stanford CoreNLP: a metric that cannot run is skipped with the reason), and with a judge also b-CapScore "
-        "and its parts. With --human-ranking, the Spearman correlation of each metric's ranking of the systems "
+        "and its parts, the blind ranking, and (with --questions) question answering from the captions alone. "
+        "With --human-ranking, the Spearman correlation of each metric's ranking of the systems "
         "with the human one (BalCapRL table 5). Writes eval.md, eval.json and eval.png with -o.",
     )  # fmt: skip
-    evaluation.add_argument(
-        "captions", metavar="CAPTIONS.jsonl", type=input_file, help="balcap instances: image, reference, responses"
-    )
-    evaluation.add_argument(
-        "-o", "--output", metavar="DIR", type=output_dir, help="also write eval.md, eval.json and eval.png there"
-    )
+    _caption_file(evaluation, "eval.md, eval.json and eval.png")
     metrics = (*REFERENCE_METRICS, *JUDGED_CAPTION_METRICS, CAPTION_QA, BLIND_RANKING)
     evaluation.add_argument("--metrics", action=ListValues, choices=metrics, metavar="METRIC",
                             help=f"the metrics ({', '.join(metrics)}; default: every reference metric "
                             "this machine can run, and the judged ones when a judge is named)")  # fmt: skip
-    evaluation.add_argument("--names", action=ListValues, metavar="NAME",
-                            help="a name per caption position (the systems compared)")  # fmt: skip
     evaluation.add_argument("--human-ranking", action=ListValues, metavar="NAME",
                             help="the systems by name, best first: each metric's Spearman agreement")  # fmt: skip
     evaluation.add_argument("--questions", metavar="QUESTIONS.jsonl", type=input_file,

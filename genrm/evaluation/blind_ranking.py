@@ -33,6 +33,8 @@ RANKING_SCHEMA_NAME = "blind_ranking"
 DIMENSIONS = ("accuracy", "completeness", "clarity", "hallucination_penalty")
 #: Most captions one image's request may compare (the labels A to Z).
 MAX_CAPTIONS = 26
+#: Images asked in one go (the judge answers them concurrently; the progress bar moves between batches).
+BATCH = 16
 
 
 def total_score(accuracy: int, completeness: int, clarity: int, hallucination_penalty: int) -> float:
@@ -187,23 +189,36 @@ async def rank_captions(
         rng.shuffle(order)
         result.orders[key] = [systems[k] for k in order]
         plans.append((key, order, ranking_request(image, [captions[k] for k in order])))
-    names = labels(len(systems))
-    reads = await ask(judge.engine, [request for _, _, request in plans], _reader(len(systems)), judge.parse_retries)
-    for (key, order, _), read in tqdm(zip(plans, reads, strict=True), total=len(plans), desc="blind ranking",
-                                      unit="image", disable=not progress):  # fmt: skip
-        if read.answer is None:
-            result.captions += [RankedCaption(key, systems[k], names[i], None, None, None, read.failure)
-                                for i, k in enumerate(order)]  # fmt: skip
-            continue
-        scores = {label: {d: getattr(read.answer.assessments[label], d) for d in DIMENSIONS} for label in names}
-        totals = {label: total_score(**scores[label]) for label in names}
-        if read.answer.ranking:
-            result.inconsistent += _disagrees(read.answer.ranking, totals)
-        for i, k in enumerate(order):
-            label = names[i]
-            rank = 1 + sum(t > totals[label] for t in totals.values())
-            result.captions.append(RankedCaption(key, systems[k], label, scores[label], totals[label], rank))
+    names, reader = labels(len(systems)), _reader(len(systems))
+    with tqdm(total=len(plans), desc="blind ranking", unit="image", disable=not progress) as bar:
+        for start in range(0, len(plans), BATCH):  # asked in batches, so that the bar moves as images are judged
+            batch = plans[start : start + BATCH]
+            reads = await ask(judge.engine, [request for _, _, request in batch], reader, judge.parse_retries)
+            for (key, order, _), read in zip(batch, reads, strict=True):
+                result.captions += _ranked(key, order, systems, names, read, result)
+            bar.update(len(batch))
     return result
+
+
+def _ranked(
+    key: str,
+    order: Sequence[int],
+    systems: Sequence[str],
+    names: Sequence[str],
+    read: ModelReading[RankingAnswer],
+    result: RankingResult,
+) -> list[RankedCaption]:
+    # One image's captions from the judge's scores (every one failed when the judgement did); counts the judge's own
+    # ranking against its scores on ``result``.
+    if read.answer is None:
+        return [RankedCaption(key, systems[k], names[i], None, None, None, read.failure) for i, k in enumerate(order)]
+    scores = {label: {d: getattr(read.answer.assessments[label], d) for d in DIMENSIONS} for label in names}
+    totals = {label: total_score(**scores[label]) for label in names}
+    if read.answer.ranking:
+        result.inconsistent += _disagrees(read.answer.ranking, totals)
+    ranks = {label: 1 + sum(t > totals[label] for t in totals.values()) for label in names}  # ties share a rank
+    return [RankedCaption(key, systems[k], names[i], scores[names[i]], totals[names[i]], ranks[names[i]])
+            for i, k in enumerate(order)]  # fmt: skip
 
 
 def _disagrees(ranking: Sequence[str], totals: Mapping[str, float]) -> int:

@@ -127,7 +127,7 @@ class CaptionEvalReport:
     def _qa_lines(self) -> list[str]:
         qa = self.qa
         assert qa is not None
-        limits = sorted({o.limit for o in qa.outcomes}, key=lambda n: (n is not None, n or 0))
+        limits = qa.limits()
         lines = ["", "Question answering from the caption alone (right / cannot tell / failed of the questions):", "",
                  "| system | words | questions | right | cannot tell | failed | accuracy |",
                  "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
@@ -273,7 +273,7 @@ def evaluate_captions(
             value = summaries.get(system, {}).get(metric)
             if metric in metrics and value is not None:
                 figures[metric] = float(value)
-        for limit in sorted({o.limit for o in qa.outcomes}, key=lambda n: (n is not None, n or 0)) if qa else ():
+        for limit in qa.limits() if qa else ():
             if qa_metric(limit) in metrics:
                 figures[qa_metric(limit)] = qa.accuracy(system, limit)["accuracy"]  # type: ignore[union-attr]
         if ranking is not None and BLIND_RANKING in metrics:
@@ -314,13 +314,12 @@ class EvaluationJudge:
     reads_without_engine = False
 
     def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
-        """The two scripted judges, by the request's schema."""
+        """The three scripted judges, by the request's schema."""
         from genrm.evaluation.blind_ranking import RANKING_SCHEMA_NAME
         from genrm.evaluation.caption_qa import QA_SCHEMA_NAME, scripted_answer
         from genrm.methods import make_method
 
         captions = make_method("balcap").scripted_judge(image_dir)  # type: ignore[attr-defined]
-
         ranks = make_method("rubicap").scripted_judge(image_dir)  # type: ignore[attr-defined]
 
         def answer(request: ChatRequest) -> str:

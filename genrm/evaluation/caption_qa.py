@@ -34,7 +34,7 @@ from genrm.methods.answer_json import ModelReading, read_model
 CANNOT_TELL = "The description does not tell"
 #: The schema name of a question's request.
 QA_SCHEMA_NAME = "caption_qa"
-#: Most options of one question (the letters A to J), the added one included.
+#: Most options a question file may give (the added "does not tell" makes ten: the letters A to J).
 MAX_CHOICES = 9
 _LETTERS = "ABCDEFGHIJ"
 
@@ -55,6 +55,8 @@ class QAQuestion(BaseModel):
             raise ValueError("every choice is a non-blank text of at most 500 characters")
         if len({c.strip().lower() for c in self.choices}) != len(self.choices):
             raise ValueError("the choices must differ")
+        if any(c.strip().lower() == CANNOT_TELL.lower() for c in self.choices):
+            raise ValueError(f"{CANNOT_TELL!r} is the option every question gets; it cannot be one of the choices")
         if self.answer not in self.choices:
             raise ValueError("answer must be one of the choices, written the same")
         return self
@@ -109,6 +111,10 @@ class QAResult:
         return {"questions": len(rows), "failed": len(rows) - len(judged), "right": right,
                 "cannot_tell": sum(o.cannot_tell for o in judged),
                 "accuracy": right / len(judged) if judged else None}  # fmt: skip
+
+    def limits(self) -> list[int | None]:
+        """The word limits asked at, the whole caption (None) first, then increasing."""
+        return sorted({o.limit for o in self.outcomes}, key=lambda n: (n is not None, n or 0))
 
     def categories(self) -> list[str]:
         """The question categories met, sorted."""

@@ -20,6 +20,7 @@ A check that fails (the judge is unreachable, its answer unreadable, or not one 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from genrm.engine import ChatPrompt, ChatRequest
 from genrm.methods.answer_json import model_reader
 from genrm.methods.claimdiff.models import MAX_DIFFERENCES, DiffAnswer, Difference
+
+logger = logging.getLogger(__name__)
 
 #: The schema name of a check request.
 CHECK_SCHEMA_NAME = "claimdiff_check"
@@ -161,8 +164,10 @@ class CheckedF1Reward:
                 continue
             image = _image_reference(images[row] if images is not None else None)
             reference, caption = _captions(prompts[row] if prompts is not None else None)
-            if image is None or reference is None:
-                continue  # nothing to check against: no reward
+            if image is None or reference is None:  # nothing to check against: no reward, and said
+                logger.warning("checked F1: row %d has no %s to show the checking judge; it gets no reward", row,
+                               "image" if image is None else "reference caption in its prompt")  # fmt: skip
+                continue
             asked.append((row, len(predicted), len(known), check_request(image, reference, caption, predicted,
                                                                           known)))  # fmt: skip
         if asked:
