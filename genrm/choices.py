@@ -47,6 +47,15 @@ PairPromptMode = Literal["grounded", "open"]
 scores, no chain)."""
 PAIR_PROMPT_MODES: tuple[PairPromptMode, ...] = get_args(PairPromptMode)
 
+SyntheticFamily = Literal["arithmetic", "choice", "ocr", "time", "parts", "grounding"]
+"""A task family of the synthetic judge-training set (``genrm.data.synthetic``), in the order inputs take turns."""
+SYNTHETIC_FAMILIES: tuple[SyntheticFamily, ...] = get_args(SyntheticFamily)
+
+BenchmarkTask = Literal["t2i", "image", "edit", "interleaved", "reasoning"]
+"""A task of MMRB2 (its task files' stems, and ``image``, its scorer's name for text-to-image), each read as one of the
+pairwise method's task families (``genrm.methods.pairwise.mmrb2``)."""
+BENCHMARK_TASKS: tuple[BenchmarkTask, ...] = get_args(BenchmarkTask)
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """Weight dtype of a model run in process (``auto``: bfloat16 on CUDA, float32 on CPU)."""
 DTYPES: tuple[Dtype, ...] = get_args(Dtype)

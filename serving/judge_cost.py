@@ -34,9 +34,9 @@ class JudgeCost:
 
 
 def request_bytes(request: ChatRequest) -> int:
-    """Bytes of one call's messages: system and user text (UTF-8), the image reference or data URI, the schema."""
+    """Bytes of one call's messages: system and user text (UTF-8), each image reference or data URI, the schema."""
     prompt = request.prompt
-    size = len(prompt.system.encode("utf-8")) + len(prompt.user.encode("utf-8")) + len(prompt.image or "")
+    size = len(prompt.system.encode("utf-8")) + len(prompt.user.encode("utf-8")) + sum(map(len, prompt.images))
     if request.schema is not None:
         size += len(json.dumps(request.schema))
     return size

@@ -98,6 +98,40 @@ def test_the_shipped_synthetic_set_is_what_the_generator_writes(tmp_path, capsys
     assert "240 with a criterion losing credit, 240 without" in capsys.readouterr().out
 
 
+def test_held_out_families_stay_out_of_train_and_test_and_make_their_own_split(tmp_path, capsys):
+    from genrm.choices import SYNTHETIC_FAMILIES
+
+    assert tuple(FAMILIES) == SYNTHETIC_FAMILIES
+    args = ["data", "synthetic", "-o", str(tmp_path), "--inputs", "120", "--held-out", "grounding", "time", "-q"]
+    assert main(args) == 0
+    read = {name: [JudgeExample.model_validate_json(line) for line in (tmp_path / f"{name}.jsonl").read_text()
+                   .splitlines()] for name in ("train", "test", "test_held_out")}  # fmt: skip
+
+    def families(examples):
+        return {e.input_id.split("-")[1] for e in examples}
+
+    assert families(read["train"]) == families(read["test"]) == {"arithmetic", "choice", "ocr", "parts"}
+    assert families(read["test_held_out"]) == {"grounding", "time"}
+    held = read["test_held_out"]
+    assert held and sum(e.loses_credit for e in held) * 2 == len(held)  # balanced, as the others
+    assert {e.input_id for e in held}.isdisjoint({e.input_id for e in read["train"] + read["test"]})
+    assert "held-out examples of grounding, time in test_held_out.jsonl" in capsys.readouterr().out
+    assert main(["data", "synthetic", "-o", str(tmp_path / "g"), "--inputs", "60", "--held-out", "grounding",
+                 "-q"]) == 0  # fmt: skip
+    grounding = (tmp_path / "g" / "test_held_out.jsonl").read_text().splitlines()
+    # every grounding response loses some credit (boxes never match exactly): kept whole, never emptied by balancing
+    assert grounding and all(JudgeExample.model_validate_json(line).loses_credit for line in grounding)
+    assert f"{len(grounding)} losing credit, 0 without" in capsys.readouterr().out
+    for bad, words in ((["--held-out", *SYNTHETIC_FAMILIES], "at least one family to train on"),
+                       (["--inputs", "0"], "--inputs must be at least 1"),
+                       (["--test-fraction", "1"], "--test-fraction must be in (0, 1)"),
+                       (["--held-out-inputs", "5"], "--held-out-inputs sizes the --held-out split")):  # fmt: skip
+        assert main(["data", "synthetic", "-o", str(tmp_path / "x"), *bad]) == 2
+        assert words in capsys.readouterr().err and not (tmp_path / "x").exists()  # refused before any work
+    with pytest.raises(ValueError, match="unknown task family 'poetry'"):
+        generate_examples(3, families=["poetry"])
+
+
 def test_record_commands(tmp_path):
     out = tmp_path / "sft.jsonl"
     assert main(["data", "sft", str(SHIPPED / "test.jsonl"), "-o", str(out), "--exposure", "no_verifier"]) == 0

@@ -46,7 +46,7 @@ def test_the_prompt_carries_the_chain_the_family_criteria_the_image_and_both_res
     assert user == ("PROMPT:\nWhat colour fills this image?\n\nRESPONSE A:\nThe image is filled with red.\n\n"
                     "RESPONSE B:\nThe image is filled with green.")  # fmt: skip
     assert request.prompt.image == "red.png"
-    assert pair_request(PAIRS[0], "blank.png").prompt.image == "blank.png"
+    assert pair_request(PAIRS[0], ["blank.png"]).prompt.image == "blank.png"
 
 
 def test_the_reader_on_a_full_answer():
@@ -148,10 +148,11 @@ def test_the_evaluation_tells_a_judge_that_reads_the_image_from_one_that_picks_p
 
 def test_image_conditions():
     shown = images_for(PAIRS, "shuffled", seed=3)
-    assert sorted(shown) == sorted(p.image for p in PAIRS) and all(a != b for a, b in zip(
-        range(len(PAIRS)), derangement(len(PAIRS), 3), strict=True))  # fmt: skip
+    order = derangement(len(PAIRS), 3)
+    assert shown == [[PAIRS[j].image] for j in order] and all(i != j for i, j in enumerate(order))
     blank = images_for(PAIRS, "blank")
-    assert len(set(blank)) == 1 and blank[0].startswith("data:image/png;base64,")
+    assert len({image for images in blank for image in images}) == 1 and blank[0][0].startswith("data:image/png;")
+    assert images_for(PAIRS, "real") == [None] * len(PAIRS)  # each pair's own
     with pytest.raises(ValueError, match="at least two pairs with an image"):
         images_for(PAIRS[:1], "shuffled")
     with pytest.raises(ValueError, match="unknown image condition 'dark'"):

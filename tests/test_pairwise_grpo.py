@@ -95,3 +95,33 @@ def test_the_loop_on_a_random_tiny_judge_skips_every_group_and_learns_nothing(ti
     # a LoRA adapter that was never stepped merges into the judge it started from
     assert before.keys() == after.keys() and all((before[k] == after[k]).all() for k in before)
     assert (out / "adapter" / "adapter_config.json").is_file()
+
+
+IMAGE_PAIRS = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "pairs" / "image_pairs.jsonl"
+MMRB2_EDIT = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "mmrb2" / "edit.json"
+
+
+def test_the_loop_shows_each_response_its_images_and_the_swap_exchanges_them(tiny_vlm):
+    import torch
+
+    from genrm.methods.pairwise.mmrb2 import read_pairs
+
+    edit = next(p for p in read_pairs(IMAGE_PAIRS) if p.id == "edit-yellow")
+    judge = _Judge(SwapGRPOArguments(model_name_or_path=str(tiny_vlm), use_peft=False, device="cpu"),
+                   IMAGE_PAIRS.parent)  # fmt: skip
+    given, swapped = judge.inputs(edit)["pixel_values"], judge.inputs(edit.swapped())["pixel_values"]
+    assert given.shape[0] == swapped.shape[0] == 3  # the input image, A's, B's
+    assert not torch.equal(given[1], given[2])
+    assert torch.equal(given[0], swapped[0])  # the prompt's image stays first
+    assert torch.equal(given[1], swapped[2]) and torch.equal(given[2], swapped[1])
+
+
+def test_pairs_train_on_an_mmrb2_file_and_a_text_only_judge_refused(tiny_vlm, tiny_judge_dir, tmp_path, capsys):
+    common = ["--num_generations", "2", "--max_completion_length", "8", "--max_steps", "1", "--lora_r", "4",
+              "--lora_alpha", "8", "--device", "cpu", "--train_file", str(MMRB2_EDIT)]  # fmt: skip
+    assert main(["pairs", "train", "--model_name_or_path", str(tiny_vlm), "--output_dir", str(tmp_path / "vlm"),
+                 *common]) == 0  # fmt: skip
+    assert len(json.loads((tmp_path / "vlm" / "log_history.json").read_text())) == 1
+    assert main(["pairs", "train", "--model_name_or_path", str(tiny_judge_dir), "--output_dir", str(tmp_path / "t"),
+                 *common]) == 2  # fmt: skip
+    assert "cannot see images, and the pairs of" in capsys.readouterr().err

@@ -45,14 +45,15 @@ def test_records_show_the_image_and_carry_the_label():
         sft_record(trace.model_copy(update={"pair": pair.model_copy(update={"image": None})}))
 
 
-def _labels(tmp_path, judge):
+def _labels(tmp_path, judge, pairs="pairs.jsonl"):
     out = tmp_path / "labels"
     with FakeJudgeServer() as teacher:
         teacher.state.responder = responder(judge, PAIRS)
-        code = main(["data", "labels", str(PAIRS / "pairs.jsonl"), "-o", str(out), "--method", "pairwise", "-q",
+        code = main(["data", "labels", str(PAIRS / pairs), "-o", str(out), "--method", "pairwise", "-q",
                      "--teacher", f"teacher@{teacher.url}", "--no-balance", "--test-fraction", "0.25"])  # fmt: skip
     for image in PAIRS.glob("*.png"):
         shutil.copy(image, out / image.name)
+    shutil.copytree(PAIRS / "squares", out / "squares")
     return code, out
 
 
@@ -73,8 +74,12 @@ def test_teacher_traces_are_kept_only_when_they_prefer_the_label(tmp_path):
 
 
 @pytest.mark.slow
-def test_sft_then_rlvr_of_the_tiny_vision_judge_on_pair_traces(tmp_path):
-    _, labels = _labels(tmp_path, colour_judge)
+@pytest.mark.parametrize("pairs", ["pairs.jsonl", "image_pairs.jsonl"])
+def test_sft_then_rlvr_of_the_tiny_vision_judge_on_pair_traces(tmp_path, pairs):
+    # text responses about the prompt's image, and image responses (text-to-image, editing, interleaved): every
+    # image in its place in the records, through TRL's own trainers
+    code, labels = _labels(tmp_path, colour_judge, pairs)
+    assert code == 0
     base, sft, rlvr = tmp_path / "base", tmp_path / "sft", tmp_path / "rlvr"
     train = str(labels / "train.jsonl")
     args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(base),

@@ -1,6 +1,6 @@
 """``genrm data ...`` and ``genrm eval``: judge-training data sets, and the reliability table of a judge.
 
-genrm data synthetic -o datasets/judge_synth [--inputs 240] [--seed 0] [--test-fraction 0.15]
+genrm data synthetic -o datasets/judge_synth [--inputs 240] [--seed 0] [--test-fraction 0.15] [--held-out FAMILY ...]
 genrm data sft datasets/judge_synth/train.jsonl -o runs/sft.jsonl [--exposure minimal]
 genrm data rlvr datasets/judge_synth/train.jsonl -o runs/rlvr.jsonl
 genrm data rubrics TASKS.jsonl -o INSTANCES.jsonl --teacher MODEL@URL [--teacher ...] [--aggregator MODEL@URL]
@@ -17,7 +17,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES, EXPOSURES, JUDGE_BACKENDS, SCORING_FORMATS
+from genrm.choices import (
+    DEFAULT_SCORING_FORMAT,
+    DEVICES,
+    EXPOSURES,
+    JUDGE_BACKENDS,
+    SCORING_FORMATS,
+    SYNTHETIC_FAMILIES,
+)
+from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
@@ -36,16 +44,61 @@ def _read(path: str) -> Any:
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
     from genrm.data.judge_data import write_jsonl
-    from genrm.data.synthetic import synthetic_splits
+    from genrm.data.synthetic import FAMILIES, held_out_split, synthetic_splits
 
-    train, test = synthetic_splits(args.inputs, args.seed, args.test_fraction)
+    held_out = list(dict.fromkeys(args.held_out or []))
+    problem = next((why for bad, why in (
+        (args.inputs < 1, f"--inputs must be at least 1, got {args.inputs}"),
+        (not 0.0 < args.test_fraction < 1.0, f"--test-fraction must be in (0, 1), got {args.test_fraction}"),
+        (len(held_out) >= len(FAMILIES), "--held-out must leave at least one family to train on"),
+        (args.held_out_inputs is not None and args.held_out_inputs < 1, "--held-out-inputs must be at least 1"),
+        (args.held_out_inputs is not None and not held_out, "--held-out-inputs sizes the --held-out split; name its "
+         "families"),
+    ) if bad), None)  # fmt: skip
+    if problem:
+        print(f"genrm data synthetic: error: {problem}", file=sys.stderr)
+        return 2
+    train, test = synthetic_splits(args.inputs, args.seed, args.test_fraction, held_out, progress=not args.quiet)
+    parts = {"train": train, "test": test}
+    if held_out:
+        count = args.held_out_inputs or max(len(held_out), round(args.inputs * args.test_fraction))
+        parts["test_held_out"] = held_out_split(count, args.seed, held_out, progress=not args.quiet)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    parts = {"train": train, "test": test}
     written = {name: write_jsonl(part, str(out / f"{name}.jsonl")) for name, part in parts.items()}
     losing = sum(e.loses_credit for e in train + test)
+    held = parts.get("test_held_out", [])
+    held_losing = sum(e.loses_credit for e in held)
+    extra = (f"; {written['test_held_out']} held-out examples of {', '.join(held_out)} in test_held_out.jsonl "
+             f"({held_losing} losing credit, {len(held) - held_losing} without)" if held_out else "")  # fmt: skip
     print(f"wrote {written['train']} train and {written['test']} test examples to {out} "
-          f"({losing} with a criterion losing credit, {len(train) + len(test) - losing} without)")  # fmt: skip
+          f"({losing} with a criterion losing credit, {len(train) + len(test) - losing} without){extra}")  # fmt: skip
+    return 0
+
+
+def _cmd_from_audit(args: argparse.Namespace) -> int:
+    from genrm.data.judge_data import write_jsonl
+    from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, category_counts, read_audit, select, training_examples
+
+    try:
+        audit = read_audit(Path(args.audit).read_text(encoding="utf-8").splitlines())
+        chosen = select(audit, args.categories or NEGATIVE_CATEGORIES, args.exclude or ())
+        if args.not_in:
+            shared = sorted({e.input_id for e in chosen} & {e.input_id for e in _read(args.not_in)})
+            if shared:
+                raise ValueError(f"{len(shared)} inputs of {args.audit} are in {args.not_in} (the first: "
+                                 f"{shared[0]}): build the audit from the training split")  # fmt: skip
+    except ValueError as exc:
+        print(f"genrm data from-audit: error: {exc}", file=sys.stderr)
+        return 2
+    kept = training_examples(chosen)
+    if not kept:
+        print(f"genrm data from-audit: error: no abnormal response of {args.audit} is kept", file=sys.stderr)
+        return 1
+    count = write_jsonl(kept, args.output)
+    counts = category_counts(chosen)
+    shown = ", ".join(f"{counts[c]} {c}" for c in NEGATIVE_CATEGORIES if counts.get(c))
+    print(f"wrote {count} negative examples to {args.output} ({shown})")
     return 0
 
 
@@ -435,14 +488,49 @@ def register(sub: Any) -> None:
 
     synthetic = data_sub.add_parser(
         "synthetic", help="write the synthetic judge-training set (no teacher needed)",
-        description="Generate inputs of seven task families with rubrics over all six verifiers and fuzzy criteria, "
-        "responses with known labels, balance them and split them by input into train.jsonl and test.jsonl.",
+        description="Generate inputs of six task families with rubrics over all six verifiers and fuzzy criteria, "
+        "responses with known labels, balance them and split them by input into train.jsonl and test.jsonl. "
+        "--held-out leaves whole families out of both and writes them as test_held_out.jsonl, a harder test.",
     )  # fmt: skip
     synthetic.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir)
     synthetic.add_argument("--inputs", type=int, default=240, help="inputs to generate (default: 240)")
     synthetic.add_argument("--seed", type=int, default=0)
     synthetic.add_argument("--test-fraction", type=float, default=0.15, help="share of inputs held out")
+    synthetic.add_argument("--held-out", action=ListValues, choices=SYNTHETIC_FAMILIES, metavar="FAMILY",
+                           help="families kept out of train and test, written as test_held_out.jsonl")  # fmt: skip
+    synthetic.add_argument(
+        "--held-out-inputs",
+        type=int,
+        default=None,
+        help="inputs of the held-out split (default: as many as the test split's)",
+    )
+    synthetic.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     synthetic.set_defaults(handler=_cmd_synthetic)
+
+    from_audit = data_sub.add_parser(
+        "from-audit", help="negative judge examples from an audit set: its abnormal responses and master keys",
+        description="Write the abnormal responses and master-key responses of an audit set (genrm audit build) as "
+        "judge examples, each labelled with its annotation (the credit it deserves), to add to a training set. "
+        "Build the audit from the training split, and hold out the attacks and keys the trained judge is measured "
+        "on (--exclude).",
+    )  # fmt: skip
+    from_audit.add_argument("audit", metavar="AUDIT.jsonl", type=input_file)
+    from_audit.add_argument("-o", "--output", required=True, metavar="EXAMPLES.jsonl", type=output_file)
+    from_audit.add_argument("--categories", action=ListValues, metavar="CATEGORY",
+                            help="categories kept (default: every abnormal one and master_key)")  # fmt: skip
+    from_audit.add_argument(
+        "--exclude",
+        action=ListValues,
+        metavar="NAME",
+        help="attacks and master keys left out (by name), to measure the judge on them",
+    )
+    from_audit.add_argument(
+        "--not-in",
+        metavar="TEST.jsonl",
+        type=input_file,
+        help="refuse when an input of the audit is in this file (a test split)",
+    )
+    from_audit.set_defaults(handler=_cmd_from_audit)
 
     for name, what in (("sft", "prompt-completion records for TRL's SFTTrainer"),
                        ("rlvr", "prompt records with the judge_label column for TRL's GRPOTrainer")):  # fmt: skip

@@ -1,6 +1,6 @@
 """``genrm pairs``: the pairwise judge (MJ1) on labelled pairs.
 
-genrm pairs eval PAIRS.jsonl --judge SPEC [--conditions real shuffled blank] [--seed 0] [-o DIR]
+genrm pairs eval PAIRS [PAIRS ...] --judge SPEC [--task T] [--conditions real shuffled blank] [--seed 0] [-o DIR]
 genrm pairs train --config RECIPE.yaml [--field value ...]      # GRPO of the judge with the swap in the loop
 """
 
@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
-from genrm.choices import IMAGE_CONDITIONS, PAIR_PROMPT_MODES
-from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
+from genrm.choices import BENCHMARK_TASKS, IMAGE_CONDITIONS, PAIR_PROMPT_MODES
+from genrm.cli.data import judge_backend_options, nothing_judged, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
 
@@ -20,13 +21,20 @@ from genrm.cli.paths import input_file, output_dir
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.evaluation.pairs import evaluate_pairs
     from genrm.methods import make_method
-    from genrm.methods.pairwise.models import PairExample
+    from genrm.methods.pairwise.mmrb2 import read_pairs
 
-    pairs = read_model_lines(args.pairs, PairExample, "pairs eval")
-    if pairs is None:
+    folders = {str(Path(path).resolve().parent) for path in args.pairs}
+    if len(folders) > 1:
+        print("genrm pairs eval: error: the pair files must share one folder (their image paths are read from it)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        pairs = [pair for path in args.pairs for pair in read_pairs(path, args.task)]
+    except (ValueError, OSError) as exc:
+        print(f"genrm pairs eval: error: {exc}", file=sys.stderr)
         return 2
     conditions = args.conditions
-    report, code = run_judged("pairs eval", args, args.pairs,
+    report, code = run_judged("pairs eval", args, args.pairs[0],
                               lambda judge: evaluate_pairs(pairs, judge, conditions, args.seed, args.prompt),
                               make_method("pairwise"))  # fmt: skip
     if code:
@@ -67,15 +75,21 @@ def register(sub: Any) -> None:
         "eval", help="accuracy, A-rate, swap agreement and R_cons of a pairwise judge, under image conditions",
         description="Judge every pair as given and with its responses swapped, and report per image condition the "
         "accuracy (both orders), the rate of choosing position A, and the share of pairs whose two judgements "
-        "prefer the same response. Conditions: real images, shuffled ones (another pair's image), a blank grey "
-        "square (MJ1's grounding diagnostic). Failed judgements (no readable scores, a tie) are counted apart.",
+        "prefer the same response (swap agreement), and MJ1's R_cons; per task family too when there are several. "
+        "Responses may be text, images or both. Conditions: real images, shuffled ones (another pair's prompt "
+        "images), blank grey squares (MJ1's grounding diagnostic). Failed judgements (no readable scores, a tie) "
+        "are counted apart.",
     )  # fmt: skip
     evaluation.add_argument(
         "pairs",
-        metavar="PAIRS.jsonl",
+        metavar="PAIRS",
+        nargs="+",
         type=input_file,
-        help="labelled pairs: id, prompt, image, response_a, response_b, family, label",
+        help="labelled pairs, in one folder: a JSONL (id, prompt, image, response_a, response_b, family, label), or "
+        "MMRB2's task files (t2i.json, edit.json, interleaved.json, reasoning.json)",
     )
+    evaluation.add_argument("--task", choices=BENCHMARK_TASKS, default=None,
+                            help="the MMRB2 task of .json files not named after one")  # fmt: skip
     evaluation.add_argument("--conditions", action=ListValues, default=["real"], choices=IMAGE_CONDITIONS,
                             metavar="CONDITION", help="image conditions (real)")  # fmt: skip
     evaluation.add_argument("--seed", type=int, default=0, help="the shuffled condition's permutation (0)")

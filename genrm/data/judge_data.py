@@ -64,7 +64,11 @@ class JudgeExample(BaseModel):
     response: str = Field(max_length=100_000)
     labels: list[CriterionLabel]
     thought: str = Field("", max_length=4_000, description="a short reading of the response, shown to SFT")
-    source: Literal["synthetic", "teachers"] = "teachers"
+    source: Literal["synthetic", "teachers", "audit"] = Field(
+        "teachers",
+        description="synthetic, teachers, or audit (an abnormal response of an audit set, its annotation "
+        "as the labels: a negative example)",
+    )
 
     @model_validator(mode="after")
     def _labels_match_the_rubric(self) -> JudgeExample:

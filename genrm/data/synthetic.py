@@ -1,6 +1,6 @@
 """A synthetic judge-training set that needs no teacher: inputs, rubrics, responses and labels made together.
 
-Each input comes from one of seven task families (arithmetic and multiple choice for ``expr_verify``, a sign to copy
+Each input comes from one of six task families (arithmetic and multiple choice for ``expr_verify``, a sign to copy
 for ``text_verify``, timetables and dates for ``time_verify``, part lists for ``list_verify``, boxes and points for
 ``bbox_verify`` and ``point_verify``), with a fuzzy criterion beside most verifiable ones. Its responses are written
 from templates in four kinds: right, partly right, wrong, and without a final answer. Because the generator writes each
@@ -8,6 +8,12 @@ response, it knows what a judge should extract from it (the label's call) and wh
 credit of a verifiable label is what the real verifier gives that call against the rubric's target.
 
     genrm data synthetic -o datasets/judge_synth --inputs 240 --seed 0
+    genrm data synthetic -o runs/synth-10k --inputs 10000 --held-out grounding     # + test_held_out.jsonl
+
+Thousands to tens of thousands of inputs are a matter of ``--inputs`` (the families turn, so they stay in
+proportion; each input's responses are all kept before balancing). ``--held-out`` leaves whole families out of train
+and test and writes them as a second, harder test split: their verifiers' calls (grounding's ``bbox_verify`` and
+``point_verify``, say) never appear in training.
 
 The output is deterministic for a seed. Values stay inside what a constrained judge can write (no quotes or
 backslashes in strings; fractions as ``3/4``).
@@ -16,10 +22,11 @@ backslashes in strings; fractions as ``3/4``).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from genrm.choices import SyntheticFamily
 from genrm.data.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
@@ -272,7 +279,8 @@ def _grounding(rng: random.Random) -> _Input:
     )  # fmt: skip
 
 
-FAMILIES: dict[str, Callable[[random.Random], _Input]] = {
+#: The task families' makers, keyed by :data:`genrm.choices.SYNTHETIC_FAMILIES` in its order.
+FAMILIES: dict[SyntheticFamily, Callable[[random.Random], _Input]] = {
     "arithmetic": _arithmetic, "choice": _choice, "ocr": _ocr, "time": _time, "parts": _parts,
     "grounding": _grounding,
 }  # fmt: skip
@@ -292,12 +300,21 @@ def _label(plan: Any, value: Any, rationale: str) -> CriterionLabel:
     return CriterionLabel(path=plan.path, call=call, credit=result.score, rationale=rationale)
 
 
-def generate_examples(inputs: int, seed: int = 0) -> list[JudgeExample]:
-    """``inputs`` synthetic inputs (families in turn), each with all its responses as labelled examples."""
+def generate_examples(
+    inputs: int, seed: int | str = 0, families: Sequence[str] | None = None, progress: bool = False
+) -> list[JudgeExample]:
+    """``inputs`` synthetic inputs (``families`` in turn, every family by default), each with all its responses as
+    labelled examples. ``progress`` shows a bar over the inputs. Raises ValueError for an unknown family."""
+    from tqdm import tqdm
+
+    names = list(families) if families is not None else list(FAMILIES)
+    unknown = [name for name in names if name not in FAMILIES]
+    if unknown or not names:
+        raise ValueError(f"unknown task family {unknown[0]!r:.40}; known: {', '.join(FAMILIES)}" if unknown
+                         else "no task family to generate from")  # fmt: skip
     rng = random.Random(seed)
-    names = list(FAMILIES)
     examples: list[JudgeExample] = []
-    for number in range(inputs):
+    for number in tqdm(range(inputs), desc="generating", unit="input", disable=not progress):
         family = names[number % len(names)]
         made = FAMILIES[family](rng)
         rubric = Rubric.model_validate({"essential": made.essential, "additional": made.additional})
@@ -323,8 +340,24 @@ def generate_examples(inputs: int, seed: int = 0) -> list[JudgeExample]:
 
 
 def synthetic_splits(
-    inputs: int = 240, seed: int = 0, test_fraction: float = 0.15
+    inputs: int = 240,
+    seed: int = 0,
+    test_fraction: float = 0.15,
+    held_out: Sequence[str] = (),
+    progress: bool = False,
 ) -> tuple[list[JudgeExample], list[JudgeExample]]:
-    """The balanced synthetic set, split into train and test by input
+    """The balanced synthetic set of every family but ``held_out``, split into train and test by input
     (:func:`genrm.data.judge_data.split_by_input`)."""
-    return split_by_input(balance(generate_examples(inputs, seed), seed), test_fraction, seed)
+    families = [name for name in FAMILIES if name not in held_out]
+    examples = generate_examples(inputs, seed, families, progress)
+    return split_by_input(balance(examples, seed), test_fraction, seed)
+
+
+def held_out_split(inputs: int, seed: int, families: Sequence[str], progress: bool = False) -> list[JudgeExample]:
+    """A test split of ``inputs`` inputs of ``families`` alone (families a training set made without them has never
+    seen: the harder test), balanced like the main set when it can be: a family whose every response loses some
+    credit (grounding's boxes never match exactly) has no side to balance against, and is kept whole rather than
+    emptied. Its own random stream, so its inputs are not the main set's."""
+    examples = generate_examples(inputs, f"{seed}-held-out", families, progress)
+    losing = sum(e.loses_credit for e in examples)
+    return balance(examples, seed) if 0 < losing < len(examples) else examples

@@ -222,20 +222,18 @@ class LocalGenerator:
         return self.processor is not None
 
     def _template(self, prompt: ChatPrompt) -> str:
-        messages = prompt.messages()
-        if prompt.image is not None:
-            # the layout TRL's vision collators train on: an image part, then the text
-            messages[1] = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt.user}]}
+        # image parts as placeholders, the layout TRL's vision collators train on; the processor gets the images
         templater = self.processor or self.tokenizer
         return templater.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, **self.chat_template_kwargs
-        )
+            prompt.messages(image_placeholders=True), add_generation_prompt=True, tokenize=False,
+            **self.chat_template_kwargs,
+        )  # fmt: skip
 
     def _encode(self, prompt: ChatPrompt) -> tuple[list[int], dict[str, Any] | None] | str:
-        """The prompt's tokens, and for an image prompt the processor's pixel tensors; or why it cannot be shown."""
-        text = self._template(prompt)
-        if prompt.image is None:
-            return self.tokenizer(text, add_special_tokens=False).input_ids, None
+        """The prompt's tokens, and for a prompt with images the processor's pixel tensors; or why it cannot be
+        shown."""
+        if not prompt.images:
+            return self.tokenizer(self._template(prompt), add_special_tokens=False).input_ids, None
         if self.processor is None:
             return (
                 f"{self.name} is a text-only judge (its checkpoint has no image processor); "
@@ -244,10 +242,11 @@ class LocalGenerator:
         from genrm.engine.images import ImageError
 
         try:
-            image = _decoded_image(prompt.image, self.image_dir, self.image_budget)
+            images = [_decoded_image(reference, self.image_dir, self.image_budget) for reference in prompt.images]
         except ImageError as exc:
             return f"the image cannot be shown to the judge: {exc}"
-        encoded = self.processor(images=[image], text=[text], add_special_tokens=False, return_tensors="pt")
+        text = self._template(prompt)
+        encoded = self.processor(images=images, text=[text], add_special_tokens=False, return_tensors="pt")
         vision = {key: value for key, value in encoded.items() if key not in _TEXT_KEYS}
         return encoded["input_ids"][0].tolist(), vision
 
@@ -366,7 +365,7 @@ class LocalGenerator:
 
     def _vision_inputs(self, rows: list[_Prepared]) -> dict[str, Any]:
         """Left-padded inputs of a batch with images: each row's pixel tensors joined along the first dimension in
-        row order (one image per image row, as the model expects them); tensors laid along the tokens, which some
+        row order (a row's images in its order, as the model expects them); tensors laid along the tokens, which some
         processors add, are padded like the tokens. No prefix cache: the image's tokens sit inside the prompt."""
         import torch
 
@@ -459,7 +458,7 @@ class AnswerLoop:
         refused: list[Any] = []
         rows: list[tuple[Any, list[int], Any]] = []
         for key, item in entries:
-            if item.prompt.image is not None:
+            if item.prompt.images:
                 refused.append(key)
                 continue
             prepared = self._generator._prepared(item)
@@ -479,10 +478,11 @@ class AnswerLoop:
         return [(done.key, self._generator._decoded(done.prompt_tokens, done.tokens)) for done in self._loop.step()]
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)
 def _decoded_image(reference: str, image_dir: Path | None, budget: int | None) -> Any:
-    # The G prompts of a group share one image reference (the same string object): decode it once, not G times.
-    # Two entries: a group being prepared and the next one; an 8192 x 8192 image takes 200 MB decoded.
+    # The G prompts of a group share their image references (the same string objects): decode each once, not G
+    # times. Eight entries: a pairwise prompt shows up to a few images (the prompt's and each response's), for a
+    # group being prepared and the next one; an 8192 x 8192 image takes 200 MB decoded, under the default budget 3.
     from genrm.engine.images import load_sent_image
 
     return load_sent_image(reference, image_dir, budget)

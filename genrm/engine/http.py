@@ -91,11 +91,10 @@ class HttpEngine:
         )
         shape = response_format(request) if self.constrained else None
         prompt = request.prompt
-        if prompt.image in images:
-            sent = images[prompt.image]
-            if isinstance(sent, ImageError):
-                return Reply(error=f"image not sent: {sent}")
-            prompt = replace(prompt, image=sent)
+        refused = next((sent for ref in prompt.images if isinstance(sent := images.get(ref), ImageError)), None)
+        if refused is not None:
+            return Reply(error=f"image not sent: {refused}")
+        prompt = prompt.with_images(lambda ref: str(images.get(ref, ref)))  # none is an ImageError by now
         try:
             return await self.endpoint.complete(prompt.messages(), sampling, shape)
         except CallFailed as exc:
@@ -109,9 +108,9 @@ class HttpEngine:
 
     async def complete(self, requests: Sequence[ChatRequest]) -> list[Reply]:
         """One reply per request; the calls go out concurrently (bounded by the endpoint's ``max_in_flight``). Each
-        image among them is made sendable once (a group's requests share their image), off the event loop: a path
-        read, an image over the budget scaled down."""
-        references = {r.prompt.image for r in requests if r.prompt.image is not None}
+        image among them is made sendable once (a group's requests share their image; a request may have several), off
+        the event loop: a path read, an image over the budget scaled down."""
+        references = {reference for r in requests for reference in r.prompt.images}
         if self.image_budget is None:  # a data URI then goes as it is
             references = {reference for reference in references if not is_data_uri(reference)}
         images = {ref: await asyncio.to_thread(self._sendable, ref) for ref in sorted(references)}

@@ -1,7 +1,7 @@
 """What goes into the judge engine and what comes out: chat requests, replies, sampling, and the engine protocol.
 
 An engine knows nothing of rubrics or any other reward method: it answers conversations (a system and a user
-message, an optional image), optionally constrained to a JSON schema, with text, token usage and a failure reason.
+message, with images or none), optionally constrained to a JSON schema, with text, token usage and a failure reason.
 Reward methods build the requests and read the replies (:mod:`genrm.engine.asking` re-samples what they could not
 read). Light on purpose: nothing here imports a model library or an HTTP client.
 """
@@ -20,26 +20,92 @@ UsageCallback = Callable[[int, int], None]
 
 @dataclass(frozen=True, slots=True)
 class ChatPrompt:
-    """A system and a user message, with an optional image for the user turn (path, URL or data URI).
+    """A system and a user message, with images for the user turn (each a path, URL or data URI).
+
+    ``image`` goes before the user text (a caption's or a rubric's image). ``inline_images`` are more, each at a
+    character offset of ``user`` (0 to ``len(user)``, in order), for a turn that interleaves text and images: a
+    pairwise judge shown the prompt's images and each response's images where they belong. Offsets rather than a
+    marker in the text, because the text holds a policy's output, and a marker it wrote must not become an image.
 
     The messages are made safe to send on creation (lone surrogates, which a policy can emit and UTF-8 cannot carry,
-    become U+FFFD), so that no engine, HTTP or in-process, is handed text it cannot encode.
+    become U+FFFD, one character for one, so offsets keep their place), so that no engine, HTTP or in-process, is
+    handed text it cannot encode.
     """
 
     system: str
     user: str
     image: str | None = None
+    inline_images: tuple[tuple[int, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "system", without_lone_surrogates(self.system))
         object.__setattr__(self, "user", without_lone_surrogates(self.user))
+        offsets = [offset for offset, _ in self.inline_images]
+        if offsets != sorted(offsets) or any(not 0 <= offset <= len(self.user) for offset in offsets):
+            raise ValueError("inline image offsets must be in order and within the user text")
 
-    def messages(self) -> list[dict[str, Any]]:
-        """The conversation in OpenAI chat format; an image goes before the text of the user turn."""
-        if self.image is None:
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Every image of the user turn, in the order the judge sees them."""
+        lead = () if self.image is None else (self.image,)
+        return lead + tuple(reference for _, reference in self.inline_images)
+
+    def with_images(self, sent: Callable[[str], str]) -> ChatPrompt:
+        """The same prompt with every image reference replaced by ``sent(reference)`` (what a backend sends)."""
+        return ChatPrompt(self.system, self.user, None if self.image is None else sent(self.image),
+                          tuple((offset, sent(reference)) for offset, reference in self.inline_images))  # fmt: skip
+
+    def user_parts(self) -> list[tuple[str, str]]:
+        """The user turn as ``("image", reference)`` and ``("text", text)`` parts, in order (no empty text part)."""
+        parts: list[tuple[str, str]] = [] if self.image is None else [("image", self.image)]
+        start = 0
+        for offset, reference in self.inline_images:
+            if offset > start:
+                parts.append(("text", self.user[start:offset]))
+            parts.append(("image", reference))
+            start = offset
+        if start < len(self.user) or not parts:
+            parts.append(("text", self.user[start:]))
+        return parts
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[dict[str, Any]]) -> ChatPrompt:
+        """The prompt of an OpenAI chat conversation (a system message, then the user's; a scripted judge behind an
+        endpoint reads what it was sent): the inverse of :meth:`messages`, an image before any text being the lead
+        image. Raises ValueError for any other shape."""
+        if len(messages) != 2 or [m.get("role") for m in messages] != ["system", "user"]:
+            raise ValueError("expected a system message and a user message")
+        system, content = messages[0]["content"], messages[1]["content"]
+        if isinstance(content, str):
+            return cls(system, content)
+        user, lead, inline = "", None, []
+        for part in content:
+            if part.get("type") == "text":
+                user += part["text"]
+            elif part.get("type") == "image_url":
+                url = part["image_url"]["url"]
+                if not user and not inline and lead is None:
+                    lead = url
+                else:
+                    inline.append((len(user), url))
+            else:
+                raise ValueError(f"unknown content part {part.get('type')!r:.40}")
+        return cls(system, user, lead, tuple(inline))
+
+    def messages(self, image_placeholders: bool = False) -> list[dict[str, Any]]:
+        """The conversation in OpenAI chat format; a turn with images is a list of parts in order (an image, when
+        the only one, before the text). With ``image_placeholders``, each image is ``{"type": "image"}``: the layout
+        chat templates and TRL's vision collators take, with the images handed to the processor in
+        :attr:`images`' order."""
+        if not self.images:
             user: Any = self.user
         else:
-            user = [{"type": "image_url", "image_url": {"url": self.image}}, {"type": "text", "text": self.user}]
+            user = [
+                ({"type": "image"} if image_placeholders else {"type": "image_url", "image_url": {"url": value}})
+                if kind == "image"
+                else {"type": "text", "text": value}
+                for kind, value in self.user_parts()
+            ]
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
 

@@ -140,6 +140,34 @@ def regular_examples(examples: Iterable[JudgeExample]) -> list[AuditExample]:
     return out
 
 
+#: The categories whose responses become negative training examples: every abnormal one and the master keys.
+NEGATIVE_CATEGORIES: tuple[Category, ...] = (*ABNORMAL, MASTER_KEY)
+
+
+def select(audit: Iterable[AuditExample], categories: Sequence[str] = NEGATIVE_CATEGORIES,
+           exclude: Sequence[str] = ()) -> list[AuditExample]:  # fmt: skip
+    """The audit examples of ``categories`` whose attack or master key is not in ``exclude`` (by name: what is held
+    out of training, to measure the trained judge on it). Raises ValueError naming an unknown category, attack or
+    key."""
+    unknown = [c for c in categories if c not in NEGATIVE_CATEGORIES and c != "regular"]
+    unknown += [a for a in exclude if a not in (*ATTACKS, *MASTER_KEYS)]
+    if unknown:
+        raise ValueError(f"unknown category, attack or master key {unknown[0]!r:.40}; categories: "
+                         f"{', '.join(NEGATIVE_CATEGORIES)}; attacks: {', '.join(ATTACKS)}")  # fmt: skip
+    return [e for e in audit if e.category in categories and e.attack not in exclude]
+
+
+def training_examples(audit: Iterable[AuditExample]) -> list[JudgeExample]:
+    """The abnormal responses of an audit set as judge-training examples (``source`` ``audit``; regular ones are
+    skipped, the training set has its own): each keeps its per-criterion annotation (the value a correct extractor
+    reads, empty where the response states none, and the credit deserved) as its labels, so that a judge trained on
+    them learns to give a master key or an attack the credit it deserves rather than the credit it was talked into.
+    How Master-RM brought master-key false positives near zero, here from the audit's own constructors."""
+    fields = set(JudgeExample.model_fields)
+    return [JudgeExample.model_validate({**e.model_dump(include=fields), "source": "audit"}) for e in audit
+            if e.category != "regular"]  # fmt: skip
+
+
 def category_counts(examples: Iterable[AuditExample]) -> dict[str, Any]:
     """How many examples per category, per attack within the adversarial one and per key within the master keys."""
     counts: dict[str, Any] = {name: 0 for name in ("regular", *ABNORMAL)}

@@ -1,9 +1,10 @@
 """Evaluating a pairwise judge (MJ1) on labelled pairs: accuracy, the rate of choosing position A, swap agreement,
-R_cons and the image-condition diagnostic of MJ1's figure 4.
+R_cons and the image-condition diagnostic of MJ1's figure 4, over all pairs, per task family and per source.
 
-Every pair is judged twice, as given and with its responses swapped. Per image condition:
+Every pair is judged twice, as given and with its responses swapped (their images with them). Per image condition:
 
-- **accuracy**: the share of judgements (both orders) that prefer the labelled response;
+- **accuracy**: the share of judgements (both orders) that prefer the labelled response, failed ones left out (as
+  MMRB2's own scorer counts);
 - **A-rate**: the share of judgements that prefer whatever is in position A (0.5 for a judge without position bias on
   balanced data; 1.0 for one that always picks the first);
 - **swap agreement** (label-free): the share of pairs judged in both orders whose two judgements prefer the same
@@ -13,12 +14,17 @@ Every pair is judged twice, as given and with its responses swapped. Per image c
   a judge consistently wrong agrees with itself and earns no R_cons;
 - failed judgements (no readable scores, a tie) counted apart, never as a choice.
 
-Image conditions: ``real`` (each pair's own image), ``shuffled`` (each pair with another pair's image: a seeded
-derangement over the pairs that have one) and ``blank`` (a grey square). A judge that reads the image loses accuracy
-on shuffled and blank images; one that does not, loses nothing, which is the point of looking. Pairs without an image
-are judged under ``real`` only.
+Image conditions act on the prompt's images (the input a response is judged against): ``real`` (each pair's own),
+``shuffled`` (each pair with another pair's prompt images: a seeded derangement over the pairs that have some) and
+``blank`` (a grey square for each). A judge that reads them loses accuracy on shuffled and blank images; one that does
+not, loses nothing, which is the point of looking. The responses' own images are never changed. Pairs without a
+prompt image (text-to-image) are judged under ``real`` only.
 
-Not here: the judge (:mod:`genrm.engine`), the prompt and reader (:mod:`genrm.methods.pairwise`).
+The same figures are given per task family (``by_task``: MMRB2's per-task table) and per source (``by_source``, for
+pairs that name one).
+
+Not here: the judge (:mod:`genrm.engine`), the prompt and reader (:mod:`genrm.methods.pairwise`), reading MMRB2's
+files (:mod:`genrm.methods.pairwise.mmrb2`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from genrm.choices import IMAGE_CONDITIONS as CONDITIONS
@@ -54,6 +60,7 @@ class ConditionFigures:
     swap_agreement: float | None
     r_cons: float | None
     failures: dict[str, int] = field(default_factory=dict)  # why judgements failed ("class: reason") -> how many
+    group: str = "all"  # the pairs counted: all, or one task family's, or one source's
 
 
 def blank_image() -> str:
@@ -77,22 +84,23 @@ def derangement(count: int, seed: int) -> list[int]:
             return order
 
 
-def images_for(pairs: Sequence[PairExample], condition: Condition, seed: int = 0) -> list[str | None]:
-    """The image each pair is shown under ``condition`` (pairs without an image keep none)."""
+def images_for(pairs: Sequence[PairExample], condition: Condition, seed: int = 0) -> list[list[str] | None]:
+    """The prompt images each pair is shown under ``condition``: None for its own (``real``), another pair's
+    (``shuffled``), or as many blank squares as it has (``blank``)."""
     if condition == "real":
-        return [p.image for p in pairs]
+        return [None] * len(pairs)
     if condition == "blank":
         blank = blank_image()
-        return [blank if p.image else None for p in pairs]
-    with_image = [i for i, p in enumerate(pairs) if p.image]
-    shown: list[str | None] = [p.image for p in pairs]
+        return [[blank] * len(p.prompt_images()) for p in pairs]
+    with_image = [i for i, p in enumerate(pairs) if p.prompt_images()]
+    shown: list[list[str] | None] = [p.prompt_images() for p in pairs]
     for i, j in zip(with_image, derangement(len(with_image), seed), strict=True):
-        shown[i] = pairs[with_image[j]].image
+        shown[i] = pairs[with_image[j]].prompt_images()
     return shown
 
 
-def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple[PairJudgement, PairJudgement]]
-            ) -> ConditionFigures:  # fmt: skip
+def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple[PairJudgement, PairJudgement]],
+            group: str = "all") -> ConditionFigures:  # fmt: skip
     """The figures of one condition from each pair's judgements (as given, swapped)."""
     choices: list[tuple[str, str | None]] = []  # (position chosen, labelled position)
     agreed = both = failed = 0
@@ -117,24 +125,48 @@ def figures(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple
         sum(c == label for c, label in labelled) / len(labelled) if labelled else None,
         sum(c == "A" for c, _ in choices) / len(choices) if choices else None,
         agreed / both if both else None, sum(r_cons) / len(r_cons) if r_cons else None,
-        dict(why.most_common(_REASONS)),
+        dict(why.most_common(_REASONS)), group,
     )  # fmt: skip
+
+
+def breakdown(condition: str, pairs: Sequence[PairExample], judged: Sequence[tuple[PairJudgement, PairJudgement]],
+              key: Callable[[PairExample], str | None]) -> list[ConditionFigures]:  # fmt: skip
+    """The figures of one condition for each value of ``key`` (pairs whose key is None are left out), in the order
+    the values first appear."""
+    groups: dict[str, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        value = key(pair)
+        if value is not None:
+            groups.setdefault(value, []).append(index)
+    return [figures(condition, [pairs[i] for i in members], [judged[i] for i in members], value)
+            for value, members in groups.items()]  # fmt: skip
+
+
+def _rows(figures: Sequence[ConditionFigures], grouped: bool) -> list[str]:
+    head = "| task " if grouped else ""
+    lines = [f"{head}| images | pairs | judgements | failed | accuracy | A-rate | swap agreement | R_cons |",
+             "|---" * (grouped + 1) + "|---:" * 7 + "|"]  # fmt: skip
+    for f in figures:
+        rates = ["n/a" if v is None else f"{v:.3f}" for v in (f.accuracy, f.a_rate, f.swap_agreement, f.r_cons)]
+        cell = f"| {f.group} " if grouped else ""
+        lines.append(f"{cell}| {f.condition} | {f.pairs} | {f.judgements} | {f.failed} | {' | '.join(rates)} |")
+    return lines
 
 
 @dataclass
 class PairReport:
-    """The figures of every condition."""
+    """The figures of every condition, over all pairs and per task family and per source."""
 
     conditions: list[ConditionFigures]
+    by_task: list[ConditionFigures] = field(default_factory=list)
+    by_source: list[ConditionFigures] = field(default_factory=list)
 
     def markdown(self) -> str:
-        """The figures as a table, one row per condition."""
-        lines = ["| images | pairs | judgements | failed | accuracy | A-rate | swap agreement | R_cons |",
-                 "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-        for f in self.conditions:
-            figures = (f.accuracy, f.a_rate, f.swap_agreement, f.r_cons)
-            rates = ["n/a" if v is None else f"{v:.3f}" for v in figures]
-            lines.append(f"| {f.condition} | {f.pairs} | {f.judgements} | {f.failed} | {' | '.join(rates)} |")
+        """The figures as a table, one row per condition; then per task family when the pairs have several."""
+        lines = _rows(self.conditions, False)
+        tasks = list(dict.fromkeys(f.group for f in self.by_task))  # in the order the pairs first show them
+        if len(tasks) > 1:
+            lines += ["", "By task:", "", *_rows(sorted(self.by_task, key=lambda f: tasks.index(f.group)), True)]
         reasons = [f"- {f.condition}: {count} x {reason}" for f in self.conditions for reason, count in
                    f.failures.items()]  # fmt: skip
         if reasons:
@@ -151,8 +183,10 @@ class PairReport:
         return next((next(iter(f.failures)) for f in self.conditions if f.failures), None)
 
     def to_json(self) -> str:
-        """The figures as JSON."""
-        return json.dumps({"conditions": [asdict(f) for f in self.conditions]}, indent=1)
+        """The figures as JSON (``conditions``, ``by_task``, ``by_source``)."""
+        return json.dumps({"conditions": [asdict(f) for f in self.conditions],
+                           "by_task": [asdict(f) for f in self.by_task],
+                           "by_source": [asdict(f) for f in self.by_source]}, indent=1)  # fmt: skip
 
 
 def evaluate_pairs(
@@ -171,18 +205,20 @@ def evaluate_pairs(
     if judge.engine is None:
         raise ValueError("the pairwise judge is a model; 'rule' runs none")
     check_prompt_mode(prompt)
-    if any(p.image for p in pairs) and not judge.sees_images:
+    if any(p.images() for p in pairs) and not judge.sees_images:
         raise ValueError(f"these pairs have images, and {judge.model} cannot see them")
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown image condition {unknown[0]!r:.40}; known: {', '.join(CONDITIONS)}")
     report = PairReport([])
     for condition in conditions:
-        chosen = list(pairs) if condition == "real" else [p for p in pairs if p.image]
+        chosen = list(pairs) if condition == "real" else [p for p in pairs if p.prompt_images()]
         shown = images_for(chosen, condition, seed)  # type: ignore[arg-type]
         requests = [pair_request(p, image, prompt) for p, image in zip(chosen, shown, strict=True)]
         requests += [pair_request(p.swapped(), image, prompt) for p, image in zip(chosen, shown, strict=True)]
         read = run_blocking(ask(judge.engine, requests, judgement_reader(), judge.parse_retries))
         judged = list(zip(read[: len(chosen)], read[len(chosen) :], strict=True))
         report.conditions.append(figures(condition, chosen, judged))
+        report.by_task += breakdown(condition, chosen, judged, lambda p: p.family)
+        report.by_source += breakdown(condition, chosen, judged, lambda p: p.source)
     return report

@@ -18,6 +18,7 @@ Needs torch, transformers and peft.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -28,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.methods.pairwise.models import PairExample
+from genrm.methods.pairwise.mmrb2 import read_pairs
+from genrm.methods.pairwise.models import MAX_IMAGES, PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, read_judgement
 from genrm.methods.pairwise.rewards import consistency, correctness, group_advantages, total_reward
@@ -41,7 +43,10 @@ logger = logging.getLogger(__name__)
 class SwapGRPOArguments:
     """The pairwise judge's GRPO (YAML keys of a recipe, or ``--flags``)."""
 
-    train_file: str = field(default="datasets/examples/pairs/pairs.jsonl", metadata={"help": "labelled pairs"})
+    train_file: str = field(
+        default="datasets/examples/pairs/pairs.jsonl",
+        metadata={"help": "labelled pairs (a pairs JSONL, or an MMRB2-layout .json file)"},
+    )
     model_name_or_path: str = field(default="", metadata={"help": "the judge to train (after its cold-start SFT)"})
     build_tiny_judge: bool = field(
         default=False, metadata={"help": "when model_name_or_path does not exist, save a tiny random VLM judge there"}
@@ -112,6 +117,7 @@ class _Judge:
         )
 
         from genrm.engine.generation import pick_device
+        from genrm.engine.images import load_image
         from genrm.engine.spec import checkpoint_path
 
         path = checkpoint_path(args.model_name_or_path)
@@ -130,33 +136,22 @@ class _Judge:
             model = get_peft_model(model, LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha,
                                                      target_modules=targets, task_type="CAUSAL_LM"))  # fmt: skip
         self.model = model.to(pick_device(args.device))
-        self.image_dir = image_dir
-        self._last_image: tuple[str | None, Any] = (None, None)
+        # A pair's images are shown to its G originals and G continuations in a row: the most recent are kept (as
+        # many as one pair may show, so that a long run does not hold every image of its data).
+        self._image = functools.lru_cache(maxsize=MAX_IMAGES)(lambda reference: load_image(reference, image_dir))
 
     def inputs(self, pair: PairExample, prefix: str = "") -> dict[str, Any]:
-        """The tensors of ``pair``'s prompt (its image included), followed by an answer's beginning ``prefix``."""
-        request = pair_request(pair)
-        user: Any = request.prompt.user
-        image = None
-        if self.vision and request.prompt.image is not None:
-            image = self._image(request.prompt.image)
-            user = [{"type": "image"}, {"type": "text", "text": request.prompt.user}]  # TRL's vision layout
-        messages = [{"role": "system", "content": request.prompt.system}, {"role": "user", "content": user}]
+        """The tensors of ``pair``'s prompt (its images included, each where it goes), followed by an answer's
+        beginning ``prefix``."""
+        prompt = pair_request(pair).prompt
+        images = [self._image(reference) for reference in prompt.images] if self.vision else []
+        messages = prompt.messages(image_placeholders=True)  # a text-only judge is refused image pairs up front
         text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + prefix
-        if image is not None:
-            encoded = self.processor(images=[image], text=[text], add_special_tokens=False, return_tensors="pt")
+        if images:
+            encoded = self.processor(images=images, text=[text], add_special_tokens=False, return_tensors="pt")
         else:
             encoded = self.tokenizer([text], add_special_tokens=False, return_tensors="pt")
         return {key: value.to(self.model.device) for key, value in encoded.items()}
-
-    def _image(self, reference: str) -> Any:
-        # A pair's image is shown to its G originals and G continuations in a row: the last one read is kept (one,
-        # so that a long run does not hold every image of its data).
-        from genrm.engine.images import load_image
-
-        if self._last_image[0] != reference:
-            self._last_image = (reference, load_image(reference, self.image_dir))
-        return self._last_image[1]
 
     def generate(self, inputs: dict[str, Any], count: int, temperature: float, max_tokens: int) -> list[list[int]]:
         """``count`` continuations of ``inputs`` (sampled at ``temperature``; greedy at 0), each up to and with its
@@ -197,9 +192,7 @@ def run_swap_grpo(args: SwapGRPOArguments) -> Path:
     if args.num_generations < 2:
         raise ValueError("num_generations must be at least 2: the advantages are relative to the group")
     source = Path(args.train_file)
-    pairs = [PairExample.model_validate_json(line) for line in source.read_text(encoding="utf-8").splitlines()
-             if line.strip()]  # fmt: skip
-    pairs = [p for p in pairs if p.label is not None]
+    pairs = [p for p in read_pairs(source) if p.label is not None]
     if not pairs:
         raise ValueError(f"{source} has no labelled pair")
     if args.build_tiny_judge and not Path(args.model_name_or_path).exists():
@@ -210,6 +203,8 @@ def run_swap_grpo(args: SwapGRPOArguments) -> Path:
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     judge = _Judge(args, source.parent)
+    if not judge.vision and any(p.images() for p in pairs):
+        raise ValueError(f"{args.model_name_or_path} cannot see images, and the pairs of {source} have them")
     per_epoch = math.ceil(len(pairs) / args.pairs_per_step)
     steps = args.max_steps if args.max_steps > 0 else max(1, math.ceil(per_epoch * args.num_train_epochs))
     trainable = [p for p in judge.model.parameters() if p.requires_grad]

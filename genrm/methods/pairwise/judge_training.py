@@ -5,9 +5,10 @@ A trace (:class:`PairTrace`) is one labelled pair and a teacher's full tagged an
 distils reasoning traces; here a trace is kept only when the teacher's answer reads, has all eleven tags well formed,
 and prefers the labelled response (rejection sampling: a judge is not taught a wrong verdict). The label of a trace is
 the first teacher's, in the order given, whose answer passes; a pair needs ``min_teachers`` readable answers (default
-1). Pairs without a label or an image are dropped, with the reason: the records always show the judge the image.
+1). Pairs without a label or an image are dropped, with the reason: the records always show the judge the images.
 
-Records use the method's own prompt (:mod:`.prompts`):
+Records use the method's own prompt (:mod:`.prompts`), its messages in parts with an image placeholder where each
+image goes (the prompt's, each response's), the images in that order in the ``images`` column (TRL's vision layout):
 
 - SFT: ``{"prompt", "completion", "images"}``, the completion the teacher's answer;
 - RLVR: ``{"prompt", "images", "judge_label"}`` (``A`` or ``B``), read by :func:`format_reward_func` (eq. 2's format
@@ -56,12 +57,13 @@ class PairTrace(BaseModel):
 
 
 def _prompt(trace: PairTrace) -> dict[str, Any]:
-    request = pair_request(trace.pair)
-    if request.prompt.image is None:
+    prompt = pair_request(trace.pair).prompt
+    if not prompt.images:
         raise ValueError(f"trace {trace.id} has no image; the pairwise judge's records always show one")
-    return {"id": trace.id, "prompt": [{"role": "system", "content": request.prompt.system},
-                                       {"role": "user", "content": request.prompt.user}],
-            IMAGES_COLUMN: [request.prompt.image]}  # fmt: skip
+    system, user = prompt.messages(image_placeholders=True)
+    # Every part structured (the system's text too): one record's messages share a shape, as a dataset column must
+    system = {**system, "content": [{"type": "text", "text": system["content"]}]}
+    return {"id": trace.id, "prompt": [system, user], IMAGES_COLUMN: list(prompt.images)}
 
 
 def sft_record(trace: PairTrace, exposure: str = "minimal") -> dict[str, Any]:
@@ -126,7 +128,7 @@ async def label_pairs(
 
     async def one(pair: PairExample) -> PairTrace | None:
         report.responses += 1
-        if pair.label is None or not pair.image:
+        if pair.label is None or not pair.images():
             report.drop_reasons["no label" if pair.label is None else "no image"] += 1
             bar.update(1)
             return None

@@ -190,15 +190,15 @@ class PairwiseMethod:
 
     def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
         """The scripted colour judge (:mod:`.scene_judge`: it prefers the response that names the prompt image's
-        colour): ``--judge scripted``, to try the method offline. Relative image paths are read against
-        ``image_dir``. An image it cannot read fails that judgement (ValueError), rather than leaving the judge
-        nothing to go on and a first-position preference scored as a reward."""
+        colour, or whose image has the colour the prompt asks for): ``--judge scripted``, to try the method offline.
+        Relative image paths are read against ``image_dir``. An image it cannot read fails that judgement (ValueError),
+        rather than leaving the judge nothing to go on and a first-position preference scored as a reward."""
         from genrm.methods.pairwise.scene_judge import colour_judge, colour_of
 
         def judge(request: ChatRequest) -> str:
-            image = request.prompt.image
-            if image and colour_of(image, image_dir) is None:
-                raise ValueError(f"the scripted judge cannot read the image {image[:120]!r}")
+            for image in request.prompt.images:
+                if colour_of(image, image_dir) is None:
+                    raise ValueError(f"the scripted judge cannot read the image {image[:120]!r}")
             return colour_judge(request, image_dir)
 
         return judge

@@ -7,7 +7,9 @@ claim against the observations, the evaluation by criteria, then two distinct in
 (claims, verification) holding one section per response. No JSON schema is sent: the chain is free text that a
 grammar would only constrain in its tags, and :mod:`.reading` checks them strictly.
 
-The criteria per family follow the source's figures 8-11, in this project's words. The open-ended mode (MJ1 table
+The criteria per family follow the source's figures 8-11, in this project's words. The user turn interleaves text
+and images as MMRB2's judges are shown a pair: the prompt's parts, then response A's, then response B's, each under
+its label; the swap of :mod:`.swap` exchanges the responses with their images. The open-ended mode (MJ1 table
 1's baseline) asks for the same criteria and scores without the chain, so that what the chain adds can be measured.
 
 Not here: reading the answer (:mod:`.reading`), swapping it (:mod:`.swap`).
@@ -18,7 +20,7 @@ from __future__ import annotations
 from genrm.choices import PAIR_PROMPT_MODES
 from genrm.choices import PairPromptMode as PromptMode
 from genrm.engine.types import ChatPrompt, ChatRequest
-from genrm.methods.pairwise.models import Family, PairExample
+from genrm.methods.pairwise.models import Content, Family, PairExample, content_parts
 
 #: The eleven tags of an answer, in order: (tag, parent or None).
 TAGS: tuple[tuple[str, str | None], ...] = (
@@ -129,16 +131,34 @@ def system_message(family: Family, mode: PromptMode = "grounded") -> str:
     return (_SYSTEM if mode == "grounded" else _OPEN) % {"criteria": criteria}
 
 
+def _labelled(sections: list[tuple[str, Content]]) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """The user text of labelled sections and where each image goes in it (character offsets)."""
+    text, images = "", []
+    for n, (label, content) in enumerate(sections):
+        text += ("\n\n" if n else "") + f"{label}:\n"
+        for kind, value in content_parts(content):
+            if kind == "image":
+                images.append((len(text), value))
+            else:
+                text += value
+    return text, tuple(images)
+
+
 def user_message(pair: PairExample) -> str:
-    """The prompt and the two responses, A then B."""
-    return f"PROMPT:\n{pair.prompt}\n\nRESPONSE A:\n{pair.response_a}\n\nRESPONSE B:\n{pair.response_b}"
+    """The prompt and the two responses, A then B, as text (each image's place is known to :func:`pair_request`)."""
+    return _labelled([("PROMPT", pair.prompt), ("RESPONSE A", pair.response_a), ("RESPONSE B", pair.response_b)])[0]
 
 
-def pair_request(pair: PairExample, image: str | None = None, mode: PromptMode = "grounded") -> ChatRequest:
-    """The judge's request for ``pair``, with ``image`` in place of the pair's own when given (the image-condition
-    diagnostic shows shuffled or blank images), asked with the grounded chain or open-ended (``mode``)."""
-    shown = image if image is not None else pair.image
-    return ChatRequest(ChatPrompt(system_message(pair.family, mode), user_message(pair), shown), None, "pairwise")
+def pair_request(pair: PairExample, prompt_images: list[str] | None = None, mode: PromptMode = "grounded"
+                 ) -> ChatRequest:  # fmt: skip
+    """The judge's request for ``pair``: the prompt, then response A, then response B, each image where its part
+    is (the pair's ``image`` before everything). ``prompt_images`` replace the prompt's own when given (the
+    image-condition diagnostic shows shuffled or blank images); asked with the grounded chain or open-ended
+    (``mode``)."""
+    shown = pair if prompt_images is None else pair.with_prompt_images(prompt_images)
+    text, inline = _labelled([("PROMPT", shown.prompt), ("RESPONSE A", shown.response_a),
+                              ("RESPONSE B", shown.response_b)])  # fmt: skip
+    return ChatRequest(ChatPrompt(system_message(pair.family, mode), text, shown.image, inline), None, "pairwise")
 
 
 def check_prompt_mode(mode: object) -> PromptMode:

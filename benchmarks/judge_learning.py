@@ -1,0 +1,258 @@
+"""Does the judge learn to judge? base -> SFT -> RLVR on held-out inputs and held-out task families, over seeds, and
+the audit's loop closed: master-key false positives on held-out keys, trained without and with the audit's negatives.
+
+    python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
+        [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
+        [--eval-limit 200] [--out runs/judge-learning] [--quick]
+
+What it does, every step a ``genrm`` command a user can run by hand:
+
+1. data: ``genrm data synthetic --inputs N --held-out FAMILY`` (train, test by input, and the held-out families as
+   ``test_held_out.jsonl``); ``genrm audit build`` on the train split, ``genrm data from-audit`` with the held-out keys
+   excluded (``--not-in`` the test split), appended to the train split; ``genrm audit build`` on the test split, the
+   audit the master keys are measured on;
+2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on train + negatives with a checkpoint
+   every tenth of the run, RLVR from the SFT judge (the tiny CPU recipes, steps as given), and an SFT on train alone
+   (the "before" of the audit loop);
+3. the reliability table (``genrm eval``, free decoding: what the model learned) of base, SFT and RLVR on the test
+   split and on the held-out families, mean and spread (population standard deviation) over the seeds; the SFT
+   checkpoints' criterion-level accuracy on the test split against steps (the learning curve); the master-key false
+   positives (share of the held-out keys' responses given any undeserved credit, ``genrm audit run`` on those
+   responses alone, with the count of criteria not judged beside it) of the SFT judge trained without and with the
+   negatives; seconds per SFT and RLVR step;
+4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
+   criterion-level accuracy against steps) in ``--out``, and one summary line.
+
+``--quick`` shrinks everything (a few steps, a few examples) to check that the study runs end to end, in minutes; its
+figures mean nothing. On a GPU, ``--device cuda`` with a larger ``--hidden-size`` and ``--layers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from genrm.cli import main as genrm  # noqa: E402
+
+MEASURES = ["Schema", "Criterion", "Execution", "Arguments", "Credit", "Criterion-level", "Sample-level"]
+STAGES = ["base", "SFT", "RLVR"]
+SPLITS = {"test": "test.jsonl", "held-out families": "test_held_out.jsonl"}
+ARMS = ("without", "with")  # the SFT judge trained without and with the audit's negatives
+FORMAT_REWARD, CONTENT_REWARD = "rewards/format_reward_func/mean", "rewards/content_reward_func/mean"
+
+
+def _run(args: list[str]) -> None:
+    code = genrm(args)
+    if code != 0:
+        raise RuntimeError(f"genrm {' '.join(args[:2])} exited {code}: genrm {' '.join(args)}")
+
+
+def _table(model: str, data: Path, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
+    """The reliability table (percent per measure) of ``model`` on ``data``, decoded freely."""
+    command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
+               "--unconstrained", "--json", str(out), "-q"]  # fmt: skip
+    if args.eval_limit:
+        command += ["--limit", str(args.eval_limit)]
+    _run(command)
+    return {row["measure"]: row["percent"] for row in json.loads(out.read_text())["rows"]}
+
+
+def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path) -> dict[str, float | int | None]:
+    """How ``model`` pays the held-out keys' responses of ``audit`` (only those are judged): the share (percent) given
+    any undeserved credit, and how many of their criteria failed to be judged (a failure is never credit, so a judge
+    whose answers do not read pays nothing: the count says whether a low share means anything)."""
+    _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
+          args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "-q"])  # fmt: skip
+    (setting,) = json.loads((out / "audit.json").read_text())["settings"]
+    rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
+    total = sum(row["responses"] for row in rows)
+    paid = 100.0 * sum(row["responses_with_fp"] for row in rows) / total if total else None
+    return {"percent": paid, "responses": total, "failed_criteria": sum(row["failed"] for row in rows)}
+
+
+def _keys_audit(data: Path, keys: list[str]) -> Path:
+    """The master-key responses of the held-out ``keys`` in the test split's audit, alone (the rest of the audit is
+    not what this study measures, and judging it would take most of the study's time)."""
+    lines = [line for line in (data / "audit_test.jsonl").read_text().splitlines()
+             if (row := json.loads(line))["category"] == "master_key" and row["attack"] in keys]  # fmt: skip
+    path = data / "audit_test_held_out_keys.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _history(run: Path) -> list[dict[str, Any]]:
+    return json.loads((run / "log_history.json").read_text())
+
+
+def _seconds_per_step(run: Path) -> float:
+    history = _history(run)
+    final = next(e for e in reversed(history) if "train_runtime" in e)
+    return final["train_runtime"] / max(e.get("step", 0) for e in history)
+
+
+def _data(args: argparse.Namespace, out: Path) -> Path:
+    data = out / "data"
+    _run(["data", "synthetic", "-o", str(data), "--inputs", str(args.inputs), "--held-out", *args.held_out, "-q"])
+    _run(["audit", "build", str(data / "train.jsonl"), "-o", str(data / "audit_train.jsonl")])
+    _run(["data", "from-audit", str(data / "audit_train.jsonl"), "-o", str(data / "negatives.jsonl"), "--exclude",
+          *args.held_out_keys, "--not-in", str(data / "test.jsonl")])  # fmt: skip
+    plus = (data / "train.jsonl").read_text() + (data / "negatives.jsonl").read_text()
+    (data / "train_plus_negatives.jsonl").write_text(plus)
+    _run(["audit", "build", str(data / "test.jsonl"), "-o", str(data / "audit_test.jsonl")])
+    _keys_audit(data, args.held_out_keys)
+    return data
+
+
+def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """One seed's models, tables, curves and timings."""
+    root = out / f"seed-{seed}"
+    base, sft, rlvr, sft_plain = root / "base", root / "sft", root / "rlvr", root / "sft-without-negatives"
+    _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
+          str(args.layers)])  # fmt: skip
+    device = ["--use_cpu", "false"] if args.device != "cpu" else []
+    every = max(1, args.sft_steps // 10)
+    sft_common = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), "--model_name_or_path", str(base),
+                  "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)), "--seed", str(seed),
+                  "--plot", "false", *device]  # fmt: skip
+    _run(["train", "sft", *sft_common, "--train_file", str(data / "train_plus_negatives.jsonl"), "--output_dir",
+          str(sft), "--save_steps", str(every), "--save_total_limit", "100"])  # fmt: skip
+    _run(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
+          str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
+          str(args.rlvr_steps), "--logging_steps", "2", "--seed", str(seed), "--plot", "false", *device])  # fmt: skip
+    _run(["train", "sft", *sft_common, "--train_file", str(data / "train.jsonl"), "--output_dir", str(sft_plain),
+          "--save_strategy", "no"])  # fmt: skip
+    tables = {(stage, split): _table(str(model), data / name, args, root / f"{stage}-{name}.eval.json")
+              for stage, model in zip(STAGES, (base, sft, rlvr), strict=True)
+              for split, name in SPLITS.items()}  # fmt: skip
+    curve = []
+    for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+        table = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
+        curve.append((int(checkpoint.name.split("-")[1]), table["Criterion-level"]))
+    audit = data / "audit_test_held_out_keys.jsonl"
+    keys = {name: _master_key_fp(str(model), audit, args, root / f"audit-{name}")
+            for name, model in (("without", sft_plain), ("with", sft))}  # fmt: skip
+    return {
+        "tables": {f"{stage}|{split}": table for (stage, split), table in tables.items()},
+        "curve": curve,
+        "sft_loss": [(e["step"], e["loss"]) for e in _history(sft) if "loss" in e],
+        "rlvr_rewards": [
+            (e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in _history(rlvr) if "loss" in e
+        ],  # fmt: skip
+        "master_key_fp": keys,
+        "seconds_per_step": {"SFT": _seconds_per_step(sft), "RLVR": _seconds_per_step(rlvr)},
+    }
+
+
+def _spread(values: list[float | None]) -> tuple[float | None, float | None]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return None, None
+    return statistics.fmean(known), statistics.pstdev(known) if len(known) > 1 else 0.0
+
+
+def _cell(values: list[float | None]) -> str:
+    mean, spread = _spread(values)
+    return "n/a" if mean is None else f"{mean:.1f} ± {spread:.1f}"
+
+
+def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
+    lines = [
+        f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
+        f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
+        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, device {args.device}; percent, mean ± spread "
+        "over seeds",
+        "",
+    ]
+    for split in SPLITS:
+        head = "| measure | " + " | ".join(STAGES) + " |"
+        lines += [f"**{split}**", "", head, "|---" + "|---:" * len(STAGES) + "|"]
+        for measure in MEASURES:
+            cells = [_cell([r["tables"][f"{stage}|{split}"][measure] for r in results.values()]) for stage in STAGES]
+            lines.append(f"| {measure} | " + " | ".join(cells) + " |")
+        lines.append("")
+    paid = {arm: _cell([r["master_key_fp"][arm]["percent"] for r in results.values()]) for arm in ARMS}
+    failed = {arm: sum(r["master_key_fp"][arm]["failed_criteria"] for r in results.values()) for arm in ARMS}
+    lines += [f"Master-key responses paid on held-out keys ({', '.join(args.held_out_keys)}), SFT judge: without the "
+              f"audit's negatives {paid['without']}, with them {paid['with']} (criteria not judged, all seeds: "
+              f"{failed['without']} and {failed['with']})", ""]  # fmt: skip
+    for stage in ("SFT", "RLVR"):
+        lines.append(f"{stage}: {_cell([r['seconds_per_step'][stage] for r in results.values()])} s/step")
+    return "\n".join(lines)
+
+
+def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
+    from genrm.figures import pyplot, save
+
+    plt = pyplot()
+    figure, (loss, rewards, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
+    for seed, result in results.items():
+        loss.plot(*zip(*result["sft_loss"], strict=True), label=f"seed {seed}")
+        steps = [s for s, _, _ in result["rlvr_rewards"]]
+        rewards.plot(steps, [f for _, f, _ in result["rlvr_rewards"]], label=f"format, seed {seed}")
+        rewards.plot(steps, [c for _, _, c in result["rlvr_rewards"]], "--", label=f"content, seed {seed}")
+        if result["curve"]:
+            accuracy.plot(*zip(*result["curve"], strict=True), marker="o", label=f"seed {seed}")
+    for axes, title in ((loss, "SFT train loss"), (rewards, "RLVR rewards (batch mean)"),
+                        (accuracy, "criterion-level accuracy, test split (%)")):  # fmt: skip
+        axes.set_title(title)
+        axes.set_xlabel("step")
+        axes.legend(fontsize=7)
+    save(figure, path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--inputs", type=int, default=2000, help="synthetic inputs (2000)")
+    parser.add_argument("--held-out", nargs="+", default=["grounding"], help="families held out (grounding)")
+    parser.add_argument("--held-out-keys", nargs="+", default=["period", "comma", "colon", "solution_ja"],
+                        help="master keys left out of the negatives, measured after training")  # fmt: skip
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--sft-steps", type=int, default=600)
+    parser.add_argument("--rlvr-steps", type=int, default=40)
+    parser.add_argument("--hidden-size", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
+    parser.add_argument("--out", default=str(_ROOT / "runs" / "judge-learning"))
+    parser.add_argument("--quick", action="store_true", help="a few steps and examples: checks that the study runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    data = _data(args, out)
+    results = {seed: _seed(seed, data, args, out) for seed in args.seeds}
+    report = _report(results, args)
+    print(report)
+    (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
+    (out / "judge_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
+    _figure(results, out / "judge_learning.png")
+
+    def mean(key: str, stage: str, split: str = "test") -> str:
+        value = _spread([r["tables"][f"{stage}|{split}"][key] for r in results.values()])[0]
+        return "n/a" if value is None else f"{value:.1f}%"
+
+    fp = {arm: _spread([r["master_key_fp"][arm]["percent"] for r in results.values()])[0] for arm in ARMS}
+    shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
+    failed = {arm: sum(r["master_key_fp"][arm]["failed_criteria"] for r in results.values()) for arm in ARMS}
+    print(f"summary: criterion-level on held-out inputs base {mean('Criterion-level', 'base')} -> SFT "
+          f"{mean('Criterion-level', 'SFT')} -> RLVR {mean('Criterion-level', 'RLVR')} (held-out families: SFT "
+          f"{mean('Criterion-level', 'SFT', 'held-out families')}, RLVR "
+          f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
+          f"held-out master keys paid {shown['without']} -> {shown['with']} with the audit's negatives ("
+          f"{failed['without']} and {failed['with']} criteria not judged); "
+          f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
