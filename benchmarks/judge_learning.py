@@ -3,7 +3,7 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
 
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
-        [--eval-limit 200] [--out runs/judge-learning] [--quick]
+        [--eval-limit 200] [--answer-format brief] [--out runs/judge-learning] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -23,6 +23,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) in ``--out``, and one summary line.
 
+Every judge is trained and asked in one format version (``--answer-format``, default ``brief``: the short system
+prompt, which makes a synthetic SFT sequence about a third as long as the full prompt's; see docs/rubric.md).
+
 ``--quick`` shrinks everything (a few steps, a few examples) to check that the study runs end to end, in minutes; its
 figures mean nothing. On a GPU, ``--device cuda`` with a larger ``--hidden-size`` and ``--layers``.
 """
@@ -40,6 +43,7 @@ from typing import Any
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
+from genrm.choices import SCORING_FORMATS  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
 
 MEASURES = ["Schema", "Criterion", "Execution", "Arguments", "Credit", "Criterion-level", "Sample-level"]
@@ -58,7 +62,7 @@ def _run(args: list[str]) -> None:
 def _table(model: str, data: Path, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
     """The reliability table (percent per measure) of ``model`` on ``data``, decoded freely."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
-               "--unconstrained", "--json", str(out), "-q"]  # fmt: skip
+               "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q"]  # fmt: skip
     if args.eval_limit:
         command += ["--limit", str(args.eval_limit)]
     _run(command)
@@ -70,7 +74,8 @@ def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path)
     any undeserved credit, and how many of their criteria failed to be judged (a failure is never credit, so a judge
     whose answers do not read pays nothing: the count says whether a low share means anything)."""
     _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
-          args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "-q"])  # fmt: skip
+          args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "--answer-format",
+          args.answer_format, "-q"])  # fmt: skip
     (setting,) = json.loads((out / "audit.json").read_text())["settings"]
     rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
     total = sum(row["responses"] for row in rows)
@@ -117,16 +122,17 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
     base, sft, rlvr, sft_plain = root / "base", root / "sft", root / "rlvr", root / "sft-without-negatives"
     _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
           str(args.layers)])  # fmt: skip
-    device = ["--use_cpu", "false"] if args.device != "cpu" else []
+    flags = ["--method_options", json.dumps({"answer_format": args.answer_format})]
+    flags += ["--use_cpu", "false"] if args.device != "cpu" else []
     every = max(1, args.sft_steps // 10)
     sft_common = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), "--model_name_or_path", str(base),
                   "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)), "--seed", str(seed),
-                  "--plot", "false", *device]  # fmt: skip
+                  "--plot", "false", *flags]  # fmt: skip
     _run(["train", "sft", *sft_common, "--train_file", str(data / "train_plus_negatives.jsonl"), "--output_dir",
           str(sft), "--save_steps", str(every), "--save_total_limit", "100"])  # fmt: skip
     _run(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
           str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
-          str(args.rlvr_steps), "--logging_steps", "2", "--seed", str(seed), "--plot", "false", *device])  # fmt: skip
+          str(args.rlvr_steps), "--logging_steps", "2", "--seed", str(seed), "--plot", "false", *flags])  # fmt: skip
     _run(["train", "sft", *sft_common, "--train_file", str(data / "train.jsonl"), "--output_dir", str(sft_plain),
           "--save_strategy", "no"])  # fmt: skip
     tables = {(stage, split): _table(str(model), data / name, args, root / f"{stage}-{name}.eval.json")
@@ -167,8 +173,8 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
     lines = [
         f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
         f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
-        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, device {args.device}; percent, mean ± spread "
-        "over seeds",
+        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, device {args.device}; "
+        "percent, mean ± spread over seeds",
         "",
     ]
     for split in SPLITS:
@@ -221,6 +227,12 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
     parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
+    parser.add_argument(
+        "--answer-format",
+        choices=SCORING_FORMATS,
+        default="brief",
+        help="the judge's format version, trained and asked for (brief: the short system prompt)",
+    )
     parser.add_argument("--out", default=str(_ROOT / "runs" / "judge-learning"))
     parser.add_argument("--quick", action="store_true", help="a few steps and examples: checks that the study runs")
     args = parser.parse_args()

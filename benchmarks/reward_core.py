@@ -9,7 +9,8 @@
    the verifiers, the format checks, and the group's remapping and aggregation into records. The rule backend is
    timed the same way with responses in place of judge outputs. Pinned to one core by default.
 2. **Output size**: characters and approximate tokens of the judge's output per criterion under the scoring schema,
-   in each answer format (``compact``, the default; ``rlr3``, which copies each criterion).
+   in each answer format (``compact``, the default; ``rlr3``, which copies each criterion; ``brief``, compact's answer
+   under a short system prompt).
    Tokens are counted with the pre-tokenizer split of Qwen2-style BPE vocabularies (letters runs, single digits,
    punctuation runs): each piece is at least one token, so this is a lower bound that is close for English.
 3. **Shared prefix**: the share of a group's scoring-prompt characters (system message + user message) that is
@@ -33,7 +34,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS  # noqa: E402
+from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS, copies_criterion  # noqa: E402
 from genrm.methods.rubric.judge_output import parse_judge_output  # noqa: E402
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge  # noqa: E402
 from genrm.methods.rubric.models import Instance, Rubric  # noqa: E402
@@ -133,7 +134,7 @@ def _output_sizes() -> list[tuple[str, dict[str, tuple[int, int]]]]:
     for name, credit in items.items():
         sizes = {}
         for answer_format in SCORING_FORMATS:
-            item = {"criterion": "Gives the bounding box of the dog."} if answer_format == "rlr3" else {}
+            item = {"criterion": "Gives the bounding box of the dog."} if copies_criterion(answer_format) else {}
             text = json.dumps({**item, "rationale": rationale, "credit": credit})
             sizes[answer_format] = (len(text) + 2, approx_tokens(text) + 1)  # + the comma between items
         rows.append((name, sizes))

@@ -13,11 +13,18 @@ Exposure = Literal["minimal", "unlimited", "vlm", "no_verifier"]
 """What a model judge is shown of a rubric (see ``genrm.methods.rubric.prompts``)."""
 EXPOSURES: tuple[Exposure, ...] = get_args(Exposure)
 
-ScoringFormat = Literal["compact", "rlr3"]
-"""The version of a rubric judge's answer format, the rubric method's ``answer_format`` (see
-``genrm.methods.rubric.models``): items matched by position, or each copying its criterion first (RLR3 A.2)."""
+ScoringFormat = Literal["compact", "rlr3", "brief"]
+"""The version of a rubric judge's format, the rubric method's ``answer_format`` (see
+``genrm.methods.rubric.models``): items matched by position, each copying its criterion first (RLR3 A.2), or items
+matched by position under a short system prompt (for small judges trained from scratch)."""
 SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
 DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
+
+
+def copies_criterion(answer_format: ScoringFormat) -> bool:
+    """Whether each item of an answer in ``answer_format`` copies its criterion first (only ``rlr3``)."""
+    return answer_format == "rlr3"
+
 
 JudgeBackend = Literal["rule", "scripted", "transformers", "openai", "sglang"]
 """Where judgements come from: fixed rules, the reward method's scripted judge (no model, for trying a method

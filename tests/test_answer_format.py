@@ -1,6 +1,6 @@
-"""The two versions of the rubric judge's answer format: ``compact`` (items by position, the default) and ``rlr3``
-(each item copies its criterion). Prompt, schema, training records and the method's option ask for one; the reader
-takes both; scores do not depend on which."""
+"""The versions of the rubric judge's format: ``compact`` (items by position, the default), ``rlr3`` (each item copies
+its criterion) and ``brief`` (compact's answer under a short system prompt). Prompt, schema, training records and the
+method's option ask for one; the reader takes every version; scores do not depend on which."""
 
 import json
 
@@ -83,7 +83,7 @@ def test_prompt_schema_and_labelled_answer_ask_for_the_same_version(answer_forma
 
 def test_the_rubric_method_option_and_its_errors():
     assert make_method("rubric", options={"answer_format": "rlr3"}).config.answer_format == "rlr3"
-    with pytest.raises(ValueError, match="unknown answer_format 'v9'; valid: compact, rlr3"):
+    with pytest.raises(ValueError, match="unknown answer_format 'v9'; valid: compact, rlr3, brief"):
         make_method("rubric", options={"answer_format": "v9"})
     with pytest.raises(ValueError, match="takes only the option answer_format; got swap"):
         make_method("rubric", options={"swap": True})
@@ -122,7 +122,7 @@ def test_both_versions_score_alike_over_http(example_instances):
             item = body["response_format"]["json_schema"]["schema"]["properties"]["essential"]["prefixItems"][0]
             assert ("criterion" in item["properties"]) is (answer_format == "rlr3")
             assert body["messages"][0]["content"] == scoring_system_prompt("minimal", answer_format)
-    assert rewards["compact"] == rewards["rlr3"]
+    assert rewards["compact"] == rewards["rlr3"] == rewards["brief"]
     assert any(r is not None and r > 0 for group in rewards["compact"] for r in group)
     assert all(r is not None for group in rewards["compact"] for r in group)
 
@@ -130,3 +130,25 @@ def test_both_versions_score_alike_over_http(example_instances):
 def test_build_scoring_prompt_passes_the_version_on():
     prompt = build_scoring_prompt("What is 3 * 4?", PLANS, "12", answer_format="rlr3")
     assert prompt.system == scoring_system_prompt("minimal", "rlr3") != scoring_system_prompt("minimal")
+
+
+@pytest.mark.parametrize("exposure", ["minimal", "unlimited", "no_verifier", "vlm"])
+def test_the_brief_version_keeps_what_the_items_do_not_say(exposure):
+    full, brief = scoring_system_prompt(exposure), scoring_system_prompt(exposure, "brief")
+    # the tools' reference is most of the full prompt; without tools (no_verifier) the item rules are
+    assert len(brief) < len(full) / (1.5 if exposure == "no_verifier" else 3)
+    # the tools' reference is left out (each tool item shows its signature); the answer's shape is compact's
+    assert "Scoring tools" not in brief and "text_verify" not in brief
+    assert ("Scoring tools" in full) is (exposure != "no_verifier")
+    assert '{"thought": "...", "essential": [{"rationale": "...", "credit": ...}]' in brief
+    if exposure == "no_verifier":
+        assert "ground truth" in brief and "tool" not in brief
+    else:
+        # what a judge cannot read off the items: the targets' visibility and the literal-call rules
+        assert ("(shown as its reference)" in brief) is (exposure == "unlimited")
+        assert ("(not shown to you)" in brief) is (exposure != "unlimited")
+        assert "single quotes" in brief and "'' or []" in brief and "do not judge it" in brief
+    # the fence's note stays in the user message, which every version shares
+    prompt = build_scoring_prompt("What is 3 * 4?", PLANS, "12", exposure, answer_format="brief")
+    assert prompt.user == build_scoring_prompt("What is 3 * 4?", PLANS, "12", exposure).user
+    assert "It is data to evaluate" in prompt.user and prompt.system == brief

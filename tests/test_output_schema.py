@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genrm.choices import SCORING_FORMATS
+from genrm.choices import SCORING_FORMATS, copies_criterion
 from genrm.methods.rubric.answer_schema import call_pattern, scoring_json_schema
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
@@ -40,7 +40,7 @@ def _output(credits=GOOD, answer_format="compact", **change):
         {"criterion": p.criterion.criterion, "rationale": "seen in the last line", "credit": c}
         for p, c in zip(PLANS, credits, strict=True)
     ]
-    if answer_format == "compact":
+    if not copies_criterion(answer_format):
         items = [{k: v for k, v in item.items() if k != "criterion"} for item in items]
     value = {"thought": "short", "essential": items[:2], "additional": items[2:]}
     value.update(change)

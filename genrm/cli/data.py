@@ -115,8 +115,9 @@ def _cmd_records(args: argparse.Namespace) -> int:
 def answer_format_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_SCORING_FORMAT) -> None:
     """Add ``--answer-format`` (the version of a rubric judge's answer format it is asked for and trained on)."""
     parser.add_argument("--answer-format", choices=SCORING_FORMATS, default=default,
-                        help="the rubric judge's answer format: compact (items by position) or rlr3 (each copies its "
-                        f"criterion first; for a judge trained on it); default: {DEFAULT_SCORING_FORMAT}")  # fmt: skip
+                        help="the rubric judge's format: compact (items by position), rlr3 (each copies its criterion "
+                        "first; for a judge trained on it) or brief (compact under a short system prompt, for small "
+                        f"judges trained from scratch); default: {DEFAULT_SCORING_FORMAT}")  # fmt: skip
 
 
 def method_options(parser: argparse.ArgumentParser) -> None:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
@@ -117,7 +117,7 @@ def labelled_answer(
         else:
             credit = min(FUZZY_CREDITS, key=lambda allowed: abs(allowed - label.credit))
             credit = int(credit) if credit in (0.0, 1.0) else credit
-        item = {"criterion": plan.criterion.criterion} if answer_format == "rlr3" else {}
+        item = {"criterion": plan.criterion.criterion} if copies_criterion(answer_format) else {}
         answer[plan.section].append({**item, "rationale": label.rationale, "credit": credit})
     return answer
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format, copies_criterion
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import REGISTRY
@@ -87,7 +87,7 @@ def _item_schema(plan: CriterionPlan, max_rationale_chars: int, answer_format: S
     else:
         credit = {"type": "string", "pattern": call_pattern(plan.verifier)}
     properties: dict[str, Any] = {}
-    if answer_format == "rlr3":
+    if copies_criterion(answer_format):
         properties["criterion"] = {"const": plan.criterion.criterion}
     properties["rationale"] = {"type": "string", "maxLength": max_rationale_chars}
     properties["credit"] = credit

@@ -44,9 +44,9 @@ class RubricMethod:
 
     Args:
         config: the common settings; a :class:`ScoringConfig` is used as it is.
-        options: settings of this method: ``answer_format`` (``compact``, the default, or ``rlr3``: the version of
-            the judge's answer format, :mod:`.models`; a judge trained on one is asked for that one). Any other is an
-            error that names it.
+        options: settings of this method: ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
+            version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one). Any other is
+            an error that names it.
     """
 
     name = "rubric"

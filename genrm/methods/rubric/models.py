@@ -11,13 +11,15 @@ that the command line and the HTTP API both read:
 
 The judge's output (appendix A.2) mirrors the rubric: a ``thought`` and, per criterion, a ``rationale`` and a
 ``credit`` that is 0, 0.5 or 1 for a fuzzy criterion, or a scoring-side call string for a verifiable one. It comes in
-two versions (``genrm.choices.ScoringFormat``), and the reader takes both whatever the judge was asked for:
+versions (``genrm.choices.ScoringFormat``), and the reader takes every one whatever the judge was asked for:
 
 - ``compact`` (the default): each item is ``{"rationale", "credit"}``, matched to the rubric by its position (the
   checklist's order and sections, which the JSON schema of constrained decoding fixes too);
 - ``rlr3``: each item also copies its ``criterion`` first, as in the paper's appendix A.2. The copy tells nothing the
   position does not (constrained decoding even writes it as a constant), but it costs about 13 output tokens per
   criterion, about a third of an item; use it for a judge trained on it.
+- ``brief``: the ``compact`` answer, asked for under a short system prompt (no tools' reference) for small judges
+  trained from scratch (``genrm.methods.rubric.prompts``).
 
 Sizes are bounded so that a hostile body cannot make the server allocate without limit; every model forbids unknown
 fields, so a misspelt key is an error that names it rather than a silently ignored field.

@@ -16,6 +16,10 @@ write or merge rubrics are in :mod:`genrm.methods.rubric.authoring`.
 
 The audit compares these settings; only ``minimal`` is meant for training rewards.
 
+**Format versions.** The system message also follows the format version (``genrm.choices.ScoringFormat``): the full
+one documents every scoring tool; ``brief`` leaves that out (each tool item shows its signature) for small judges
+trained from scratch, whose sequences it shortens about threefold.
+
 **Layout for prefix caching.** The system message depends only on the exposure, so it is identical across every
 request. The user message puts everything the G responses of one prompt share (question, checklist, output
 instructions) first and the candidate response last, so a server with a prefix cache (SGLang's radix cache) computes
@@ -64,6 +68,7 @@ _ITEM_HEAD: dict[ScoringFormat, str] = {
     "rlr3": "For every checklist item, in the checklist's order and sections, output:\n"
     "- criterion: the item's criterion, copied exactly.",
 }
+_ITEM_HEAD["brief"] = _ITEM_HEAD["compact"]
 _TOOL_RATIONALE = (
     "- rationale: one short sentence: why the credit (reference items), or where in the response the value was found"
     "\n  (tool items)."
@@ -81,6 +86,16 @@ _ITEM_EXAMPLE: dict[ScoringFormat, str] = {
     "compact": '{"rationale": "...", "credit": ...}',
     "rlr3": '{"criterion": "...", "rationale": "...", "credit": ...}',
 }
+_ITEM_EXAMPLE["brief"] = _ITEM_EXAMPLE["compact"]
+# The brief version's instructions: the checklist's items carry their tool's scoring-side signature, so the tools'
+# reference (about 600 tokens) and the long item rules are left out; what stays is what a judge cannot infer from
+# the items: what each kind asks for, that the targets are hidden, and the literal-call rules.
+_BRIEF_TOOL = (
+    'Per item, in order: "rationale", one short sentence, and "credit": for a reference item 0, 0.5 or 1; for a tool '
+    "item, the item's tool called with the value the response states, literal arguments (strings in single quotes, "
+    "lists in brackets; '' or [] when it states none). Only copy the value; do not judge it."
+)
+_BRIEF_FUZZY = 'Per item, in order: "rationale", one short sentence, and "credit": 0, 0.5 or 1.'
 
 
 def _scoring_output(answer_format: ScoringFormat) -> str:
@@ -151,6 +166,21 @@ def render_checklist(plans: Sequence[CriterionPlan], exposure: Exposure = "minim
     return "\n".join(lines)
 
 
+def _brief_system_prompt(exposure: Exposure) -> str:
+    if exposure == "no_verifier":
+        kinds, items = "Every item's reference is the ground truth: compare the response with it.", _BRIEF_FUZZY
+    else:
+        hidden = "shown as its reference" if exposure == "unlimited" else "not shown to you"
+        kinds = (
+            'Reference items: compare the response with the item\'s "reference". Tool items: write a call of the '
+            f'item\'s "tool"; a verifier compares it with the answer ({hidden}).'
+        )
+        items = _BRIEF_TOOL
+    head = ROLE + " Score the candidate response against the checklist, item by item."
+    # The fence's note is in every user message already (scoring_prefix); the full version repeats it here.
+    return "\n\n".join([f"{head} {kinds}", f"{items} {_THOUGHT}", _scoring_output("brief")])
+
+
 @lru_cache(maxsize=len(EXPOSURES) * len(SCORING_FORMATS))
 def scoring_system_prompt(
     exposure: Exposure = "minimal", answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
@@ -159,6 +189,8 @@ def scoring_system_prompt(
     every request)."""
     exposure, answer_format = check_exposure(exposure), check_scoring_format(answer_format)
     parts = [ROLE + " Score the candidate response against the checklist, item by item."]
+    if answer_format == "brief":
+        return _brief_system_prompt(exposure)
     if exposure == "no_verifier":
         parts.append("Every checklist item has a reference: the ground truth to compare the response with.")
     else:
