@@ -3,7 +3,7 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
 
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
-        [--eval-limit 200] [--answer-format brief] [--out runs/judge-learning] [--quick]
+        [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--out runs/judge-learning] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -11,9 +11,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    ``test_held_out.jsonl``); ``genrm audit build`` on the train split, ``genrm data from-audit`` with the held-out keys
    excluded (``--not-in`` the test split), appended to the train split; ``genrm audit build`` on the test split, the
    audit the master keys are measured on;
-2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on train + negatives with a checkpoint
-   every tenth of the run, RLVR from the SFT judge (the tiny CPU recipes, steps as given), and an SFT on train alone
-   (the "before" of the audit loop);
+2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on train + negatives with
+   ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipes, steps as given), and an SFT on train
+   alone (the "before" of the audit loop);
 3. the reliability table (``genrm eval``, free decoding: what the model learned) of base, SFT and RLVR on the test
    split and on the held-out families, mean and spread (population standard deviation) over the seeds; the SFT
    checkpoints' criterion-level accuracy on the test split against steps (the learning curve); the master-key false
@@ -21,7 +21,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    responses alone, with the count of criteria not judged beside it) of the SFT judge trained without and with the
    negatives; seconds per SFT and RLVR step;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
-   criterion-level accuracy against steps) in ``--out``, and one summary line.
+   criterion-level accuracy against steps) in ``--out``, rewritten after every seed, and one summary line. A seed
+   finished by an earlier run with the same settings (``seed-N/result.json``) is read back, not run again, so a
+   study cut short goes on where it stopped.
 
 Every judge is trained and asked in one format version (``--answer-format``, default ``brief``: the short system
 prompt, which makes a synthetic SFT sequence about a third as long as the full prompt's; see docs/rubric.md).
@@ -124,7 +126,7 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
           str(args.layers)])  # fmt: skip
     flags = ["--method_options", json.dumps({"answer_format": args.answer_format})]
     flags += ["--use_cpu", "false"] if args.device != "cpu" else []
-    every = max(1, args.sft_steps // 10)
+    every = max(1, args.sft_steps // args.curve_points)
     sft_common = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), "--model_name_or_path", str(base),
                   "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)), "--seed", str(seed),
                   "--plot", "false", *flags]  # fmt: skip
@@ -155,6 +157,30 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
         "master_key_fp": keys,
         "seconds_per_step": {"SFT": _seconds_per_step(sft), "RLVR": _seconds_per_step(rlvr)},
     }
+
+
+def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """One seed's results: read back from ``seed-N/result.json`` when a run with the same settings finished it (a
+    study cut short goes on where it stopped), run and saved otherwise."""
+    settings = {k: v for k, v in vars(args).items() if k not in ("seeds", "out", "quick")}
+    path = out / f"seed-{seed}" / "result.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved["settings"] == settings:
+            print(f"seed {seed}: kept from {path}")
+            return saved["result"]
+    result = _seed(seed, data, args, out)
+    path.write_text(json.dumps({"settings": settings, "result": result}, indent=1))
+    return result
+
+
+def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace, out: Path) -> str:
+    """The report, the JSON and the figure of the seeds in ``results``; returns the report."""
+    report = _report(results, args)
+    (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
+    (out / "judge_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
+    _figure(results, out / "judge_learning.png")
+    return report
 
 
 def _spread(values: list[float | None]) -> tuple[float | None, float | None]:
@@ -226,6 +252,7 @@ def main() -> int:
     parser.add_argument("--hidden-size", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--curve-points", type=int, default=10, help="SFT checkpoints on the learning curve (10)")
     parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
     parser.add_argument(
         "--answer-format",
@@ -242,12 +269,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     data = _data(args, out)
-    results = {seed: _seed(seed, data, args, out) for seed in args.seeds}
-    report = _report(results, args)
+    results: dict[int, dict[str, Any]] = {}
+    for seed in args.seeds:
+        results[seed] = _kept_seed(seed, data, args, out)
+        report = _write(results, args, out)  # after every seed: a study cut short keeps the seeds it finished
     print(report)
-    (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
-    (out / "judge_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
-    _figure(results, out / "judge_learning.png")
 
     def mean(key: str, stage: str, split: str = "test") -> str:
         value = _spread([r["tables"][f"{stage}|{split}"][key] for r in results.values()])[0]
