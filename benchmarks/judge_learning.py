@@ -3,7 +3,8 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
 
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
-        [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--out runs/judge-learning] [--quick]
+        [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--out runs/judge-learning] [--results DIR]
+        [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -21,9 +22,10 @@ What it does, every step a ``genrm`` command a user can run by hand:
    responses alone, with the count of criteria not judged beside it) of the SFT judge trained without and with the
    negatives; seconds per SFT and RLVR step;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
-   criterion-level accuracy against steps) in ``--out``, rewritten after every seed, and one summary line. A seed
-   finished by an earlier run with the same settings (``seed-N/result.json``) is read back, not run again, so a
-   study cut short goes on where it stopped.
+   criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
+   ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
+   an earlier run with the same settings is read back from its ``seed-N.json``, not run again, so a study cut short
+   goes on where it stopped.
 
 Every judge is trained and asked in one format version (``--answer-format``, default ``brief``: the short system
 prompt, which makes a synthetic SFT sequence about a third as long as the full prompt's; see docs/rubric.md).
@@ -160,10 +162,10 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
 
 
 def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """One seed's results: read back from ``seed-N/result.json`` when a run with the same settings finished it (a
-    study cut short goes on where it stopped), run and saved otherwise."""
-    settings = {k: v for k, v in vars(args).items() if k not in ("seeds", "out", "quick")}
-    path = out / f"seed-{seed}" / "result.json"
+    """One seed's results: read back from ``seed-N.json`` in ``--results`` when a run with the same settings finished
+    it (a study cut short goes on where it stopped), run and saved otherwise."""
+    settings = {k: v for k, v in vars(args).items() if k not in ("seeds", "out", "results", "quick")}
+    path = Path(args.results) / f"seed-{seed}.json"
     if path.exists():
         saved = json.loads(path.read_text())
         if saved["settings"] == settings:
@@ -174,8 +176,9 @@ def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> di
     return result
 
 
-def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace, out: Path) -> str:
-    """The report, the JSON and the figure of the seeds in ``results``; returns the report."""
+def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
+    """The report, the JSON and the figure of the seeds in ``results``, in ``--results``; returns the report."""
+    out = Path(args.results)
     report = _report(results, args)
     (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
     (out / "judge_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
@@ -261,18 +264,23 @@ def main() -> int:
         help="the judge's format version, trained and asked for (brief: the short system prompt)",
     )
     parser.add_argument("--out", default=str(_ROOT / "runs" / "judge-learning"))
+    parser.add_argument(
+        "--results", help="where the report and each seed's figures go (default: --out); models and data stay in --out"
+    )
     parser.add_argument("--quick", action="store_true", help="a few steps and examples: checks that the study runs")
     args = parser.parse_args()
     if args.quick:
         args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args.results = args.results or args.out
+    for folder in (out, Path(args.results)):
+        folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     data = _data(args, out)
     results: dict[int, dict[str, Any]] = {}
     for seed in args.seeds:
         results[seed] = _kept_seed(seed, data, args, out)
-        report = _write(results, args, out)  # after every seed: a study cut short keeps the seeds it finished
+        report = _write(results, args)  # after every seed: a study cut short keeps the seeds it finished
     print(report)
 
     def mean(key: str, stage: str, split: str = "test") -> str:
