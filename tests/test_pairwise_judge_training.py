@@ -73,6 +73,28 @@ def test_teacher_traces_are_kept_only_when_they_prefer_the_label(tmp_path):
                                                                   "label": 4}  # fmt: skip
 
 
+def test_labels_read_mmrb2_files(tmp_path):
+    # MMRB2's task files label as a pairs JSONL does: each request carries the pair's images, read beside the file
+    mmrb2 = PAIRS.parent / "mmrb2"
+    out = tmp_path / "labels"
+    with FakeJudgeServer() as teacher:
+        teacher.state.responder = responder(colour_judge, mmrb2)
+        code = main(["data", "labels", str(mmrb2 / "edit.json"), "-o", str(out), "--method", "pairwise", "-q",
+                     "--teacher", f"teacher@{teacher.url}", "--no-balance", "--test-fraction", "0.5"])  # fmt: skip
+        assert code == 0
+        assert all(len(body["messages"][1]["content"]) > 3 for body in teacher.state.requests)
+    report = json.loads((out / "labels_report.json").read_text())
+    assert (report["responses"], report["labelled"]) == (2, 2)
+    traces = [PairTrace.model_validate_json(line) for name in ("train.jsonl", "test.jsonl")
+              for line in (out / name).read_text().splitlines()]  # fmt: skip
+    assert {t.pair.family for t in traces} == {"image_editing"} and {t.pair.source for t in traces} == {"colour-edit"}
+    bad = tmp_path / "edit.json"
+    bad.write_text('{"pairs": [{"id": "x"}]}')
+    assert main(["data", "labels", str(bad), "-o", str(tmp_path / "no"), "--method", "pairwise", "-q",
+                 "--teacher", "teacher@http://127.0.0.1:9/v1"]) == 2  # fmt: skip
+    assert not (tmp_path / "no").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("pairs", ["pairs.jsonl", "image_pairs.jsonl"])
 def test_sft_then_rlvr_of_the_tiny_vision_judge_on_pair_traces(tmp_path, pairs):

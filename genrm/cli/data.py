@@ -360,7 +360,14 @@ def _cmd_labels(args: argparse.Namespace) -> int:
         print(f"genrm data labels: error: the {method.name} method has no judge training", file=sys.stderr)
         return 2
     training = method.judge_training()
-    instances = read_model_lines(args.input, training.input_model or method.instance_model)
+    if training.read_input is None:
+        instances = read_model_lines(args.input, training.input_model or method.instance_model)
+    else:
+        try:
+            instances = training.read_input(args.input)
+        except ValueError as exc:
+            print(f"genrm data labels: error: {exc}", file=sys.stderr)
+            return 2
     if instances is None:
         return 2
     teachers = _teachers(args)

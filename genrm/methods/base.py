@@ -212,6 +212,9 @@ class JudgeTraining:
             from teacher engines; the report has ``markdown()`` and ``counts()``.
         input_model: the model of what ``label`` reads (one line of ``genrm data labels``' input); None for the
             method's instance model.
+        read_input: ``(path) -> inputs``, for a method whose labelling input is not only a JSONL of ``input_model``
+            (the pairwise method also reads MMRB2's ``.json``); raises ValueError naming the file and the line or
+            item refused. None: a JSONL of ``input_model``.
     """
 
     example_model: type[BaseModel]
@@ -221,6 +224,7 @@ class JudgeTraining:
     images: bool
     label: Callable[..., Any]
     input_model: type[BaseModel] | None = None
+    read_input: Callable[[str], list[Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -181,12 +181,13 @@ class PairwiseMethod:
     def judge_training(self) -> JudgeTraining:
         """The pairwise judge's training: teacher traces that prefer the label, the format and correctness rewards
         (:mod:`.judge_training`); every record shows the prompt's image; ``genrm data labels`` reads labelled
-        pairs."""
+        pairs (a pairs JSONL or MMRB2's ``.json``)."""
         from genrm.methods.pairwise import judge_training as training
+        from genrm.methods.pairwise.mmrb2 import read_pairs
 
         rewards = (training.format_reward_func, training.correctness_reward_func)
         return JudgeTraining(training.PairTrace, training.sft_record, training.rlvr_record, rewards, True,
-                             training.label_pairs, input_model=PairExample)  # fmt: skip
+                             training.label_pairs, input_model=PairExample, read_input=read_pairs)  # fmt: skip
 
     def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
         """The scripted colour judge (:mod:`.scene_judge`: it prefers the response that names the prompt image's
