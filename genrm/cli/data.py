@@ -362,14 +362,14 @@ def _cmd_labels(args: argparse.Namespace) -> int:
     training = method.judge_training()
     if training.read_input is None:
         instances = read_model_lines(args.input, training.input_model or method.instance_model)
+        if instances is None:  # the reader has named the bad line
+            return 2
     else:
         try:
             instances = training.read_input(args.input)
         except ValueError as exc:
             print(f"genrm data labels: error: {exc}", file=sys.stderr)
             return 2
-    if instances is None:
-        return 2
     teachers = _teachers(args)
 
     async def run() -> Any:

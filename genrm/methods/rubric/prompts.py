@@ -68,7 +68,6 @@ _ITEM_HEAD: dict[ScoringFormat, str] = {
     "rlr3": "For every checklist item, in the checklist's order and sections, output:\n"
     "- criterion: the item's criterion, copied exactly.",
 }
-_ITEM_HEAD["brief"] = _ITEM_HEAD["compact"]
 _TOOL_RATIONALE = (
     "- rationale: one short sentence: why the credit (reference items), or where in the response the value was found"
     "\n  (tool items)."
