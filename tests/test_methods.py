@@ -56,6 +56,32 @@ def test_a_plug_in_is_found_through_its_entry_point(words_plugin):
     check_judge(make_method("rubric"), Judge())
 
 
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ("def advantage_penalty(self, result, index):\n        return 0.5",
+         "has advantage_penalty but not advantage_penalty_setting: PenalizesAdvantages needs all of them"),
+        ("reward_columns = {'words': 1.0}", "has reward_columns but not column_values: HasRewardColumns"),
+    ],
+)  # fmt: skip
+def test_a_plug_in_that_half_implements_a_capability_is_refused(tmp_path, monkeypatch, members, message):
+    # Without the rest, isinstance says no and the stack would drop the penalty or the columns without a word.
+    module = f"half_method_{len(members)}"  # one module per case: an imported module stays in sys.modules
+    source = "from toy_method import WordsMethod\n\n\nclass HalfMethod(WordsMethod):\n    name = 'half'\n\n"
+    (tmp_path / f"{module}.py").write_text(source + f"    {members}\n")
+    dist = tmp_path / "genrm_half-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: genrm-half\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nhalf = {module}:HalfMethod\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._plugins.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=message):
+            make_method("half")
+    finally:
+        registry._plugins.cache_clear()
+
+
 def test_a_plug_in_is_driven_like_the_rubric_method(words_plugin):
     method = make_method("words")
     instance = method.instance_model(id="w", target_words=4, responses=["one two three four", "one two", "x"])

@@ -18,7 +18,14 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
-from genrm.methods.base import RewardMethod
+from genrm.methods.base import (
+    AnswersJudgePayloads,
+    CountsPolicyTokens,
+    HasScriptedJudge,
+    RewardMethod,
+    TrainsItsJudge,
+)
+from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
 from genrm.methods.config import MethodConfig
 
 #: The entry-point group third-party methods register under.
@@ -37,6 +44,16 @@ BUILTIN: dict[str, str] = {
 
 #: The method used when none is named.
 DEFAULT_METHOD = "rubric"
+
+#: What a method may also do; the stack checks for each with ``isinstance`` and otherwise goes without it.
+CAPABILITIES: tuple[type, ...] = (
+    HasScriptedJudge,
+    AnswersJudgePayloads,
+    TrainsItsJudge,
+    CountsPolicyTokens,
+    HasRewardColumns,
+    PenalizesAdvantages,
+)
 
 MethodFactory = Callable[[MethodConfig, Mapping[str, Any]], RewardMethod]
 
@@ -72,4 +89,27 @@ def make_method(
     method = _factory(name)(config or MethodConfig(), dict(options or {}))
     if method.name != name:
         raise ValueError(f"the factory registered as {name!r} made the method {method.name!r}")
+    _refuse_half_capabilities(method)
     return method
+
+
+def _members(protocol: type) -> list[str]:
+    # typing.get_protocol_members is Python 3.13's; a protocol's own public methods and annotated attributes are it.
+    names = {n for n in vars(protocol) if not n.startswith("_")} | set(getattr(protocol, "__annotations__", {}))
+    return sorted(names)
+
+
+def _refuse_half_capabilities(method: RewardMethod) -> None:
+    """Raise ValueError when ``method`` has some of a capability's members but not all: ``isinstance`` then says no
+    and the stack goes without what the method meant to do (a plug-in's advantage penalty dropped without a word,
+    its reward columns never read), which would change rewards silently."""
+    for capability in CAPABILITIES:
+        members = _members(capability)
+        present = [m for m in members if hasattr(method, m)]
+        if present and len(present) < len(members):
+            missing = [m for m in members if m not in present]
+            raise ValueError(
+                f"the method {method.name!r} has {', '.join(present)} but not {', '.join(missing)}: "
+                f"{capability.__name__} needs all of them, and without the rest the stack would ignore it "
+                f"({capability.__module__}.{capability.__name__})"
+            )
