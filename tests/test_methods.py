@@ -19,15 +19,20 @@ from serving.client import RewardClient
 from serving.settings import ServerSettings
 
 
+def _install_plugin(folder, monkeypatch, name, target):
+    """A method installed as a plug-in is: a distribution whose metadata names ``target`` in the entry-point group."""
+    dist = folder / f"genrm_{name}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: genrm-{name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{name} = {target}\n")
+    monkeypatch.syspath_prepend(str(folder))
+    registry._plugins.cache_clear()
+
+
 @pytest.fixture
 def words_plugin(tmp_path, monkeypatch):
-    """The toy method installed as a plug-in is: a distribution whose metadata names it in the entry-point group."""
-    dist = tmp_path / "genrm_words-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: genrm-words\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nwords = toy_method:WordsMethod\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    registry._plugins.cache_clear()
+    """The toy method installed as a plug-in."""
+    _install_plugin(tmp_path, monkeypatch, "words", "toy_method:WordsMethod")
     yield
     registry._plugins.cache_clear()
 
@@ -69,12 +74,7 @@ def test_a_plug_in_that_half_implements_a_capability_is_refused(tmp_path, monkey
     module = f"half_method_{len(members)}"  # one module per case: an imported module stays in sys.modules
     source = "from toy_method import WordsMethod\n\n\nclass HalfMethod(WordsMethod):\n    name = 'half'\n\n"
     (tmp_path / f"{module}.py").write_text(source + f"    {members}\n")
-    dist = tmp_path / "genrm_half-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: genrm-half\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nhalf = {module}:HalfMethod\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    registry._plugins.cache_clear()
+    _install_plugin(tmp_path, monkeypatch, "half", f"{module}:HalfMethod")
     try:
         with pytest.raises(ValueError, match=message):
             make_method("half")
