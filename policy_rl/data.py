@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from genrm.jsonl import read_models
 from genrm.methods.rubric.models import Instance
 from policy_rl.method_reward import INSTANCE_COLUMN
 
@@ -39,14 +40,7 @@ def policy_record(instance: Any, system_prompt: str | None = None, with_image: b
 def read_instances(lines: Iterable[str], source: str = "input", model: type[BaseModel] = Instance) -> list[Any]:
     """Instances of ``model`` (a reward method's instance model; the rubric's by default) from JSONL lines; raises
     ValueError naming the first bad line."""
-    instances = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            instances.append(model.model_validate_json(line))
-        except ValueError as exc:
-            raise ValueError(f"{source} line {number}: not an instance: {exc}") from None
+    instances = read_models(lines, model, source)
     if not instances:
         raise ValueError(f"{source} has no instance")
     return instances

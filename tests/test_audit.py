@@ -323,7 +323,7 @@ def test_audit_run_of_the_rule_backend_and_bad_inputs(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n')
     assert main(["audit", "run", str(bad), "-o", str(out)]) == 2
-    assert "line 1: not an audit example" in capsys.readouterr().err
+    assert "bad.jsonl line 1: input_id: Field required" in capsys.readouterr().err
     assert main(["audit", "run", str(SHIPPED), "-o", str(out), "--backend", "openai", "--model", "m"]) == 2
     assert "needs --url" in capsys.readouterr().err
     assert main(["audit", "run", str(SHIPPED), "-o", str(out), "--fp-margin", "1.5"]) == 2

@@ -27,7 +27,7 @@ def _read_audit(path: str) -> Any:
     from genrm.evaluation.audit_set import read_audit
 
     with open(path, encoding="utf-8") as source:
-        return read_audit(source)
+        return read_audit(source, path)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:

@@ -39,7 +39,7 @@ def _read(path: str) -> Any:
     from genrm.data.judge_data import read_examples
 
     with open(path, encoding="utf-8") as source:
-        return read_examples(source)
+        return read_examples(source, source=path)
 
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
@@ -273,21 +273,14 @@ def write_report(directory: str, stem: str, markdown: str, json_text: str) -> No
 def read_model_lines(path: str, model: Any, command: str = "data") -> list[Any] | None:
     """Every line of a JSONL file as ``model``; None (after saying which line and why, as ``genrm COMMAND``) when one
     is invalid."""
-    from pydantic import ValidationError
+    from genrm.jsonl import read_models
 
-    items = []
-    with open(path, encoding="utf-8") as source:
-        for number, line in enumerate(source, 1):
-            if not line.strip():
-                continue
-            try:
-                items.append(model.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                where = ".".join(map(str, first["loc"])) or "line"
-                print(f"genrm {command}: {path} line {number}: {where}: {first['msg']}", file=sys.stderr)
-                return None
-    return items
+    try:
+        with open(path, encoding="utf-8") as source:
+            return read_models(source, model, path)
+    except ValueError as exc:
+        print(f"genrm {command}: {exc}", file=sys.stderr)
+        return None
 
 
 def _run_or_exit(coroutine: Any) -> Any:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion
+from genrm.jsonl import read_models
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
@@ -182,19 +183,10 @@ def split_by_input(
     return [e for e in examples if e.input_id not in held], [e for e in examples if e.input_id in held]
 
 
-def read_examples(
-    lines: Iterable[str], model: type[JudgeExample] = JudgeExample, what: str = "a judge example"
-) -> list[Any]:
-    """Examples of ``model`` (a judge example or a subclass) from JSONL lines; ValueError names the first bad line."""
-    examples = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            examples.append(model.model_validate_json(line))
-        except ValueError as exc:
-            raise ValueError(f"line {number}: not {what}: {exc}") from None
-    return examples
+def read_examples(lines: Iterable[str], model: type[JudgeExample] = JudgeExample, source: str = "") -> list[Any]:
+    """Examples of ``model`` (a judge example or a subclass) from JSONL lines of the file ``source``; ValueError names
+    the first bad line and field (:func:`genrm.jsonl.read_models`)."""
+    return read_models(lines, model, source)
 
 
 def write_jsonl(records: Iterable[BaseModel | dict[str, Any]], path: str) -> int:

@@ -124,9 +124,10 @@ def leaked_targets(
     return leaks
 
 
-def read_audit(lines: Iterable[str]) -> list[AuditExample]:
-    """Audit examples from JSONL lines (plain judge examples read as ``regular``); ValueError names a bad line."""
-    return read_examples(lines, AuditExample, "an audit example")
+def read_audit(lines: Iterable[str], source: str = "") -> list[AuditExample]:
+    """Audit examples from JSONL lines of the file ``source`` (plain judge examples read as ``regular``); ValueError
+    names a bad line and field."""
+    return read_examples(lines, AuditExample, source)
 
 
 def regular_examples(examples: Iterable[JudgeExample]) -> list[AuditExample]:

@@ -76,7 +76,7 @@ def load_examples(path: str, limit: int | None = None, model: type[Any] = JudgeE
     """Judge examples of ``model`` (the method's example model) from a JSONL file (the first ``limit`` when
     given)."""
     with open(path, encoding="utf-8") as source:
-        examples = read_examples(source, model)
+        examples = read_examples(source, model, path)
     return examples[:limit] if limit else examples
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from genrm.choices import BenchmarkTask
+from genrm.jsonl import first_error, read_models
 from genrm.methods.pairwise.models import Family, PairExample, Part
 
 #: MMRB2's task names (:data:`genrm.choices.BENCHMARK_TASKS`) -> the task family.
@@ -97,9 +98,7 @@ def read_benchmark(path: str | Path, task: str | None = None) -> list[PairExampl
                 label=raw.chosen if raw.chosen is not None else raw.human_preference, source=raw.prompt_source,
             ))  # fmt: skip
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(map(str, first["loc"])) or "pair"
-            raise ValueError(f"{path}: pair {number} ({str(name)[:80]}): {where}: {first['msg']}") from None
+            raise ValueError(f"{path}: pair {number} ({str(name)[:80]}): {first_error(exc, 'pair')}") from None
     return pairs
 
 
@@ -113,15 +112,5 @@ def read_pairs(path: str | Path, task: str | None = None) -> list[PairExample]:
         return read_benchmark(path, task)
     if task is not None:
         raise ValueError(f"{path}: a task is named for MMRB2's .json files; a pairs JSONL gives each pair's family")
-    pairs = []
     with open(path, encoding="utf-8") as source:
-        for number, line in enumerate(source, 1):
-            if not line.strip():
-                continue
-            try:
-                pairs.append(PairExample.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                where = ".".join(map(str, first["loc"])) or "line"
-                raise ValueError(f"{path} line {number}: {where}: {first['msg']}") from None
-    return pairs
+        return read_models(source, PairExample, str(path))
