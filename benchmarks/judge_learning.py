@@ -3,24 +3,25 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
 
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
-        [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--out runs/judge-learning] [--results DIR]
-        [--quick]
+        [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--rlvr-lr 3e-4] [--loop-steps 200]
+        [--loop-lr 3e-4] [--negatives-share 0.25] [--out runs/judge-learning] [--results DIR] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
 1. data: ``genrm data synthetic --inputs N --held-out FAMILY`` (train, test by input, and the held-out families as
    ``test_held_out.jsonl``); ``genrm audit build`` on the train split, ``genrm data from-audit`` with the held-out keys
-   excluded (``--not-in`` the test split), appended to the train split; ``genrm audit build`` on the test split, the
-   audit the master keys are measured on;
-2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on train + negatives with
-   ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipes, steps as given), and an SFT on train
-   alone (the "before" of the audit loop);
+   excluded (``--not-in`` the test split), repeated into a copy of the train split until they are
+   ``--negatives-share`` of it; ``genrm audit build`` on the test split, the audit the master keys are measured on;
+2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on the train split with
+   ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipe at ``--rlvr-lr``, steps as given), and
+   the audit's loop as a user runs it: the SFT judge continued for ``--loop-steps`` at ``--loop-lr`` on the split
+   with the negatives, and, as the control (the same extra steps, no negatives), on the train split alone;
 3. the reliability table (``genrm eval``, free decoding: what the model learned) of base, SFT and RLVR on the test
    split and on the held-out families, mean and spread (population standard deviation) over the seeds; the SFT
    checkpoints' criterion-level accuracy on the test split against steps (the learning curve); the master-key false
    positives (share of the held-out keys' responses given any undeserved credit, ``genrm audit run`` on those
-   responses alone, with the count of criteria not judged beside it) of the SFT judge trained without and with the
-   negatives; seconds per SFT and RLVR step;
+   responses alone, with the count of criteria not judged beside it) of the SFT judge and its two continuations,
+   with their criterion-level accuracy on the test split (what the negatives cost); seconds per SFT and RLVR step;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
    ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
@@ -53,14 +54,31 @@ from genrm.cli import main as genrm  # noqa: E402
 MEASURES = ["Schema", "Criterion", "Execution", "Arguments", "Credit", "Criterion-level", "Sample-level"]
 STAGES = ["base", "SFT", "RLVR"]
 SPLITS = {"test": "test.jsonl", "held-out families": "test_held_out.jsonl"}
-ARMS = ("without", "with")  # the SFT judge trained without and with the audit's negatives
+# the audit's loop: the SFT judge as trained ("before"), then continued for --loop-steps on the train split alone
+# (the control: the same extra steps without negatives) and on the train split with the audit's negatives
+ARMS = ("before", "continued", "negatives")
+_ARM_NAMES = {"before": "SFT", "continued": "continued, train split", "negatives": "continued, with negatives"}
 FORMAT_REWARD, CONTENT_REWARD = "rewards/format_reward_func/mean", "rewards/content_reward_func/mean"
+# TRL's share of a step's groups whose samples all got the same reward: their advantages are 0, so they teach nothing
+NO_SPREAD = "frac_reward_zero_std"
 
 
 def _run(args: list[str]) -> None:
     code = genrm(args)
     if code != 0:
         raise RuntimeError(f"genrm {' '.join(args[:2])} exited {code}: genrm {' '.join(args)}")
+
+
+def _train(args: list[str], folder: Path) -> None:
+    """``genrm train ...`` into ``folder``, unless a run of the same command finished there: the command is saved
+    beside the model once it is trained, so a study stopped after a stage goes on from it (a model is minutes to tens
+    of minutes of CPU)."""
+    done = folder / "study_command.json"
+    if done.exists() and json.loads(done.read_text()) == args and (folder / "log_history.json").exists():
+        print(f"{folder}: kept from an earlier run of the same command")
+        return
+    _run(args)
+    done.write_text(json.dumps(args))
 
 
 def _table(model: str, data: Path, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
@@ -107,15 +125,30 @@ def _seconds_per_step(run: Path) -> float:
     return final["train_runtime"] / max(e.get("step", 0) for e in history)
 
 
+def _with_negatives(data: Path, share: float) -> None:
+    """The train split with the audit's negatives, repeated until they are at least about ``share`` (0-1) of the
+    examples (a short continuation sees too few of a small set to learn anything), and how they came out
+    (``negatives.json``: their count, master keys among them, their share of the file)."""
+    train = (data / "train.jsonl").read_text().splitlines()
+    negatives = (data / "negatives.jsonl").read_text().splitlines()
+    copies = max(1, round(share * len(train) / ((1 - share) * len(negatives)))) if negatives else 0
+    (data / "train_plus_negatives.jsonl").write_text("\n".join(train + negatives * copies) + "\n", encoding="utf-8")
+    master_keys = sum("-master_key-" in json.loads(line)["id"] for line in negatives)
+    facts = {"negatives": len(negatives), "master_keys": master_keys, "copies": copies,
+             "share": len(negatives) * copies / (len(train) + len(negatives) * copies)}  # fmt: skip
+    (data / "negatives.json").write_text(json.dumps(facts))
+
+
 def _data(args: argparse.Namespace, out: Path) -> Path:
     data = out / "data"
     _run(["data", "synthetic", "-o", str(data), "--inputs", str(args.inputs), "--held-out", *args.held_out, "-q"])
-    _run(["audit", "build", str(data / "train.jsonl"), "-o", str(data / "audit_train.jsonl")])
+    _run(["audit", "build", str(data / "train.jsonl"), "-o", str(data / "audit_train.jsonl"),
+          "--master-key-inputs", str(args.master_key_inputs[0])])  # fmt: skip
     _run(["data", "from-audit", str(data / "audit_train.jsonl"), "-o", str(data / "negatives.jsonl"), "--exclude",
           *args.held_out_keys, "--not-in", str(data / "test.jsonl")])  # fmt: skip
-    plus = (data / "train.jsonl").read_text() + (data / "negatives.jsonl").read_text()
-    (data / "train_plus_negatives.jsonl").write_text(plus)
-    _run(["audit", "build", str(data / "test.jsonl"), "-o", str(data / "audit_test.jsonl")])
+    _with_negatives(data, args.negatives_share)
+    _run(["audit", "build", str(data / "test.jsonl"), "-o", str(data / "audit_test.jsonl"), "--master-key-inputs",
+          str(args.master_key_inputs[1])])  # fmt: skip
     _keys_audit(data, args.held_out_keys)
     return data
 
@@ -123,22 +156,28 @@ def _data(args: argparse.Namespace, out: Path) -> Path:
 def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """One seed's models, tables, curves and timings."""
     root = out / f"seed-{seed}"
-    base, sft, rlvr, sft_plain = root / "base", root / "sft", root / "rlvr", root / "sft-without-negatives"
+    base, sft, rlvr = root / "base", root / "sft", root / "rlvr"
+    loop = {"continued": (root / "sft-continued", data / "train.jsonl"),
+            "negatives": (root / "sft-negatives", data / "train_plus_negatives.jsonl")}  # fmt: skip
     _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
           str(args.layers)])  # fmt: skip
-    flags = ["--method_options", json.dumps({"answer_format": args.answer_format})]
+    flags = ["--method_options", json.dumps({"answer_format": args.answer_format}), "--seed", str(seed),
+             "--plot", "false"]  # fmt: skip
     flags += ["--use_cpu", "false"] if args.device != "cpu" else []
     every = max(1, args.sft_steps // args.curve_points)
-    sft_common = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), "--model_name_or_path", str(base),
-                  "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)), "--seed", str(seed),
-                  "--plot", "false", *flags]  # fmt: skip
-    _run(["train", "sft", *sft_common, "--train_file", str(data / "train_plus_negatives.jsonl"), "--output_dir",
-          str(sft), "--save_steps", str(every), "--save_total_limit", "100"])  # fmt: skip
-    _run(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
-          str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
-          str(args.rlvr_steps), "--logging_steps", "2", "--seed", str(seed), "--plot", "false", *flags])  # fmt: skip
-    _run(["train", "sft", *sft_common, "--train_file", str(data / "train.jsonl"), "--output_dir", str(sft_plain),
-          "--save_strategy", "no"])  # fmt: skip
+    sft_recipe = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), *flags]
+    _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
+            "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
+            "--save_steps", str(every), "--save_total_limit", "100"], sft)  # fmt: skip
+    _train(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
+            str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
+            str(args.rlvr_steps), "--learning_rate", str(args.rlvr_lr), "--logging_steps", "2",
+            "--save_strategy", "no", *flags], rlvr)  # fmt: skip
+    for folder, train_file in loop.values():  # both from the SFT judge, same steps and rate: only the data differ
+        # (always trained again: the negatives' file is rebuilt with the data, under the same name)
+        _run(["train", "sft", *sft_recipe, "--model_name_or_path", str(sft), "--train_file", str(train_file),
+              "--output_dir", str(folder), "--max_steps", str(args.loop_steps), "--learning_rate", str(args.loop_lr),
+              "--warmup_steps", "0", "--logging_steps", "10", "--save_strategy", "no"])  # fmt: skip
     tables = {(stage, split): _table(str(model), data / name, args, root / f"{stage}-{name}.eval.json")
               for stage, model in zip(STAGES, (base, sft, rlvr), strict=True)
               for split, name in SPLITS.items()}  # fmt: skip
@@ -147,8 +186,12 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
         table = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
         curve.append((int(checkpoint.name.split("-")[1]), table["Criterion-level"]))
     audit = data / "audit_test_held_out_keys.jsonl"
-    keys = {name: _master_key_fp(str(model), audit, args, root / f"audit-{name}")
-            for name, model in (("without", sft_plain), ("with", sft))}  # fmt: skip
+    judges = {"before": sft, **{arm: folder for arm, (folder, _) in loop.items()}}
+    keys = {arm: _master_key_fp(str(model), audit, args, root / f"audit-{arm}") for arm, model in judges.items()}
+    for arm, (folder, _) in loop.items():  # what the loop costs in accuracy on the held-out inputs
+        keys[arm]["criterion_level"] = _table(str(folder), data / "test.jsonl", args,
+                                              root / f"{arm}-test.eval.json")["Criterion-level"]  # fmt: skip
+    keys["before"]["criterion_level"] = tables[("SFT", "test")]["Criterion-level"]
     return {
         "tables": {f"{stage}|{split}": table for (stage, split), table in tables.items()},
         "curve": curve,
@@ -156,7 +199,9 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
         "rlvr_rewards": [
             (e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in _history(rlvr) if "loss" in e
         ],  # fmt: skip
+        "rlvr_no_spread": [(e["step"], e.get(NO_SPREAD)) for e in _history(rlvr) if "loss" in e],
         "master_key_fp": keys,
+        "negatives": json.loads((data / "negatives.json").read_text()),
         "seconds_per_step": {"SFT": _seconds_per_step(sft), "RLVR": _seconds_per_step(rlvr)},
     }
 
@@ -213,13 +258,29 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
             cells = [_cell([r["tables"][f"{stage}|{split}"][measure] for r in results.values()]) for stage in STAGES]
             lines.append(f"| {measure} | " + " | ".join(cells) + " |")
         lines.append("")
-    paid = {arm: _cell([r["master_key_fp"][arm]["percent"] for r in results.values()]) for arm in ARMS}
-    failed = {arm: sum(r["master_key_fp"][arm]["failed_criteria"] for r in results.values()) for arm in ARMS}
-    lines += [f"Master-key responses paid on held-out keys ({', '.join(args.held_out_keys)}), SFT judge: without the "
-              f"audit's negatives {paid['without']}, with them {paid['with']} (criteria not judged, all seeds: "
-              f"{failed['without']} and {failed['with']})", ""]  # fmt: skip
+    negatives = next(iter(results.values()))["negatives"]  # the data, so the same for every seed
+    responses = next(iter(results.values()))["master_key_fp"]["before"]["responses"]
+    lines += [f"Master keys held out of the negatives ({', '.join(args.held_out_keys)}; {responses} responses per "
+              "judge): responses paid (any undeserved credit), criteria not judged (all seeds), criterion-level on "
+              f"the test split; the SFT judge, then continued {args.loop_steps} steps at {args.loop_lr:g} on the "
+              f"train split alone and with the audit's {negatives['negatives']} negatives "
+              f"({negatives['master_keys']} of them master-key responses; {negatives['share']:.0%} of the examples)",
+              "",
+              "| judge | paid | not judged | criterion-level |", "|---|---:|---:|---:|"]  # fmt: skip
+    for arm in ARMS:
+        rows = [r["master_key_fp"][arm] for r in results.values()]
+        lines.append(f"| {_ARM_NAMES[arm]} | {_cell([row['percent'] for row in rows])} | "
+                     f"{sum(row['failed_criteria'] for row in rows)} | "
+                     f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
+    lines.append("")
     for stage in ("SFT", "RLVR"):
         lines.append(f"{stage}: {_cell([r['seconds_per_step'][stage] for r in results.values()])} s/step")
+    no_spread = [
+        _spread([100 * v for _, v in r.get("rlvr_no_spread", []) if v is not None])[0] for r in results.values()
+    ]
+    lines.append(
+        f"RLVR groups whose samples all got the same reward (no gradient), mean over steps: {_cell(no_spread)}"
+    )
     return "\n".join(lines)
 
 
@@ -233,9 +294,11 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
         steps = [s for s, _, _ in result["rlvr_rewards"]]
         rewards.plot(steps, [f for _, f, _ in result["rlvr_rewards"]], label=f"format, seed {seed}")
         rewards.plot(steps, [c for _, _, c in result["rlvr_rewards"]], "--", label=f"content, seed {seed}")
+        if result.get("rlvr_no_spread"):
+            rewards.plot(*zip(*result["rlvr_no_spread"], strict=True), ":", label=f"no spread, seed {seed}")
         if result["curve"]:
             accuracy.plot(*zip(*result["curve"], strict=True), marker="o", label=f"seed {seed}")
-    for axes, title in ((loss, "SFT train loss"), (rewards, "RLVR rewards (batch mean)"),
+    for axes, title in ((loss, "SFT train loss"), (rewards, "RLVR rewards (batch mean), groups with no spread"),
                         (accuracy, "criterion-level accuracy, test split (%)")):  # fmt: skip
         axes.set_title(title)
         axes.set_xlabel("step")
@@ -252,6 +315,12 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--sft-steps", type=int, default=600)
     parser.add_argument("--rlvr-steps", type=int, default=40)
+    parser.add_argument("--rlvr-lr", type=float, default=3e-4, help="RLVR learning rate (3e-4, the tiny recipe's)")
+    parser.add_argument("--loop-steps", type=int, default=200, help="SFT steps of the audit loop's continuations")
+    parser.add_argument("--loop-lr", type=float, default=3e-4, help="their learning rate (3e-4)")
+    parser.add_argument("--negatives-share", type=float, default=0.25, help="the negatives' least share there (0.25)")
+    parser.add_argument("--master-key-inputs", type=int, nargs=2, default=[2, 2], metavar=("TRAIN", "TEST"),
+                        help="inputs each master key is tried on in the train and the test audit (2 2)")  # fmt: skip
     parser.add_argument("--hidden-size", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
@@ -271,6 +340,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
+        args.loop_steps, args.master_key_inputs = 4, [1, 1]
     out = Path(args.out)
     args.results = args.results or args.out
     for folder in (out, Path(args.results)):
@@ -289,13 +359,12 @@ def main() -> int:
 
     fp = {arm: _spread([r["master_key_fp"][arm]["percent"] for r in results.values()])[0] for arm in ARMS}
     shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
-    failed = {arm: sum(r["master_key_fp"][arm]["failed_criteria"] for r in results.values()) for arm in ARMS}
     print(f"summary: criterion-level on held-out inputs base {mean('Criterion-level', 'base')} -> SFT "
           f"{mean('Criterion-level', 'SFT')} -> RLVR {mean('Criterion-level', 'RLVR')} (held-out families: SFT "
           f"{mean('Criterion-level', 'SFT', 'held-out families')}, RLVR "
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
-          f"held-out master keys paid {shown['without']} -> {shown['with']} with the audit's negatives ("
-          f"{failed['without']} and {failed['with']} criteria not judged); "
+          f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
+          f"{shown['negatives']} (continued with the audit's negatives); "
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0
 
