@@ -4,7 +4,8 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
         [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--rlvr-lr 3e-4] [--loop-steps 200]
-        [--loop-lr 3e-4] [--negatives-share 0.25] [--out runs/judge-learning] [--results DIR] [--quick]
+        [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--out runs/judge-learning]
+        [--results DIR] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -38,6 +39,7 @@ figures mean nothing. On a GPU, ``--device cuda`` with a larger ``--hidden-size`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -69,16 +71,17 @@ def _run(args: list[str]) -> None:
         raise RuntimeError(f"genrm {' '.join(args[:2])} exited {code}: genrm {' '.join(args)}")
 
 
-def _train(args: list[str], folder: Path) -> None:
-    """``genrm train ...`` into ``folder``, unless a run of the same command finished there: the command is saved
-    beside the model once it is trained, so a study stopped after a stage goes on from it (a model is minutes to tens
-    of minutes of CPU)."""
+def _train(args: list[str], folder: Path, train_file: Path) -> None:
+    """``genrm train ...`` into ``folder``, unless a run of the same command on the same ``train_file`` (by content:
+    ``--inputs`` changes it under the same name) finished there. Both are saved beside the model once it is trained,
+    so a study stopped after a stage goes on from it (a model is minutes to tens of minutes of CPU)."""
     done = folder / "study_command.json"
-    if done.exists() and json.loads(done.read_text()) == args and (folder / "log_history.json").exists():
-        print(f"{folder}: kept from an earlier run of the same command")
+    record = {"command": args, "train_file_sha256": hashlib.sha256(train_file.read_bytes()).hexdigest()}
+    if done.exists() and json.loads(done.read_text()) == record and (folder / "log_history.json").exists():
+        print(f"{folder}: kept from an earlier run of the same command on the same data")
         return
     _run(args)
-    done.write_text(json.dumps(args))
+    done.write_text(json.dumps(record))
 
 
 def _table(model: str, data: Path, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
@@ -168,11 +171,11 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
     sft_recipe = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), *flags]
     _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
             "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
-            "--save_steps", str(every), "--save_total_limit", "100"], sft)  # fmt: skip
+            "--save_steps", str(every), "--save_total_limit", "100"], sft, data / "train.jsonl")  # fmt: skip
     _train(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
             str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
             str(args.rlvr_steps), "--learning_rate", str(args.rlvr_lr), "--logging_steps", "2",
-            "--save_strategy", "no", *flags], rlvr)  # fmt: skip
+            "--save_strategy", "no", *flags], rlvr, data / "train.jsonl")  # fmt: skip
     for folder, train_file in loop.values():  # both from the SFT judge, same steps and rate: only the data differ
         # (always trained again: the negatives' file is rebuilt with the data, under the same name)
         _run(["train", "sft", *sft_recipe, "--model_name_or_path", str(sft), "--train_file", str(train_file),
