@@ -73,6 +73,20 @@ def test_eval_command_writes_the_table(tmp_path, capsys):
     assert main(["eval", "--data", str(data), "--backend", "transformers", "-q"]) == 2
 
 
+def test_eval_writes_what_was_right_in_each_answer(tmp_path, capsys):
+    data, answers, table = tmp_path / "examples.jsonl", tmp_path / "answers.jsonl", tmp_path / "table.json"
+    data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES))
+    assert main(["eval", str(data), "--answers", str(answers), "--json", str(table), "-q"]) == 0
+    lines = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [line["id"] for line in lines] == [e.id for e in EXAMPLES]
+    assert all(len(line["criteria_right"]) == len(e.labels) for line, e in zip(lines, EXAMPLES, strict=True))
+    # the lines add up to the table's figures
+    rows = {row["measure"]: row for row in json.loads(table.read_text())["rows"]}
+    assert sum(line["sample_right"] for line in lines) == rows["Sample-level"]["right"]
+    assert sum(sum(line["criteria_right"]) for line in lines) == rows["Criterion-level"]["right"] > 0
+    assert not all(line["sample_right"] for line in lines)  # the rule judge pays no fuzzy credit: some answers fail
+
+
 def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     # the untrained tiny judge under constrained decoding: its answers are well formed where they end, but it may
     # loop inside a value until the token budget; every answer and every criterion is counted either way

@@ -202,13 +202,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     try:
-        report, _ = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
-                             progress=not args.quiet, answer_format=args.answer_format)  # fmt: skip
+        report, checks = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
+                                  progress=not args.quiet, answer_format=args.answer_format)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(report.to_json() + "\n", encoding="utf-8")
+    if args.answers:
+        lines = [json.dumps(check.record(example)) for check, example in zip(checks, examples, strict=True)]
+        Path(args.answers).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return 0
 
 
@@ -621,5 +624,7 @@ def register(sub: Any) -> None:
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
     evaluation.add_argument("--json", metavar="OUT", type=output_file, help="also write the table as JSON")
+    evaluation.add_argument("--answers", metavar="OUT.jsonl", type=output_file,
+                            help="also write what was right in each answer, one line per example")  # fmt: skip
     evaluation.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     evaluation.set_defaults(handler=_cmd_eval)

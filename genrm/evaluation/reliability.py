@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -57,6 +58,15 @@ class AnswerCheck:
     def sample_right(self) -> bool:
         """Every criterion right (and the form with it)."""
         return self.schema and self.criterion_slots and all(self.criteria_right)
+
+    def record(self, example: JudgeExample) -> dict[str, Any]:
+        """One line of ``genrm eval --answers``: which ``example`` was checked and what was right in its answer
+        (per criterion, in the rubric's order; ``None`` where a measure does not apply), to pick the examples a judge
+        gets wrong."""
+        return {"id": example.id, "input_id": example.input_id, "sample_right": self.sample_right,
+                "schema": self.schema, "criterion_slots": self.criterion_slots,
+                "criteria_right": list(self.criteria_right), "execution": list(self.execution),
+                "arguments": list(self.arguments), "credit": list(self.credit)}  # fmt: skip
 
 
 def check_answer(parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9) -> AnswerCheck:
