@@ -278,9 +278,7 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
     lines.append("")
     for stage in ("SFT", "RLVR"):
         lines.append(f"{stage}: {_cell([r['seconds_per_step'][stage] for r in results.values()])} s/step")
-    no_spread = [
-        _spread([100 * v for _, v in r.get("rlvr_no_spread", []) if v is not None])[0] for r in results.values()
-    ]
+    no_spread = [_spread([100 * v for _, v in r["rlvr_no_spread"] if v is not None])[0] for r in results.values()]
     lines.append(
         f"RLVR groups whose samples all got the same reward (no gradient), mean over steps: {_cell(no_spread)}"
     )
@@ -297,8 +295,7 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
         steps = [s for s, _, _ in result["rlvr_rewards"]]
         rewards.plot(steps, [f for _, f, _ in result["rlvr_rewards"]], label=f"format, seed {seed}")
         rewards.plot(steps, [c for _, _, c in result["rlvr_rewards"]], "--", label=f"content, seed {seed}")
-        if result.get("rlvr_no_spread"):
-            rewards.plot(*zip(*result["rlvr_no_spread"], strict=True), ":", label=f"no spread, seed {seed}")
+        rewards.plot(*zip(*result["rlvr_no_spread"], strict=True), ":", label=f"no spread, seed {seed}")
         if result["curve"]:
             accuracy.plot(*zip(*result["curve"], strict=True), marker="o", label=f"seed {seed}")
     for axes, title in ((loss, "SFT train loss"), (rewards, "RLVR rewards (batch mean), groups with no spread"),
