@@ -31,4 +31,5 @@ def read_models(lines: Iterable[str], model: type[M], source: str = "") -> list[
 def first_error(exc: ValidationError, whole: str = "line") -> str:
     """``FIELD: why`` for the first error of ``exc`` (``whole`` for the FIELD of an error about the whole item)."""
     first = exc.errors(include_url=False)[0]
-    return f"{'.'.join(map(str, first['loc'])) or whole}: {first['msg']}"
+    # a validator's own ValueError already says what is wrong; pydantic's prefix only says it was a ValueError
+    return f"{'.'.join(map(str, first['loc'])) or whole}: {first['msg'].removeprefix('Value error, ')}"

@@ -87,6 +87,73 @@ def test_eval_writes_what_was_right_in_each_answer(tmp_path, capsys):
     assert not all(line["sample_right"] for line in lines)  # the rule judge pays no fuzzy credit: some answers fail
 
 
+def _wrong(answers):
+    return [line["id"] for line in map(json.loads, answers.read_text().splitlines()) if not line["sample_right"]]
+
+
+def _answered(tmp_path, *extra):
+    data, answers = tmp_path / "examples.jsonl", tmp_path / "answers.jsonl"
+    data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES))
+    assert main(["eval", str(data), "--answers", str(answers), "-q", *extra]) == 0
+    return data, answers
+
+
+def test_data_hard_keeps_the_examples_the_judge_got_wrong(tmp_path, capsys):
+    data, answers = _answered(tmp_path)
+    wrong = [
+        json.loads(line)["id"] for line in answers.read_text().splitlines() if not json.loads(line)["sample_right"]
+    ]
+    assert 0 < len(wrong) < len(EXAMPLES)
+    hard = tmp_path / "hard.jsonl"
+    capsys.readouterr()
+    assert main(["data", "hard", str(data), "--answers", str(answers), "-o", str(hard)]) == 0
+    assert [json.loads(line)["id"] for line in hard.read_text().splitlines()] == wrong
+    assert f"wrote {len(wrong)} examples the judge got wrong (of {len(EXAMPLES)} answered)" in capsys.readouterr().out
+    # the kept lines are the examples themselves, ready for genrm train rlvr
+    by_id = {e.id: e.model_dump_json() for e in EXAMPLES}
+    assert hard.read_text().splitlines() == [by_id[i] for i in wrong]
+
+
+def test_data_hard_of_answers_to_part_of_the_file_says_what_was_left(tmp_path, capsys):
+    data, answers = _answered(tmp_path, "--limit", "6")
+    wrong = [
+        json.loads(line)["id"] for line in answers.read_text().splitlines() if not json.loads(line)["sample_right"]
+    ]
+    code = main(["data", "hard", str(data), "--answers", str(answers), "-o", str(tmp_path / "hard.jsonl")])
+    captured = capsys.readouterr()
+    if wrong:
+        assert code == 0 and f"{len(EXAMPLES) - 6} examples of {data} have no answer line" in captured.out
+    else:  # nothing wrong among the answered: refused, not an empty file
+        assert code == 1 and "right" in captured.err and not (tmp_path / "hard.jsonl").exists()
+
+
+def test_data_hard_refuses_answers_written_for_other_examples(tmp_path, capsys):
+    data, answers = _answered(tmp_path)
+    lines = answers.read_text().splitlines()
+    other = json.loads(lines[0]) | {"id": "not-an-example"}
+    moved = json.loads(lines[0]) | {"input_id": "another-input"}
+    shorter = json.loads(lines[0]) | {key: json.loads(lines[0])[key][:-1] for key in
+                                      ("criteria_right", "execution", "arguments", "credit")}  # fmt: skip
+    shorter["sample_right"] = shorter["schema"] and shorter["criterion_slots"] and all(shorter["criteria_right"])
+    flipped = json.loads(lines[0]) | {"sample_right": not json.loads(lines[0])["sample_right"]}
+    cases = {
+        "twice": ([lines[0], lines[0]], f"line 2: id {moved['id']!r} is answered twice"),
+        "other": ([json.dumps(other)], "line 1: id 'not-an-example' is no example of the examples file"),
+        "moved": ([json.dumps(moved)], f"line 1: the answer to {moved['id']!r} is for another example (input 'an"),
+        "shorter": ([json.dumps(shorter)], f"{len(EXAMPLES[0].labels) - 1} criteria; the example's"),
+        "flipped": ([json.dumps(flipped)], "line 1: line: sample_right must be true exactly when"),
+        "not an answer": (["{}"], "line 1: id: Field required"),
+    }
+    for name, (bad, expected) in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(bad) + "\n")
+        out = tmp_path / f"{name}-hard.jsonl"
+        assert main(["data", "hard", str(data), "--answers", str(path), "-o", str(out)]) == 2, name
+        err = capsys.readouterr().err
+        assert err.startswith(f"genrm data hard: error: {path} ") and expected in err, (name, err)
+        assert len(err.strip().splitlines()) == 1 and not out.exists(), name
+
+
 def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     # the untrained tiny judge under constrained decoding: its answers are well formed where they end, but it may
     # loop inside a value until the token budget; every answer and every criterion is counted either way

@@ -3,6 +3,7 @@
 genrm data synthetic -o datasets/judge_synth [--inputs 240] [--seed 0] [--test-fraction 0.15] [--held-out FAMILY ...]
 genrm data sft datasets/judge_synth/train.jsonl -o runs/sft.jsonl [--exposure minimal]
 genrm data rlvr datasets/judge_synth/train.jsonl -o runs/rlvr.jsonl
+genrm data hard datasets/judge_synth/train.jsonl --answers ANSWERS.jsonl -o runs/hard.jsonl
 genrm data rubrics TASKS.jsonl -o INSTANCES.jsonl --teacher MODEL@URL [--teacher ...] [--aggregator MODEL@URL]
 genrm data labels INSTANCES.jsonl -o DIR --teacher MODEL@URL --teacher ... [--min-teachers N]
 genrm eval datasets/judge_synth/test.jsonl [--judge SPEC | --backend rule|transformers|openai|sglang ...]
@@ -99,6 +100,30 @@ def _cmd_from_audit(args: argparse.Namespace) -> int:
     counts = category_counts(chosen)
     shown = ", ".join(f"{counts[c]} {c}" for c in NEGATIVE_CATEGORIES if counts.get(c))
     print(f"wrote {count} negative examples to {args.output} ({shown})")
+    return 0
+
+
+def _cmd_hard(args: argparse.Namespace) -> int:
+    from genrm.data.judge_data import write_jsonl
+    from genrm.evaluation.answers import AnswerLine, hard_examples
+    from genrm.jsonl import read_models
+
+    try:
+        examples = _read(args.input)
+        with open(args.answers, encoding="utf-8") as source:
+            answers = read_models(source, AnswerLine, source=args.answers)
+        hard = hard_examples(examples, answers, args.answers)
+    except ValueError as exc:
+        print(f"genrm data hard: error: {exc}", file=sys.stderr)
+        return 2
+    unanswered = len(examples) - len(answers)
+    note = f"; {unanswered} examples of {args.input} have no answer line and are not kept" if unanswered else ""
+    if not hard:
+        print(f"genrm data hard: error: the judge got all {len(answers)} answered examples right: none to write{note}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    count = write_jsonl(hard, args.output)
+    print(f"wrote {count} examples the judge got wrong (of {len(answers)} answered) to {args.output}{note}")
     return 0
 
 
@@ -210,7 +235,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.answers:
-        lines = [json.dumps(check.record(example)) for check, example in zip(checks, examples, strict=True)]
+        lines = [check.record(example).to_json() for check, example in zip(checks, examples, strict=True)]
         Path(args.answers).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return 0
 
@@ -535,6 +560,18 @@ def register(sub: Any) -> None:
         help="refuse when an input of the audit is in this file (a test split)",
     )
     from_audit.set_defaults(handler=_cmd_from_audit)
+
+    hard = data_sub.add_parser(
+        "hard", help="the examples a judge got wrong (from genrm eval --answers), to train it on with RLVR",
+        description="Keep the examples whose answer line (genrm eval EXAMPLES.jsonl --answers ANSWERS.jsonl) is not "
+        "right at the sample level. RLVR learns nothing from a prompt the judge already gets right: all its samples "
+        "score alike, so their advantages are 0. Examples without an answer line (eval --limit) are not kept.",
+    )  # fmt: skip
+    hard.add_argument("input", metavar="EXAMPLES.jsonl", type=input_file)
+    hard.add_argument("--answers", required=True, metavar="ANSWERS.jsonl", type=input_file,
+                      help="genrm eval's --answers file for the same examples")  # fmt: skip
+    hard.add_argument("-o", "--output", required=True, metavar="EXAMPLES.jsonl", type=output_file)
+    hard.set_defaults(handler=_cmd_hard)
 
     for name, what in (("sft", "prompt-completion records for TRL's SFTTrainer"),
                        ("rlvr", "prompt records with the judge_label column for TRL's GRPOTrainer")):  # fmt: skip

@@ -22,13 +22,13 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
+from genrm.evaluation.answers import AnswerLine
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.prompts import Exposure
@@ -59,14 +59,13 @@ class AnswerCheck:
         """Every criterion right (and the form with it)."""
         return self.schema and self.criterion_slots and all(self.criteria_right)
 
-    def record(self, example: JudgeExample) -> dict[str, Any]:
-        """One line of ``genrm eval --answers``: which ``example`` was checked and what was right in its answer
-        (per criterion, in the rubric's order; ``None`` where a measure does not apply), to pick the examples a judge
-        gets wrong."""
-        return {"id": example.id, "input_id": example.input_id, "sample_right": self.sample_right,
-                "schema": self.schema, "criterion_slots": self.criterion_slots,
-                "criteria_right": list(self.criteria_right), "execution": list(self.execution),
-                "arguments": list(self.arguments), "credit": list(self.credit)}  # fmt: skip
+    def record(self, example: JudgeExample) -> AnswerLine:
+        """One line of ``genrm eval --answers``: which ``example`` was checked and what was right in its answer, to
+        pick the examples a judge gets wrong (``genrm data hard``)."""
+        return AnswerLine(id=example.id, input_id=example.input_id, sample_right=self.sample_right,
+                          schema=self.schema, criterion_slots=self.criterion_slots,
+                          criteria_right=list(self.criteria_right), execution=list(self.execution),
+                          arguments=list(self.arguments), credit=list(self.credit))  # fmt: skip
 
 
 def check_answer(parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9) -> AnswerCheck:
