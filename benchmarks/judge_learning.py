@@ -4,8 +4,8 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
     python benchmarks/judge_learning.py [--inputs 2000] [--held-out grounding] [--seeds 0 1 2] [--sft-steps 600]
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
         [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--rlvr-lr 3e-4] [--loop-steps 200]
-        [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--out runs/judge-learning]
-        [--results DIR] [--quick]
+        [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--rlvr-prompts hard|all]
+        [--rlvr-pool 0] [--out runs/judge-learning] [--results DIR] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -14,7 +14,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    excluded (``--not-in`` the test split), repeated into a copy of the train split until they are
    ``--negatives-share`` of it; ``genrm audit build`` on the test split, the audit the master keys are measured on;
 2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on the train split with
-   ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipe at ``--rlvr-lr``, steps as given), and
+   ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipe at ``--rlvr-lr``, steps as given) on
+   the train examples it gets wrong (``genrm eval --answers`` on the first ``--rlvr-pool`` of the train split, then
+   ``genrm data hard``; ``--rlvr-prompts all``: the whole split), and
    the audit's loop as a user runs it: the SFT judge continued for ``--loop-steps`` at ``--loop-lr`` on the split
    with the negatives, and, as the control (the same extra steps, no negatives), on the train split alone;
 3. the reliability table (``genrm eval``, free decoding: what the model learned) of base, SFT and RLVR on the test
@@ -22,7 +24,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    checkpoints' criterion-level accuracy on the test split against steps (the learning curve); the master-key false
    positives (share of the held-out keys' responses given any undeserved credit, ``genrm audit run`` on those
    responses alone, with the count of criteria not judged beside it) of the SFT judge and its two continuations,
-   with their criterion-level accuracy on the test split (what the negatives cost); seconds per SFT and RLVR step;
+   with their criterion-level accuracy on the test split (what the negatives cost); RLVR against its SFT start on
+   the whole test split, example by example (a point is within the noise of ``--eval-limit`` examples, not of a
+   paired comparison on every criterion); seconds per SFT and RLVR step;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
    ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import statistics
 import sys
 import time
@@ -84,14 +89,33 @@ def _train(args: list[str], folder: Path, train_file: Path) -> None:
     done.write_text(json.dumps(record))
 
 
-def _table(model: str, data: Path, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
-    """The reliability table (percent per measure) of ``model`` on ``data``, decoded freely."""
+def _table(
+    model: str, data: Path, args: argparse.Namespace, out: Path, limit: int | None = None, answers: Path | None = None
+) -> dict[str, float | None]:
+    """The reliability table (percent per measure) of ``model`` on the first ``limit`` examples of ``data`` (default
+    ``--eval-limit``; 0: all), decoded freely; what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
                "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q"]  # fmt: skip
-    if args.eval_limit:
-        command += ["--limit", str(args.eval_limit)]
+    limit = args.eval_limit if limit is None else limit
+    command += ["--limit", str(limit)] if limit else []
+    command += ["--answers", str(answers)] if answers else []
     _run(command)
     return {row["measure"]: row["percent"] for row in json.loads(out.read_text())["rows"]}
+
+
+def _rlvr_prompts(sft: Path, data: Path, args: argparse.Namespace, root: Path) -> tuple[Path, dict[str, Any]]:
+    """The train examples RLVR is run on: all of them, or (``--rlvr-prompts hard``) those of the first
+    ``--rlvr-pool`` the SFT judge gets wrong (``genrm eval --answers``, then ``genrm data hard``): a prompt it gets
+    right has every sample scored alike, and no gradient. Returns the file and how it was picked."""
+    train = data / "train.jsonl"
+    if args.rlvr_prompts == "all":
+        return train, {"prompts": "all", "count": sum(1 for _ in train.open())}
+    answers, hard = root / "sft-train-answers.jsonl", root / "rlvr-prompts.jsonl"
+    table = _table(str(sft), train, args, root / "sft-train.eval.json", args.rlvr_pool, answers)
+    _run(["data", "hard", str(train), "--answers", str(answers), "-o", str(hard)])
+    pool = sum(1 for _ in answers.open())
+    return hard, {"prompts": "hard", "pool": pool, "count": sum(1 for _ in hard.open()),
+                  "sft_sample_level": table["Sample-level"]}  # fmt: skip
 
 
 def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path) -> dict[str, float | int | None]:
@@ -172,10 +196,11 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
     _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
             "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
             "--save_steps", str(every), "--save_total_limit", "100"], sft, data / "train.jsonl")  # fmt: skip
+    prompts, picked = _rlvr_prompts(sft, data, args, root)
     _train(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
-            str(sft), "--train_file", str(data / "train.jsonl"), "--output_dir", str(rlvr), "--max_steps",
+            str(sft), "--train_file", str(prompts), "--output_dir", str(rlvr), "--max_steps",
             str(args.rlvr_steps), "--learning_rate", str(args.rlvr_lr), "--logging_steps", "2",
-            "--save_strategy", "no", *flags], rlvr, data / "train.jsonl")  # fmt: skip
+            "--save_strategy", "no", *flags], rlvr, prompts)  # fmt: skip
     for folder, train_file in loop.values():  # both from the SFT judge, same steps and rate: only the data differ
         # (always trained again: the negatives' file is rebuilt with the data, under the same name)
         _run(["train", "sft", *sft_recipe, "--model_name_or_path", str(sft), "--train_file", str(train_file),
@@ -184,6 +209,10 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
     tables = {(stage, split): _table(str(model), data / name, args, root / f"{stage}-{name}.eval.json")
               for stage, model in zip(STAGES, (base, sft, rlvr), strict=True)
               for split, name in SPLITS.items()}  # fmt: skip
+    # RLVR against its own start on the whole test split, example by example: a gain of a point is within the noise of
+    # --eval-limit examples, not of a paired comparison on every criterion
+    whole = {stage: _table(str(model), data / "test.jsonl", args, root / f"{stage}-test-whole.eval.json", 0)
+             for stage, model in (("SFT", sft), ("RLVR", rlvr))}  # fmt: skip
     curve = []
     for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
         table = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
@@ -203,6 +232,8 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[st
             (e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in _history(rlvr) if "loss" in e
         ],  # fmt: skip
         "rlvr_no_spread": [(e["step"], e.get(NO_SPREAD)) for e in _history(rlvr) if "loss" in e],
+        "rlvr_prompts": picked,
+        "whole_test": whole,
         "master_key_fp": keys,
         "negatives": json.loads((data / "negatives.json").read_text()),
         "seconds_per_step": {"SFT": _seconds_per_step(sft), "RLVR": _seconds_per_step(rlvr)},
@@ -282,7 +313,43 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
     lines.append(
         f"RLVR groups whose samples all got the same reward (no gradient), mean over steps: {_cell(no_spread)}"
     )
+    picked = [r["rlvr_prompts"] for r in results.values()]
+    if args.rlvr_prompts == "hard":
+        lines.append(
+            "RLVR prompts: the train examples the SFT judge got wrong, per seed: "
+            + ", ".join(
+                f"{p['count']} of {p['pool']} (its sample-level there {p['sft_sample_level']:.1f}%)" for p in picked
+            )
+        )
+    else:
+        lines.append(f"RLVR prompts: the whole train split ({picked[0]['count']} examples)")
+    lines += ["", "RLVR against its SFT start on the whole test split (every example; percent):", "",
+              "| seed | criterion-level SFT | RLVR | RLVR - SFT | sample-level SFT | RLVR | RLVR - SFT |",
+              "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for seed, result in results.items():
+        cells = []
+        for measure in ("Criterion-level", "Sample-level"):
+            sft, rlvr = (result["whole_test"][stage][measure] for stage in ("SFT", "RLVR"))
+            cells += [f"{sft:.1f}", f"{rlvr:.1f}", f"{rlvr - sft:+.1f}"]
+        lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+    gains = [_gain(r) for r in results.values()]
+    lines.append(f"| mean ± spread | | | {_cell(gains)} | | | |")
     return "\n".join(lines)
+
+
+def _gain(result: dict[str, Any], measure: str = "Criterion-level") -> float:
+    """RLVR's points over its SFT start on the whole test split."""
+    return result["whole_test"]["RLVR"][measure] - result["whole_test"]["SFT"][measure]
+
+
+def _running_mean(values: list[float | None], window: int) -> list[float]:
+    """The mean of each value and the ``window - 1`` before it (fewer at the start; a missing value is skipped, and
+    NaN, which a plot leaves blank, where none is known)."""
+    means = []
+    for end in range(1, len(values) + 1):
+        known = [v for v in values[max(0, end - window) : end] if v is not None]
+        means.append(statistics.fmean(known) if known else math.nan)
+    return means
 
 
 def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
@@ -290,15 +357,23 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
 
     plt = pyplot()
     figure, (loss, rewards, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
+    window = 1
     for seed, result in results.items():
         loss.plot(*zip(*result["sft_loss"], strict=True), label=f"seed {seed}")
         steps = [s for s, _, _ in result["rlvr_rewards"]]
-        rewards.plot(steps, [f for _, f, _ in result["rlvr_rewards"]], label=f"format, seed {seed}")
-        rewards.plot(steps, [c for _, _, c in result["rlvr_rewards"]], "--", label=f"content, seed {seed}")
-        rewards.plot(*zip(*result["rlvr_no_spread"], strict=True), ":", label=f"no spread, seed {seed}")
+        # a step's batch is a few prompts, so its mean swings from 0 to 1: a running mean shows the trend
+        window = max(1, len(steps) // 12)
+        rewards.plot(steps, _running_mean([f for _, f, _ in result["rlvr_rewards"]], window), color=f"C{seed}",
+                     label=f"format, seed {seed}")  # fmt: skip
+        rewards.plot(steps, _running_mean([c for _, _, c in result["rlvr_rewards"]], window), "--", color=f"C{seed}",
+                     label=f"content, seed {seed}")  # fmt: skip
+        rewards.plot([s for s, _ in result["rlvr_no_spread"]],
+                     _running_mean([v for _, v in result["rlvr_no_spread"]], window), ":", color=f"C{seed}",
+                     label=f"no spread, seed {seed}")  # fmt: skip
         if result["curve"]:
             accuracy.plot(*zip(*result["curve"], strict=True), marker="o", label=f"seed {seed}")
-    for axes, title in ((loss, "SFT train loss"), (rewards, "RLVR rewards (batch mean), groups with no spread"),
+    for axes, title in ((loss, "SFT train loss"),
+                        (rewards, f"RLVR rewards, groups with no spread (mean of {window} logs)"),
                         (accuracy, "criterion-level accuracy, test split (%)")):  # fmt: skip
         axes.set_title(title)
         axes.set_xlabel("step")
@@ -316,6 +391,10 @@ def main() -> int:
     parser.add_argument("--sft-steps", type=int, default=600)
     parser.add_argument("--rlvr-steps", type=int, default=40)
     parser.add_argument("--rlvr-lr", type=float, default=3e-4, help="RLVR learning rate (3e-4, the tiny recipe's)")
+    parser.add_argument("--rlvr-prompts", choices=["hard", "all"], default="hard",
+                        help="RLVR on the train examples the SFT judge gets wrong (hard), or on all")  # fmt: skip
+    parser.add_argument("--rlvr-pool", type=int, default=0,
+                        help="train examples the SFT judge answers to find the hard ones (0: all)")  # fmt: skip
     parser.add_argument("--loop-steps", type=int, default=200, help="SFT steps of the audit loop's continuations")
     parser.add_argument("--loop-lr", type=float, default=3e-4, help="their learning rate (3e-4)")
     parser.add_argument("--negatives-share", type=float, default=0.25, help="the negatives' least share there (0.25)")
@@ -363,6 +442,7 @@ def main() -> int:
           f"{mean('Criterion-level', 'SFT')} -> RLVR {mean('Criterion-level', 'RLVR')} (held-out families: SFT "
           f"{mean('Criterion-level', 'SFT', 'held-out families')}, RLVR "
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
+          f"RLVR - SFT on the whole test split {_cell([_gain(r) for r in results.values()])} points; "
           f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
           f"{shown['negatives']} (continued with the audit's negatives); "
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
