@@ -8,7 +8,6 @@ advantages are all 0. Training on the examples it still gets wrong puts the step
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -33,7 +32,7 @@ class AnswerLine(BaseModel):
     credit: list[bool | None]
 
     @model_validator(mode="after")
-    def _consistent(self) -> Self:
+    def _consistent(self) -> AnswerLine:
         lengths = {len(self.criteria_right), len(self.execution), len(self.arguments), len(self.credit)}
         if len(lengths) != 1:
             raise ValueError("criteria_right, execution, arguments and credit must have one item per criterion")
