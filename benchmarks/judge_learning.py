@@ -109,13 +109,16 @@ def _rlvr_prompts(sft: Path, data: Path, args: argparse.Namespace, root: Path) -
     right has every sample scored alike, and no gradient. Returns the file and how it was picked."""
     train = data / "train.jsonl"
     if args.rlvr_prompts == "all":
-        return train, {"prompts": "all", "count": sum(1 for _ in train.open())}
+        return train, {"prompts": "all", "count": _lines(train)}
     answers, hard = root / "sft-train-answers.jsonl", root / "rlvr-prompts.jsonl"
     table = _table(str(sft), train, args, root / "sft-train.eval.json", args.rlvr_pool, answers)
     _run(["data", "hard", str(train), "--answers", str(answers), "-o", str(hard)])
-    pool = sum(1 for _ in answers.open())
-    return hard, {"prompts": "hard", "pool": pool, "count": sum(1 for _ in hard.open()),
+    return hard, {"prompts": "hard", "pool": _lines(answers), "count": _lines(hard),
                   "sft_sample_level": table["Sample-level"]}  # fmt: skip
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
 
 
 def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path) -> dict[str, float | int | None]:

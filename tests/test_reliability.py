@@ -100,9 +100,7 @@ def _answered(tmp_path, *extra):
 
 def test_data_hard_keeps_the_examples_the_judge_got_wrong(tmp_path, capsys):
     data, answers = _answered(tmp_path)
-    wrong = [
-        json.loads(line)["id"] for line in answers.read_text().splitlines() if not json.loads(line)["sample_right"]
-    ]
+    wrong = _wrong(answers)
     assert 0 < len(wrong) < len(EXAMPLES)
     hard = tmp_path / "hard.jsonl"
     capsys.readouterr()
@@ -116,15 +114,20 @@ def test_data_hard_keeps_the_examples_the_judge_got_wrong(tmp_path, capsys):
 
 def test_data_hard_of_answers_to_part_of_the_file_says_what_was_left(tmp_path, capsys):
     data, answers = _answered(tmp_path, "--limit", "6")
-    wrong = [
-        json.loads(line)["id"] for line in answers.read_text().splitlines() if not json.loads(line)["sample_right"]
-    ]
-    code = main(["data", "hard", str(data), "--answers", str(answers), "-o", str(tmp_path / "hard.jsonl")])
-    captured = capsys.readouterr()
-    if wrong:
-        assert code == 0 and f"{len(EXAMPLES) - 6} examples of {data} have no answer line" in captured.out
-    else:  # nothing wrong among the answered: refused, not an empty file
-        assert code == 1 and "right" in captured.err and not (tmp_path / "hard.jsonl").exists()
+    assert _wrong(answers)  # the rule judge pays no fuzzy credit: some of the six are wrong
+    assert main(["data", "hard", str(data), "--answers", str(answers), "-o", str(tmp_path / "hard.jsonl")]) == 0
+    assert f"{len(EXAMPLES) - 6} examples of {data} have no answer line" in capsys.readouterr().out
+
+
+def test_data_hard_refuses_to_write_an_empty_file(tmp_path, capsys):
+    data, answers = _answered(tmp_path)
+    right = [line for line in answers.read_text().splitlines() if json.loads(line)["sample_right"]]
+    assert right
+    answers.write_text("\n".join(right) + "\n")
+    hard = tmp_path / "hard.jsonl"
+    assert main(["data", "hard", str(data), "--answers", str(answers), "-o", str(hard)]) == 1
+    assert f"the judge got all {len(right)} answered examples right" in capsys.readouterr().err
+    assert not hard.exists()
 
 
 def test_data_hard_refuses_answers_written_for_other_examples(tmp_path, capsys):
