@@ -173,3 +173,86 @@ def test_float_rounding_is_configurable():
 def test_a_number_in_delimiters_or_a_box_takes_the_in_process_path(target, predict):
     result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
     assert result.score == 1.0 and result.reason.startswith("plain numbers")
+
+
+@pytest.mark.parametrize(
+    "target, predict, expected",
+    [
+        # Math-Verify reads 1e6 as 1 * e * 6 (Euler's number): scientific notation against an expression
+        ("10^6", "1e6", 1.0),
+        ("1e6", "10^{6}", 1.0),
+        ("10^{-3}", "1e-3", 1.0),
+        (r"2^{10}", "1.024e3", 1.0),
+        ("2e", "2e1", 0.0),  # 2e1 is 20, not twice Euler's number
+        ("3e", "3e0", 0.0),
+        ("e+1", "1e1", 0.0),
+        # ... compared at the places it states, not rounded to 0 with the configured 6
+        ("10^{-8}", "2e-8", 0.0),
+        ("10^{-8}", "1e-8", 1.0),
+        (r"\sqrt{2}", "1.414214e0", 1.0),
+        (r"\sqrt{2}", "1.41421357e0", 0.0),
+        (r"\pi", "3.14159265358979e0", 1.0),
+        # digit groups with spaces and mixed numbers, which Math-Verify reads as products
+        ("10^3", "1 000", 1.0),
+        ("10^3", r"1\,000", 1.0),
+        (r"\sin 0", "1 000", 0.0),
+        (r"\sqrt{9}/2", "1 1/2", 1.0),
+        (r"\sqrt{1}", "1 1/2", 0.0),
+        # a fraction of percent, which Math-Verify reads as text
+        (r"\frac{1}{\sqrt{4}}", r"\frac{100}{2}\%", 1.0),
+        (r"\frac{1}{\sqrt{4}}", r"\frac{1}{2}\%", 0.0),
+    ],
+)
+def test_a_plain_number_against_an_expression_is_read_as_the_fast_path_reads_it(target, predict, expected):
+    result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
+    assert (result.score, result.status) == (expected, "ok"), result.reason
+    assert not result.reason.startswith("plain numbers")  # the other side is an expression: Math-Verify decided
+
+
+@pytest.mark.parametrize(
+    "target, predict, expected",
+    [
+        (r"\frac{1}{2}\%", "0.005", 1.0),
+        (r"\frac{1}{2}\%", r"0.5\%", 1.0),
+        (r"\frac{1}{2}\%", r"50\%", 0.0),
+        (r"33\frac{1}{3}\%", "1/3", 1.0),
+        ("33 1/3%", "0.333333", 1.0),
+        (r"2\times10^{3}\%", "20", 1.0),
+        (r"2\times10^{3}\%", "2", 0.0),  # Math-Verify reads the target as 2
+    ],
+)
+def test_a_fraction_or_power_of_ten_of_percent_is_a_plain_number(target, predict, expected):
+    result = run_verifier("expr_verify", {"target": target}, {"predict": predict})
+    assert (result.score, result.reason) == (expected, f"plain numbers {'equal' if expected else 'different'}")
+
+
+def test_a_number_too_far_from_one_to_write_out_is_not_compared_with_an_expression():
+    prediction = run_verifier("expr_verify", {"target": "10^{-300}"}, {"predict": "2e-300"})
+    assert (prediction.score, prediction.status) == (0.0, "unparseable_pred")
+    assert "too far from 1" in prediction.reason
+    target = run_verifier("expr_verify", {"target": "1e400"}, {"predict": "10^{400}"})
+    assert target.status == "unparseable_target"
+
+
+@pytest.mark.parametrize(
+    "target, predict",
+    [
+        ("1e6", "1 000 000"), ("1.5e-3", "0.0015"), ("2e-8", "0.00000001"), ("1e-8", "0"), ("1 1/2", "1.5"),
+        ("1 1/2", "3/2"), (r"2\times10^{3}\%", "20"), (r"2\times10^{3}\%", "2"), ("1 000", "1000.0"),
+        ("2.5E-3", "1/400"), ("-2 1/4", "-9/4"), (r"1\,234\,567", "1234567"), ("50%", "1/2"), ("7/8", "0.875"),
+    ],
+)  # fmt: skip
+def test_plain_numbers_written_out_read_alike_in_math_verify(target, predict):
+    """What Math-Verify is given for a plain number (when the other side is an expression) means what the fast path
+    read: on two plain numbers, Math-Verify on their written-out forms gives the fast path's verdict."""
+    from verifiers.expr import _written_out
+    from verifiers.expr_pool import get_expr_pool
+    from verifiers.result import PredictionError, TargetError
+
+    (target_out, target_places), (pred_out, pred_places) = (
+        _written_out(target, TargetError),
+        _written_out(predict, PredictionError),
+    )
+    outcome = get_expr_pool().check(target_out, pred_out, max(6, target_places, pred_places), 10.0)
+    assert outcome.status == "ok"
+    assert expr_verify(target=target, predict=predict) == float(outcome.equal), outcome.reason

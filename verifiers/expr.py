@@ -10,10 +10,10 @@ Three paths, tried in order:
    option letter is unparseable.
 2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``: a comma
    followed by exactly three digits, the first group not starting with 0; ``1 000`` and ``1\\,000`` with spaces),
-   scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``), and fractions of integers (``3/4``,
-   ``\\frac{3}{4}``), with an optional sign. A decimal comma (``1000,99``, ``0,111``) is read as one when the other
-   side is written with a decimal point; two comma forms (``1,2`` and ``2,1``) are left to the next path, which reads
-   them as sets. When either side is written as a decimal, the two are compared after rounding to
+   scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``, ``\\frac{1}{2}\\%``), and fractions of integers
+   (``3/4``, ``\\frac{3}{4}``), with an optional sign. A decimal comma (``1000,99``, ``0,111``) is read as one when the
+   other side is written with a decimal point; two comma forms (``1,2`` and ``2,1``) are left to the next path, which
+   reads them as sets. When either side is written as a decimal, the two are compared after rounding to
    ``VerifyConfig.float_rounding`` places; a percentage matches both its value over 100 and its bare value (``50%``
    matches ``0.5`` and ``50``), since units belong to the criterion, not the target. Math delimiters or a box around
    the whole number (``$9$``, ``\\boxed{9}``) are looked through.
@@ -24,6 +24,10 @@ Three paths, tried in order:
    chosen over bare sympy because it already handles LaTeX normalisation, set/interval/tuple comparison, equations
    (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules. A set or interval
    and the relations that describe it are compared as the same set (``x \\in [-2, 7]`` matches ``-2 \\le x \\le 7``).
+   A plain number compared with an expression is first written out as its exact value (Math-Verify reads ``1e6`` as
+   ``1 * e * 6`` and ``1 000`` as ``1 * 0``), so ``1e6`` matches ``10^6`` and ``2e1`` is not ``2e``; a number in
+   scientific notation is compared at the decimal places it states (``2e-8`` is not ``10^{-8}``), and one that needs
+   more than 100 digits written out (``1e-300``) is unparseable there.
 
 A prediction (or a target) longer than ``VerifyConfig.max_expr_chars`` (up to ``max_response_chars``) is a whole
 response: it is cut to its final answer (:func:`final_answer`: the last ``\\boxed{}``, else what follows the last
@@ -47,13 +51,14 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from verifiers.answer_forms import option_letter, read_forms, split_unit, stated_answer
 from verifiers.config import VerifyConfig
-from verifiers.result import PredictionError, TargetError, VerifyResult
+from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
 
 _OPTION_WORD = re.compile(r"\b(?:options?|choices?)\b", re.IGNORECASE)
 _OPTION_TOKEN = re.compile(r"^[\(\[]?\s*([A-Za-z])\s*[\)\]]?\s*[.:]?$")
@@ -86,6 +91,7 @@ _MIXED = re.compile(
 )
 # 2.3148\times10^{-3}, 6.02 \cdot 10^{23}: scientific notation written in LaTeX
 _TIMES_TEN = re.compile(r"^(.+?)\s*(?:\\times|\\cdot|\*|\u00d7)\s*10\s*\^\s*(?:\{\s*([+-]?\d{1,4})\s*\}|([+-]?\d))$")
+_PERCENT = re.compile(r"\s*\\?%$")
 _COMMA_DECIMAL = re.compile(r"^([+-])?(\d+),(\d+)(\\?%)?$")
 _THIN_SPACES = re.compile(r"\\[,; ]|[\u00a0\u2009\u202f]")
 _MAX_NUMBER_CHARS = 60
@@ -171,7 +177,11 @@ def parse_number(text: str) -> Number | None:
             -value if sign == "-" else value, "." in digits or exponent is not None, percent is not None, significant
         )
     text = text[:-1] if text.endswith(".") else text  # a sentence's period: "2/3."
-    match = _FRACTION.match(text)
+    # a fraction, a mixed number or a power of ten of percent (\frac{1}{2}\%, 2\times 10^{3}\%): Math-Verify reads
+    # the first as text and the last as 2
+    percent = _PERCENT.search(text)
+    stem = text[: percent.start()] if percent else text
+    match = _FRACTION.match(stem)
     if match:
         sign, *parts = match.groups()
         numerator = int(parts[0] or parts[1] or parts[4])
@@ -179,22 +189,22 @@ def parse_number(text: str) -> Number | None:
         if denominator == 0:
             return None
         value = Fraction(numerator, denominator)
-        return Number(-value if sign == "-" else value, False, False)
-    match = _MIXED.match(text)
+        return Number(-value if sign == "-" else value, False, percent is not None)
+    match = _MIXED.match(stem)
     if match:
         sign, whole, *parts = match.groups()
         numerator, denominator = int(parts[0] or parts[2] or parts[3]), int(parts[1] or parts[4] or parts[5])
         if not 0 < numerator < denominator:
             return None  # not a mixed number: "2 3/2" and "2\frac{0}{3}" are left to the parser
         value = int(whole) + Fraction(numerator, denominator)
-        return Number(-value if sign == "-" else value, False, False)
-    match = _TIMES_TEN.match(text)
+        return Number(-value if sign == "-" else value, False, percent is not None)
+    match = _TIMES_TEN.match(stem)
     if match:
         mantissa = parse_number(match.group(1))
         if mantissa is None or mantissa.percent or "e" in match.group(1).lower():
             return None
         value = mantissa.value * Fraction(10) ** int(match.group(2) or match.group(3))
-        return Number(value, True, False, _significant_digits(match.group(1)))
+        return Number(value, True, percent is not None, _significant_digits(match.group(1)))
     return None
 
 
@@ -305,6 +315,51 @@ def numbers_equal(target: Number, pred: Number, places: int) -> bool:
     )
 
 
+# Most digits a plain number is written out with for Math-Verify (1e-90 has 92 characters).
+_MAX_WRITTEN_OUT = 100
+
+
+def _decimal_places(value: Fraction) -> int:
+    # the places a decimal's exact value needs: its denominator is 2^a 5^b
+    twos = fives = 0
+    denominator = value.denominator
+    while denominator % 2 == 0:
+        denominator, twos = denominator // 2, twos + 1
+    while denominator % 5 == 0:
+        denominator, fives = denominator // 5, fives + 1
+    return max(twos, fives)
+
+
+def _written_out(text: str, error: type[VerifierError]) -> tuple[str, int]:
+    """``text`` as Math-Verify should read it, and the decimal places it is to be compared at (0: as configured).
+
+    A plain number (see the module docstring) is written as its exact value: an integer, ``\\frac{p}{q}``, or a
+    decimal, with ``\\%`` after it when it had one (a fraction of percent as its value over 100: Math-Verify reads
+    a percent sign after a number only). Math-Verify misreads several forms the fast path reads: ``1.5e-3`` as
+    ``1.5 * e - 3`` (Euler's number), ``1 000`` as ``1 * 0``, ``1 1/2`` as ``1``, ``\\frac{1}{2}\\%`` as text;
+    against an expression (``10^{-3}``, ``2e``, ``\\sin 0``) they would be wrong both ways. A number in scientific
+    notation is compared at the places it states (``2e-8`` is not ``10^{-8}``), as the fast path compares it at its
+    significant digits. Anything else is returned as it is. Raises ``error`` for a number too large or too small to
+    write out (``1e-300``)."""
+    number = parse_number(bare(text))
+    if number is None:
+        return text, 0
+    value, suffix = abs(number.value), "\\%" if number.percent else ""
+    sign = "-" if number.value < 0 else ""
+    if not number.decimal:
+        if value.denominator == 1:
+            return sign + str(value.numerator) + suffix, 0
+        if number.percent:  # Math-Verify reads a percent sign after a number only: the value over 100
+            value, suffix = value / 100, ""
+        return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}{suffix}", 0
+    places = _decimal_places(value)
+    if places > _MAX_WRITTEN_OUT or value >= 10**_MAX_WRITTEN_OUT:
+        raise error(f"{text.strip()!r:.60} is too far from 1 to compare with an expression (at most "
+                    f"{_MAX_WRITTEN_OUT} digits written out)")  # fmt: skip
+    written = format(Decimal(int(value * 10**places)).scaleb(-places), "f")
+    return sign + written + suffix, places if number.significant else 0
+
+
 def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
     whatever the numbers (both sides carry units, and not the same), or None."""
@@ -363,7 +418,14 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
 
     from verifiers.expr_pool import get_expr_pool
 
-    outcome = get_expr_pool().check(target, predict, config.float_rounding, config.deadline_s, config.worker_wait_s)
+    # a number in scientific notation is compared to the places it states (2e-8 is not 10^{-8}), at least as many
+    # as configured
+    (target, target_places), (predict, pred_places) = (
+        _written_out(target, TargetError),
+        _written_out(predict, PredictionError),
+    )
+    places = max(config.float_rounding, target_places, pred_places)
+    outcome = get_expr_pool().check(target, predict, places, config.deadline_s, config.worker_wait_s)
     if outcome.status == "ok":
         return VerifyResult(1.0 if outcome.equal else 0.0, "ok", outcome.reason, "expr_verify")
     return VerifyResult(0.0, outcome.status, outcome.reason, "expr_verify")
