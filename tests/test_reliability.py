@@ -157,6 +157,19 @@ def test_data_hard_refuses_answers_written_for_other_examples(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and not out.exists(), name
 
 
+def test_data_hard_refuses_examples_that_share_an_id(tmp_path, capsys):
+    data, answers = _answered(tmp_path)
+    lines = data.read_text().splitlines()
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("\n".join([*lines, lines[0]]) + "\n")
+    out = tmp_path / "hard.jsonl"
+    assert main(["data", "hard", str(twice), "--answers", str(answers), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"genrm data hard: error: {twice} line {len(lines) + 1}: id {json.loads(lines[0])['id']!r} is "
+                   "also line 1's: answers are matched to examples by id, so each needs its own")  # fmt: skip
+    assert not out.exists()
+
+
 def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     # the untrained tiny judge under constrained decoding: its answers are well formed where they end, but it may
     # loop inside a value until the token budget; every answer and every criterion is counted either way

@@ -112,7 +112,7 @@ def _cmd_hard(args: argparse.Namespace) -> int:
         examples = _read(args.input)
         with open(args.answers, encoding="utf-8") as source:
             answers = read_models(source, AnswerLine, source=args.answers)
-        hard = hard_examples(examples, answers, args.answers)
+        hard = hard_examples(examples, answers, args.answers, args.input)
     except ValueError as exc:
         print(f"genrm data hard: error: {exc}", file=sys.stderr)
         return 2

@@ -47,15 +47,25 @@ class AnswerLine(BaseModel):
 
 
 def hard_examples(
-    examples: Sequence[JudgeExample], answers: Sequence[AnswerLine], answers_source: str = "answers"
+    examples: Sequence[JudgeExample],
+    answers: Sequence[AnswerLine],
+    answers_source: str = "answers",
+    examples_source: str = "examples",
 ) -> list[JudgeExample]:
     """The ``examples`` whose answer in ``answers`` was not right (sample level: some criterion wrong, or the form),
     in the order of ``examples``; an example with no answer line (``genrm eval --limit``) is not kept.
 
-    Raises ValueError naming ``answers_source`` when the answers were not written for these examples: an id twice, an
-    id that is not an example's, or one whose input or criterion count differs from its example's.
+    Raises ValueError naming ``examples_source`` when two examples share an id (answers are matched to examples by
+    id), and naming ``answers_source`` when the answers were not written for these examples: an id twice, an id that
+    is not an example's, or one whose input or criterion count differs from its example's.
     """
-    by_id = {example.id: example for example in examples}
+    by_id: dict[str, JudgeExample] = {}
+    for number, example in enumerate(examples, 1):
+        if example.id in by_id:
+            first = next(n for n, e in enumerate(examples, 1) if e.id == example.id)
+            raise ValueError(f"{examples_source} line {number}: id {example.id!r} is also line {first}'s: answers are "
+                             "matched to examples by id, so each needs its own")  # fmt: skip
+        by_id[example.id] = example
     seen: set[str] = set()
     for number, answer in enumerate(answers, 1):
         where = f"{answers_source} line {number}"
