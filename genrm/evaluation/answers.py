@@ -60,12 +60,13 @@ def hard_examples(
     is not an example's, or one whose input or criterion count differs from its example's.
     """
     by_id: dict[str, JudgeExample] = {}
+    line_of: dict[str, int] = {}
     for number, example in enumerate(examples, 1):
-        if example.id in by_id:
-            first = next(n for n, e in enumerate(examples, 1) if e.id == example.id)
-            raise ValueError(f"{examples_source} line {number}: id {example.id!r} is also line {first}'s: answers are "
-                             "matched to examples by id, so each needs its own")  # fmt: skip
-        by_id[example.id] = example
+        if example.id in line_of:
+            raise ValueError(f"{examples_source} line {number}: id {example.id!r} is also line "
+                             f"{line_of[example.id]}'s: answers are matched to examples by id, so each needs its "
+                             "own")  # fmt: skip
+        by_id[example.id], line_of[example.id] = example, number
     seen: set[str] = set()
     for number, answer in enumerate(answers, 1):
         where = f"{answers_source} line {number}"
