@@ -44,10 +44,48 @@ from verifiers import TargetError, run_verifier, time_verify
         ("2024-03-05", "%Y-%m-%d", "March 5th, 2024", "%d/%m/%Y", 1.0),
         ("05/03/2024", "%d/%m/%Y", "05.03.2024", None, 1.0),  # day first, as in the target format
         ("18:15", "%H:%M", "6:15pm", None, 1.0),
+        # a year first is year, month, day, also where the target puts the day first (dateutil would read year, day,
+        # month: 2024-03-05 as 3 May)
+        ("05/03/2024", "%d/%m/%Y", "2024-03-05", None, 1.0),
+        ("03/05/2024", "%d/%m/%Y", "2024-03-05", None, 0.0),
+        ("05/03/2024", "%d/%m/%Y", "2024/03/05", None, 1.0),
+        ("05/03/2024", "%d/%m/%Y", "20240305", None, 1.0),
+        ("05/03/2024 10:00", "%d/%m/%Y %H:%M", "2024-03-05T10:00", None, 1.0),
+        ("05/03/24", "%d/%m/%y", "05.03.24", None, 1.0),
+        # below a stated hour, an unsaid minute or second is zero, as clocks are read
+        ("18:00", "%H:%M", "6 PM", None, 1.0),
+        ("18:00", "%H:%M", "6 PM", "%I %p", 1.0),
+        ("18:15:00", "%H:%M:%S", "18:15", None, 1.0),
+        ("18:15:30", "%H:%M:%S", "18:15", None, 0.0),
     ],
 )
 def test_time_table(target, tformat, predict, pformat, expected):
     assert time_verify(target=target, tformat=tformat, predict=predict, pformat=pformat) == expected
+
+
+@pytest.mark.parametrize(
+    "target, tformat, predict, pformat, unsaid",
+    [
+        # each target's value in the field the prediction omits is the one a parser fills in by default (1900-01-01
+        # 00:00): a field is compared only when the prediction states it
+        ("January 01", "%B %d", "2024", None, "month, day"),
+        ("January 01", "%B %d", "2024", "%Y", "month, day"),
+        ("January", "%B", "1", None, "month"),
+        ("01", "%d", "January", None, "day"),
+        ("1900", "%Y", "March", None, "year"),
+        ("2024-01-01", "%Y-%m-%d", "2024", None, "month, day"),
+        ("2024-01-01", "%Y-%m-%d", "2024-01", None, "day"),
+        ("00:00", "%H:%M", "2024-03-05", None, "hour, minute"),
+        ("00:00", "%H:%M", "Monday", None, "hour, minute"),
+        ("12:00 AM", "%I:%M %p", "2024-03-05", "%Y-%m-%d", "hour, minute"),
+        ("2024-03-05 00:00", "%Y-%m-%d %H:%M", "2024-03-05", None, "hour, minute"),
+    ],
+)
+def test_a_field_the_prediction_does_not_state_is_not_taken_from_a_default(target, tformat, predict, pformat, unsaid):
+    result = run_verifier("time_verify", {"target": target, "tformat": tformat},
+                          {"predict": predict, **({"pformat": pformat} if pformat else {})})  # fmt: skip
+    assert (result.score, result.status) == (0.0, "ok")
+    assert result.reason.endswith(f"states no {unsaid}")
 
 
 @pytest.mark.parametrize("predict", ["", "not a time", "99:99", "x" * 300])

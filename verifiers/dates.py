@@ -5,9 +5,16 @@ Both sides are parsed with Python's ``datetime.strptime``: the target with ``tfo
 ``%H:%M``). When ``pformat`` is absent or does not match the prediction, ``dateutil.parser.parse`` reads it instead,
 with day-first order when the target format puts the day before the month.
 
+A prediction whose year comes first (``2024-03-05``, ``2024/03/05``, ``20240305``) is read year, month, day even
+when the target's format puts the day first: dateutil's day-first reading would take it as year, day, month.
+
 Compared fields: those the target format names (``%Y``/``%y`` year, ``%m``/``%b``/``%B`` month, ``%d`` day, ``%j``
 month and day, ``%H``/``%I`` hour, ``%M`` minute, ``%S`` second, ``%f`` microsecond). A time-only target therefore
-ignores any date in the prediction, and a prediction that omits a field the target gives does not match. When both
+ignores any date in the prediction, and a prediction that omits a field the target gives does not match, whatever
+the target's value there: ``2024`` is not ``January 01``, and a date alone is not ``00:00``. Which fields a
+prediction states is what its ``pformat`` names, or, read by dateutil, what stays the same when it is read over two
+different defaults. One convention of clocks is kept: below a stated hour, an unstated minute, second or
+microsecond is zero (``6 PM`` is ``18:00``, ``18:15`` is ``18:15:00``). When both
 sides carry a UTC offset (``%z``), the prediction is converted to the target's offset first; when only the target
 does, the prediction omits a field and does not match. ``UTC+2`` and ``GMT+2`` mean two hours ahead of UTC (dateutil
 alone reads them the POSIX way, two hours behind). Locale composites (``%c``, ``%x``, ``%X``) compare every field.
@@ -41,14 +48,26 @@ _DIRECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
 _ALL_FIELDS = ("year", "month", "day", "hour", "minute", "second", "microsecond")
 _DIRECTIVE = re.compile(r"%([a-zA-Z%])")
 _DEFAULT = datetime(1900, 1, 1)
+# a second default that differs from the first in every field (March: any day January accepts, March accepts): a field
+# dateutil reads the same over both is one the prediction states
+_OTHER_DEFAULT = datetime(2001, 3, 2, 1, 1, 1, 1)
+# below a stated hour, a clock leaves zero fields unsaid: "6 PM" is 18:00, "18:15" is 18:15:00
+_ZERO_BELOW_HOUR = ("minute", "second", "microsecond")
+# year first (ISO 8601 and its slashed or dotted forms): never year, day, month, whatever the target's order
+_YEAR_FIRST = re.compile(r"^\s*(?:\d{4}\s*[-/.]|\d{8}(?!\d))")
 _NAMED_OFFSET = re.compile(r"\s*\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?\b")
 
 
 @lru_cache(maxsize=4096)
-def format_fields(fmt: str) -> tuple[str, ...]:
-    """The datetime fields a strptime format specifies, in a fixed order; all fields when it names none."""
+def named_fields(fmt: str) -> tuple[str, ...]:
+    """The datetime fields a strptime format's directives name, in a fixed order (none for a format without one)."""
     named = {field for d in _DIRECTIVE.findall(fmt) for field in _DIRECTIVE_FIELDS.get(d, ())}
-    return tuple(f for f in _ALL_FIELDS if f in named) or _ALL_FIELDS
+    return tuple(f for f in _ALL_FIELDS if f in named)
+
+
+def format_fields(fmt: str) -> tuple[str, ...]:
+    """The datetime fields a target's strptime format specifies, in a fixed order; all fields when it names none."""
+    return named_fields(fmt) or _ALL_FIELDS
 
 
 def _day_first(fmt: str) -> bool:
@@ -66,13 +85,14 @@ def _parse_target(target: str, tformat: str) -> datetime:
         raise TargetError(f"target {target!r} does not match tformat {tformat!r}: {exc}") from None
 
 
-def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[datetime, str]:
+def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[datetime, frozenset[str], str]:
+    """The prediction read, the fields it states, and how it was read."""
     text = predict.strip()
     if not text:
         raise PredictionError("the prediction is empty")
     if pformat:
         try:
-            return datetime.strptime(text, pformat), f"pformat {pformat!r}"
+            return datetime.strptime(text, pformat), frozenset(named_fields(pformat)), f"pformat {pformat!r}"
         except ValueError:
             pass
     from dateutil import parser as date_parser  # imported on first use
@@ -80,12 +100,15 @@ def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[
     # dateutil reads "UTC+2" the POSIX way (two hours behind UTC); people mean two hours ahead, as ISO 8601 writes it
     text = _NAMED_OFFSET.sub(lambda m: f" {m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}", text)
 
+    dayfirst = _day_first(pformat or tformat) and not _YEAR_FIRST.match(text)
     try:
-        parsed = date_parser.parse(text, default=_DEFAULT, dayfirst=_day_first(pformat or tformat))
+        parsed = date_parser.parse(text, default=_DEFAULT, dayfirst=dayfirst)
+        other = date_parser.parse(text, default=_OTHER_DEFAULT, dayfirst=dayfirst)
     except (ValueError, OverflowError) as exc:
         where = f"with pformat {pformat!r} or " if pformat else ""
         raise PredictionError(f"cannot read {text!r:.80} as a date/time {where}with dateutil: {exc}") from None
-    return parsed, "dateutil" + (f" (pformat {pformat!r} did not match)" if pformat else "")
+    stated = frozenset(f for f in _ALL_FIELDS if getattr(parsed, f) == getattr(other, f))
+    return parsed, stated, "dateutil" + (f" (pformat {pformat!r} did not match)" if pformat else "")
 
 
 def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
@@ -97,7 +120,11 @@ def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     predict, pformat = scoring["predict"], scoring.get("pformat")
     if len(predict) > config.max_time_chars or (pformat is not None and len(pformat) > config.max_time_chars):
         raise PredictionError(f"the prediction and pformat may have at most {config.max_time_chars} characters")
-    actual, how = _parse_prediction(predict, pformat, tformat)
+    actual, stated, how = _parse_prediction(predict, pformat, tformat)
+    fields = format_fields(tformat)
+    unsaid = [f for f in fields if f not in stated and not (f in _ZERO_BELOW_HOUR and "hour" in stated)]
+    if unsaid:  # the default that filled the field is not the prediction's, even when it equals the target's
+        return VerifyResult(0.0, "ok", f"read with {how}; states no {', '.join(unsaid)}", "time_verify")
     if expected.tzinfo is not None and actual.tzinfo is None:
         # the target's format names a UTC offset: a prediction that gives none omits a field the target gives
         return VerifyResult(0.0, "ok", f"read with {how}; the target gives a UTC offset and the prediction none",
@@ -107,7 +134,6 @@ def check_time(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
             actual = actual.astimezone(expected.tzinfo)
         except (ValueError, OverflowError) as exc:  # dateutil reads offsets datetime refuses ('+99:99')
             raise PredictionError(f"cannot compare {predict!r:.80} with the target's time zone: {exc}") from None
-    fields = format_fields(tformat)
     differing = [f for f in fields if getattr(actual, f) != getattr(expected, f)]
     if differing:
         return VerifyResult(0.0, "ok", f"read with {how}; differs in {', '.join(differing)}", "time_verify")
