@@ -7,7 +7,7 @@ import time
 import pytest
 
 from verifiers import expr_verify, run_verifier, verify_call_result
-from verifiers.answer_forms import answer_phrase, named_value, option_letter, split_unit, trig_degrees
+from verifiers.answer_forms import answer_phrase, named_value, option_letter, qualifiers, split_unit, trig_degrees
 from verifiers.expr import parse_number
 
 
@@ -42,6 +42,45 @@ UNITS = [
     ("10", "10 factorial", 0),
     ("2", "2 squared", 0),
     ("5", "5 million", 0),
+    # a unit in text after any value, with the same rule for units on both sides
+    ("2\\sqrt{3}", "2\\sqrt{3} \\text{ cm}", 1),
+    ("\\frac{\\pi}{2} \\text{ rad}", "\\frac{\\pi}{2}", 1),
+    ("2x \\text{ cm}", "2x \\text{ cm}", 1),
+    ("2x \\text{ cm}", "2x \\text{ m}", 0),
+    ("2\\sqrt{3} \\text{ cm}", "2\\sqrt{3}\\,\\mathrm{m}", 0),
+    ("2\\sqrt{3} \\text{ cm}^2", "2\\sqrt{3} \\text{ cm}", 0),
+]
+# what changes a value must be stated alike on both sides: a relation that opens a side (Math-Verify alone reads
+# "\\geq 5" as 5) and words in text after a value that are not a unit (Math-Verify alone drops them)
+QUALIFIERS = [
+    ("5", "\\geq 5", 0),
+    ("5", "\\le 5", 0),
+    ("5", "< 5", 0),
+    ("5", "> 5", 0),
+    ("5", "\\neq 5", 0),
+    ("5", "\\ne 5", 0),
+    ("\\geq 5", "5", 0),
+    ("\\le 5", "\\ge 5", 0),
+    ("\\le 5", "\\leq 5", 1),
+    ("\\geq 5", "\\ge 5", 1),
+    ("\\geq 5", "\\geq 6", 0),
+    ("5", "= 5", 1),
+    ("3", "3 \\text{ million}", 0),
+    ("3", "3\\text{million}", 0),
+    ("3", "3\\mathrm{ billion}", 0),
+    ("3", "3 \\text{ hundred}", 0),
+    ("3", "3 \\text{ dozen}", 0),
+    ("3", "3 \\text{ squared}", 0),
+    ("3", "3 \\text{ inverse}", 0),
+    ("3", "3 \\text{ or more}", 0),
+    ("3", "3 \\text{ or fewer}", 0),
+    ("3", "3 \\text{ not }", 0),
+    ("2\\sqrt{3}", "2\\sqrt{3} \\text{ or more}", 0),
+    ("3 \\text{ million}", "3", 0),
+    ("3 \\text{ million}", "3\\text{ million}", 1),
+    ("3 \\text{ million}", "4 \\text{ million}", 0),
+    ("3 \\text{ or more}", "3 \\text{ or fewer}", 0),
+    ("0.05", "5 \\text{ percent}", 1),  # percent in text is a percent sign
 ]
 CURRENCY = [
     ("\\$10", "10", 1),
@@ -82,6 +121,12 @@ NAMED_QUANTITIES = [
     ("P(A) = 0.3", "0.3", 1),
     ("f(x) = 2x + 3", "y = 2x + 4", 0),
     ("\\text{area} = 12", "13", 0),
+    # one function at different arguments: different quantities, whatever their values
+    ("f(2) = 5", "f(3) = 5", 0),
+    ("P(A) = 0.3", "P(B) = 0.3", 0),
+    ("f(2) = 5", "f( 2 ) = 5", 1),
+    ("f(2) = 5", "5", 1),
+    ("f(2) = 5", "g(3) = 5", 1),  # another name is not read as another quantity (f(x) = ... against y = ...)
 ]
 PHRASES = [
     ("+7", "The answer is +7", 1),
@@ -120,6 +165,7 @@ FALSE_POSITIVES = [
     "target, predict, expected",
     _table(
         UNITS,
+        QUALIFIERS,
         CURRENCY,
         MIXED_NUMBERS,
         DIGIT_GROUPS,
@@ -140,10 +186,22 @@ def test_answer_forms(target, predict, expected):
     "text, value, unit",
     [("10 weeks", "10", "week"), ("10cm^2", "10", "cm^2"), ("10 m", "10", "m"), ("10m", "10m", None),
      ("10 square units", "10", "square unit"), ("2 \\pi", "2 \\pi", None), ("x cm", "x cm", None),
-     ("10\\text{ cm}^{2}", "10", "cm^2")],
+     ("10\\text{ cm}^{2}", "10", "cm^2"), ("2\\sqrt{3}\\,\\text{cm}", "2\\sqrt{3}", "cm"),
+     ("2x \\text{ or more}", "2x \\text{ or more}", None)],
 )  # fmt: skip
 def test_split_unit(text, value, unit):
     assert split_unit(text) == (value, unit)
+
+
+@pytest.mark.parametrize(
+    "text, value, said",
+    [("\\geq 5", "5", ("≥", "")), ("\\ge 5", "5", ("≥", "")), ("\\lt x", "x", ("<", "")),
+     ("\\ne 5 \\text{ or more}", "5", ("≠", "or more")), ("3\\text{ Million}", "3", ("", "million")),
+     ("<1, 2>", "<1, 2>", ("", "")),  # a vector in angle brackets, not a bound
+     ("3 \\text{ cm}", "3 \\text{ cm}", ("", "")), ("x \\geq 5", "x \\geq 5", ("", "")), ("5", "5", ("", ""))],
+)  # fmt: skip
+def test_qualifiers(text, value, said):
+    assert qualifiers(text) == (value, said)
 
 
 def test_the_narrow_readers_leave_other_forms_alone():

@@ -79,6 +79,11 @@ from verifiers.expr import parse_number
         ("B", "A careful look shows B holds", 1.0),
         ("A", "The answer is B, not A.", 0.0),
         ("A", "I think C", 0.0),
+        # a sentence that negates states no option, unless it says "answer is"
+        ("A", "not A", 0.0),
+        ("A", "A is wrong", 0.0),
+        ("A", "It isn't A", 0.0),
+        ("B", "The answer is B, not A.", 1.0),
         # thousands with spaces, and a decimal comma against a decimal point
         ("1000", "1 000", 1.0),
         ("1234567", r"1\,234\,567", 1.0),

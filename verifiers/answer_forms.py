@@ -11,14 +11,23 @@ left to the comparison as written.
   power or ``/`` unit; a one-letter abbreviation (``m``, ``s``, ``g``) needs a space or a ``\\text{}`` so that ``10m``
   stays a product. Only a value with no letters of its own is read this way (``2x cm`` is not). When both sides carry
   units and the units differ, the unit rule steps aside (``10 cm`` against ``0.1 m`` is compared as written).
+- **A unit in text after any value**: ``2\\sqrt{3}\\text{ cm}``, ``\\frac{\\pi}{2}\\,\\mathrm{rad}`` (a unit in a text
+  wrapper is a unit, whatever comes before it), with the same rule for units on both sides.
 - **A named quantity**: an equation whose left side only names what the right side gives is its right side:
   ``f(x) = 2x + 3``, ``P(A) = 0.3``, ``\\text{area} = 12``, ``any text = 12``. A left side of one or two letters
-  (``y = 2x + 3``, ``xy = 6``) is an equation and stays one.
+  (``y = 2x + 3``, ``xy = 6``) is an equation and stays one. When both sides name a function at its arguments and the
+  arguments differ, they state different quantities (``f(2) = 5`` is not ``f(3) = 5``).
 - **Digit groups in LaTeX**: ``11,\\!111,\\!100`` is ``11111100``.
 - **Degrees inside a trigonometric function**: ``\\sin(90^\\circ - x)`` is ``\\sin(\\frac{90\\pi}{180} - x)``, so that
   the identity holds; a bare ``30^\\circ`` is left alone (a degree answer matches its number).
 - **Option letters in a font or with their text** (as the target too): ``\\mathcal{B}``, ``\\textbf{A}``,
   ``\\text{(C)}``, ``C. x = 42``.
+
+What changes a value is never dropped (:func:`qualifiers`): a relation before it with nothing on its left
+(``\\geq 5``, ``< 5``, ``\\neq 5``: Math-Verify alone reads each as ``5``) and words in text after it that change it,
+a scale, a bound, a negation or an operation (``3\\text{ million}``, ``3\\text{ or more}``, ``2\\text{ squared}``:
+Math-Verify alone drops them as if they were units). Both sides must state the same ones, or they differ whatever
+their values. Percent in text (``5\\text{ percent}``) is a percent sign.
 """
 
 from __future__ import annotations
@@ -63,6 +72,27 @@ _NAMED_EQUATION = re.compile(
     r"\s*=\s*(?P<value>[^=<>]+?)\s*$"
 )
 _LATEX_WORDS = re.compile(r"\\[A-Za-z]+")
+_APPLIED = re.compile(r"^\s*(?P<head>[A-Za-z](?:_\{?\w+\}?)?'*)\s*\((?P<arguments>[^()=]*)\)\s*$")
+
+# a relation that opens a side with nothing on its left: what follows is a bound, not the value
+_RELATIONS = {
+    "<": "<", "\\lt": "<", ">": ">", "\\gt": ">", "\\nless": "not <", "\\ngtr": "not >",
+    "\\le": "≤", "\\leq": "≤", "\\leqslant": "≤", "≤": "≤", "\\ge": "≥", "\\geq": "≥", "\\geqslant": "≥", "≥": "≥",
+    "\\ne": "≠", "\\neq": "≠", "≠": "≠",
+}  # fmt: skip
+_OPENING_RELATION = re.compile(
+    r"^\s*(" + "|".join(re.escape(r) for r in sorted(_RELATIONS, key=len, reverse=True)) + r")(?![A-Za-z])\s*"
+)
+# a text group that closes a side (with a power of it: \text{cm}^2), after a value
+_CLOSING_TEXT = re.compile(
+    r"^(?P<value>.*?[\w)}\]!%.'])\s*(?:\\[,;:! ]|\\quad|~|\s)*"
+    r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mathit|mathbf|mbox|operatorname)\s*\{(?P<words>[^{}]*)\}"
+    rf"(?P<power>{_POWER})\s*$",
+    re.DOTALL,
+)
+# words that are not a unit but say something of the value before them: a scale, a bound, a negation, an operation
+_VALUE_WORDS = _NOT_UNITS | frozenset("fewer least most above below under except excluding never".split())
+_PERCENT_TEXT = re.compile(r"\s*\\text\s*\{\s*percent\s*\}\s*$")
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|sec|csc|cot)\b")
 _DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*(?:\{\s*\\circ\s*\}|\\circ)")
@@ -116,33 +146,76 @@ def _unit_text(unit: str) -> str | None:
     return None
 
 
+def _closing_text(text: str) -> tuple[str, str, str] | None:
+    """``(value, words, power)`` when ``text`` ends with a text group after a value, else None."""
+    match = _CLOSING_TEXT.match(text.strip())
+    if match is None or not match.group("words").strip():
+        return None
+    return match.group("value").strip(), match.group("words"), match.group("power")
+
+
+def qualifiers(text: str) -> tuple[str, tuple[str, str]]:
+    """``(value, (relation, words))``: ``text`` without a relation that opens it with nothing on its left
+    (``\\geq 5``; the relation normalised, ``\\ge`` and ``\\geq`` alike) and without words in text after it that
+    change the value (``3\\text{ million}``; lower case, single spaces), and what they were ("" for none). Two sides
+    compare equal only when they state the same ones (see the module docstring)."""
+    relation, words = "", ""
+    opening = _OPENING_RELATION.match(text)
+    rest = text[opening.end() :] if opening else text
+    if opening and rest.strip() and "<" not in rest and ">" not in rest:  # <1, 2> is a vector, not a bound
+        relation, text = _RELATIONS[opening.group(1)], rest
+    closing = _closing_text(text)
+    if closing is not None:
+        value, said, _ = closing
+        plain = [w for w in re.split(r"[^a-z]+", said.lower()) if w]
+        if any(word in _VALUE_WORDS for word in plain) and plain != ["percent"]:
+            words, text = " ".join(plain), value
+    return text, (relation, words)
+
+
 def split_unit(text: str) -> tuple[str, str | None]:
-    """``(value, unit)`` for a number followed by a unit (see the module docstring), else ``(text, None)``."""
+    """``(value, unit)`` for a number followed by a unit, or any value followed by a unit in text (see the module
+    docstring), else ``(text, None)``."""
     match = _NUMBER_PART.match(text.strip())
-    if match is None or not match.group("unit"):
-        return text, None
-    value, rest = match.group("value"), match.group("unit")
-    spaced = value != value.rstrip() or rest[:1].isspace() or rest.lstrip().startswith("\\")
-    value = value.strip()
-    unit = _unit_text(rest)
-    if unit is None or (len(unit) == 1 and not spaced):
-        return text, None
-    return value, unit
+    if match is not None and match.group("unit"):
+        value, rest = match.group("value"), match.group("unit")
+        spaced = value != value.rstrip() or rest[:1].isspace() or rest.lstrip().startswith("\\")
+        unit = _unit_text(rest)
+        if unit is not None and (len(unit) > 1 or spaced):
+            return value.strip(), unit
+    closing = _closing_text(text)
+    if closing is not None and (unit := _unit_text(closing[1] + closing[2])) is not None:
+        return closing[0], unit
+    return text, None
 
 
-def named_value(text: str) -> str:
-    """The right side of an equation whose left side only names it (see the module docstring), else ``text``."""
+def named_parts(text: str) -> tuple[str | None, str]:
+    """``(name, value)`` for an equation whose left side only names its right side (see the module docstring), else
+    ``(None, text)``."""
     if text.count("=") != 1:
-        return text
+        return None, text
     match = _NAMED_EQUATION.match(text)
     if match is None:
-        return text
+        return None, text
     name = match.group("name")
     if not name.startswith("\\") and "(" not in name:
         words = _LATEX_WORDS.sub("", name).split()
         if any(word.lower() in _NOT_UNITS for word in words):
-            return text
-    return match.group("value")
+            return None, text
+    return name.strip(), match.group("value")
+
+
+def named_value(text: str) -> str:
+    """The right side of an equation whose left side only names it (see the module docstring), else ``text``."""
+    return named_parts(text)[1]
+
+
+def different_arguments(name: str | None, other: str | None) -> bool:
+    """Whether two names are one function at different arguments (``f(2)`` and ``f(3)``; spaces aside)."""
+    first, second = (_APPLIED.match(n) if n else None for n in (name, other))
+    if first is None or second is None or first.group("head") != second.group("head"):
+        return False
+    return first.group("arguments").replace(" ", "") != second.group("arguments").replace(" ", "")
 
 
 def trig_degrees(text: str) -> str:
@@ -169,11 +242,19 @@ def option_letter(text: str) -> str:
     return text
 
 
-def read_forms(text: str) -> str:
-    """``text`` read down to the value it states: a phrase, currency, LaTeX digit groups, a named quantity, degrees in
-    trigonometric functions (units are split apart by :func:`split_unit`, since they depend on the other side)."""
+def read_named(text: str) -> tuple[str | None, str]:
+    """``(name, value)``: ``text`` read down to the value it states (a phrase, currency, LaTeX digit groups, a named
+    quantity, degrees in trigonometric functions, percent in text), and the name it gave the value (None when it gave
+    none). Units are split apart by :func:`split_unit` and qualifiers by :func:`qualifiers`, since what they mean
+    depends on the other side."""
     text = answer_phrase(text.strip())
     text = without_currency(text)
     text = digit_groups(text)
-    text = named_value(text)
-    return trig_degrees(text).strip()
+    name, text = named_parts(text)
+    text = _PERCENT_TEXT.sub("\\\\%", text)
+    return name, trig_degrees(text).strip()
+
+
+def read_forms(text: str) -> str:
+    """``text`` read down to the value it states (see :func:`read_named`)."""
+    return read_named(text)[1]

@@ -6,8 +6,9 @@ Three paths, tried in order:
    ``[B]``, ``Option B``, ``A, C``), the prediction is read the same way, case-insensitively, also when the letter
    leads an option text (``(B) 42``, ``B. Paris``) or a sentence states it (``The answer is B.``, ``Final answer:
    (C)``, ``Because B is valid``: the letter after "answer is" or "answer:", else the one capital letter standing
-   alone, "A" and "I" before a lower-case word being words); the sets of letters must be equal. A prediction with no
-   option letter is unparseable.
+   alone, "A" and "I" before a lower-case word being words; a sentence that negates, ``not A``, ``B is wrong``,
+   states none unless it says "answer is"); the sets of letters must be equal. A prediction with no option letter is
+   unparseable.
 2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``: a comma
    followed by exactly three digits, the first group not starting with 0; ``1 000`` and ``1\\,000`` with spaces),
    scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``, ``\\frac{1}{2}\\%``), and fractions of integers
@@ -35,14 +36,18 @@ response: it is cut to its final answer (:func:`final_answer`: the last ``\\boxe
 that short (a target's is a rubric error).
 
 Before paths 2 and 3, both sides are read down to the value they state (:mod:`verifiers.answer_forms`): a short
-"the answer is" phrase, a currency sign, a unit after a number (``10 weeks``, ``10cm^2``; different units on the two
-sides are a wrong answer), a named quantity (``f(x) = 2x + 3`` is ``2x + 3``), LaTeX digit groups (``1,\\!000``),
-degrees inside trigonometric functions. Option letters in a font or followed by their text (``\\mathcal{B}``,
-``C. x = 42``) are option letters on either side, while a capital next to an operator (``\\mathrm{E}*2``) is a symbol,
-and a lone primed symbol is not the symbol (``E'`` is not ``E``). Path 2 also reads mixed numbers (``1 1/2``,
-``2\\frac58``) and scientific notation in LaTeX (``2.3148\\times10^{-3}``), which is compared to the significant
-digits it states (it matches ``\\frac{1}{432}``). In path 3, when ``i`` is the only symbol on both sides and they
-differ as written, they are compared once more with ``i`` as the imaginary unit (``i(2-i)`` matches ``1+2i``).
+"the answer is" phrase, a currency sign, a unit after a number or in text after any value (``10 weeks``,
+``10cm^2``, ``2\\sqrt{3}\\text{ cm}``; different units on the two sides are a wrong answer), a named quantity
+(``f(x) = 2x + 3`` is ``2x + 3``; ``f(2) = 5`` is not ``f(3) = 5``), LaTeX digit groups (``1,\\!000``), degrees
+inside trigonometric functions. What changes a value is kept and must be the same on both sides: a relation that
+opens a side (``\\geq 5``, ``\\neq 5`` are not ``5``) and words in text after the value that change it
+(``3\\text{ million}``, ``3\\text{ or more}`` are not ``3``), which Math-Verify alone would drop. Option letters in
+a font or followed by their text (``\\mathcal{B}``, ``C. x = 42``) are option letters on either side, while a capital
+next to an operator (``\\mathrm{E}*2``) is a symbol, and a lone primed symbol is not the symbol (``E'`` is not
+``E``). Path 2 also reads mixed numbers (``1 1/2``, ``2\\frac58``) and scientific notation in LaTeX
+(``2.3148\\times10^{-3}``), which is compared to the significant digits it states (it matches ``\\frac{1}{432}``). In
+path 3, when ``i`` is the only symbol on both sides and they differ as written, they are compared once more with
+``i`` as the imaginary unit (``i(2-i)`` matches ``1+2i``).
 """
 
 from __future__ import annotations
@@ -56,7 +61,14 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from verifiers.answer_forms import option_letter, read_forms, split_unit, stated_answer
+from verifiers.answer_forms import (
+    different_arguments,
+    option_letter,
+    qualifiers,
+    read_named,
+    split_unit,
+    stated_answer,
+)
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
 
@@ -72,6 +84,8 @@ _ANSWER_LETTER = re.compile(
 )
 _LONE_CAPITAL = re.compile(r"(?<![\w'-])[\(\[]?([A-Z])[\)\]]?(?![\w'-])")
 _WORD_USE = re.compile(r"[AI]\s+[a-z]")
+# a sentence that negates states no option: "not A", "B is wrong"
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|except|wrong|incorrect|false)\b|n't\b", re.IGNORECASE)
 # Operators next to a capital make it a symbol in a formula (\mathrm{E}*2), not an option stated in a sentence.
 _FORMULA_NEIGHBOUR = re.compile(r"[*^=+/_<>|]|\\(?:cdot|times|div)")
 _FORMULA_BEFORE = re.compile(r"(?:[*^=+/_<>|]|\\(?:cdot|times|div))$")
@@ -142,6 +156,8 @@ def _prediction_options(predict: str) -> frozenset[str] | None:
     stated = _ANSWER_LETTER.findall(predict)
     if stated:
         return frozenset({stated[-1].upper()})
+    if _NEGATION.search(predict):
+        return None
     # "A" and "I" before a lower-case word are an article and a pronoun, not options
     capitals = {
         m.group(1)
@@ -360,10 +376,22 @@ def _written_out(text: str, error: type[VerifierError]) -> tuple[str, int]:
     return sign + written + suffix, places if number.significant else 0
 
 
+def _qualified(relation: str, words: str) -> str:
+    return " and ".join(part for part in (f"'{relation}' before", f"'{words}' after") if part[1] != "'") or "nothing"
+
+
 def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
-    whatever the numbers (both sides carry units, and not the same), or None."""
-    target, predict = read_forms(target) or target, read_forms(predict)
+    whatever the values (one function at different arguments; a relation before a value or words after it that change
+    it, not on both sides alike; both sides carry units, and not the same), or None."""
+    (target_name, read_target), (pred_name, predict) = read_named(target), read_named(predict)
+    target = read_target or target
+    if different_arguments(target_name, pred_name):
+        return target, predict, f"they name different quantities ({target_name} and {pred_name})"
+    (target, target_said), (predict, pred_said) = qualifiers(target), qualifiers(predict)
+    if target_said != pred_said:
+        return target, predict, (f"the target states {_qualified(*target_said)} its value, the prediction "
+                                 f"{_qualified(*pred_said)}")  # fmt: skip
     target_value, target_unit = split_unit(target)
     pred_value, pred_unit = split_unit(predict)
     if target_unit is not None and pred_unit is not None and target_unit != pred_unit:
