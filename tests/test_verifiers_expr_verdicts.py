@@ -172,3 +172,20 @@ def test_the_environment_sets_how_many_verdicts_are_remembered(monkeypatch):
         monkeypatch.delenv("GENRM_EXPR_VERDICTS")
         configure_expr_pool()
     assert get_expr_pool()._verdicts._entries == 4096
+
+
+def test_what_a_target_s_test_found_under_one_deadline_is_not_taken_for_another():
+    # a target that cannot be compared within 0.1 s and can within 5 s: one caller's short deadline must not make it
+    # a rubric error for a caller with a longer one, nor the other way round
+    pool = ExprWorkerPool(size=1, verdicts=0)
+    pool._ready = True
+
+    def check(target, predict, float_rounding, deadline_s, wait_s, attempt=0):
+        if deadline_s < 1:
+            return ExprOutcome("timeout", False, f"the expression check did not finish within {deadline_s:g} s")
+        return ExprOutcome("ok", predict == "2", "compared")
+
+    with mock.patch.object(pool, "_check", side_effect=check):
+        assert pool.check("x", "3", 6, 0.1).status == "unparseable_target"
+        assert pool.check("x", "2", 6, 5.0).status == "ok"
+        assert pool.check("x", "2", 6, 0.1).status == "unparseable_target"  # still known under its own deadline

@@ -19,8 +19,9 @@ Time is split three ways, so that each failure is blamed on what caused it:
   put to the test it would fail if it were to blame, a comparison with ``0`` under the same deadline (only then, so
   that no check pays for it otherwise): when that also runs out, the status is ``unparseable_target``
   (``10^{10^{10^{10}}}`` parses at once, but comparing it with anything evaluates it), else ``timeout``. The
-  outcome is remembered: the next checks against a target found unreadable answer at once, and one found readable
-  is not tested again (so hostile predictions against one target cost one test, not one each).
+  outcome is remembered, under the deadline it was found with: the next checks against a target found unreadable
+  answer at once, and one found readable is not tested again (so hostile predictions against one target cost one
+  test, not one each); a caller with another deadline tests it again.
 
 A worker that dies under a check (killed while idle, a crash inside a library) is replaced, and the check runs once
 more on a fresh worker; a check that kills its worker twice is judged as one that ran out (``unparseable_target``
@@ -262,8 +263,9 @@ class ExprWorkerPool:
         self._ready = False
         self._closed = False
         self._start_error: str | None = None
-        # targets put to the test once (see the module docstring): None when readable, else why not
-        self._targets_tested: OrderedDict[tuple[str, int], str | None] = OrderedDict()
+        # targets put to the test once (see the module docstring), under a rounding and a deadline (what one caller
+        # learns under a short deadline says nothing of a longer one): None when readable, else why not
+        self._targets_tested: OrderedDict[tuple[str, int, float], str | None] = OrderedDict()
         self._verdicts = VerdictMemo(verdicts) if verdicts else None
 
     def _spawn(self) -> Worker | None:
@@ -345,7 +347,7 @@ class ExprWorkerPool:
         self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float
     ) -> ExprOutcome:
         # A check, and the target's test when the check runs out of time (see the module docstring).
-        key = (target, float_rounding)
+        key = (target, float_rounding, deadline_s)
         with self._lock:
             tested = key in self._targets_tested
             known = self._targets_tested.get(key)
