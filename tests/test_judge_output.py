@@ -125,6 +125,16 @@ def test_extraction_prefers_the_last_fenced_object():
     assert extract_json_object(text) == {"a": 2}
 
 
+@pytest.mark.parametrize(
+    "text, found",
+    [('{"a": 1}\nrevised: {"a": 2}', {"a": 2}),  # a revision is read without fences as with them
+     ('{"a": {"b": 1}} and text', {"a": {"b": 1}}),  # an object inside another is part of it, not a revision
+     ('{"a": 1} then {"b": broken', {"a": 1}), ('\\frac{1}{2} {"a": 1}', {"a": 1}), ("no object {here}", None)],
+)  # fmt: skip
+def test_extraction_without_fences_takes_the_last_whole_object(text, found):
+    assert extract_json_object(text) == found
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300) | st.builds(lambda a, b: a + GOOD[: len(b)] + b, st.text(max_size=20), st.text()))
 def test_any_string_gives_a_classified_result(text):

@@ -34,7 +34,8 @@ def _strip_reasoning(text: str) -> str:
 
 
 def extract_json_object(text: str) -> dict | None:
-    """The judge's JSON object in ``text``: the last fenced block that holds one, else the first object that parses.
+    """The judge's JSON object in ``text``: the last fenced block that holds one, else the last object that parses
+    outside any other (a judge that revises its answer writes the revision last, fenced or not).
 
     Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
     from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
@@ -49,16 +50,18 @@ def extract_json_object(text: str) -> dict | None:
         if isinstance(value, dict):
             return value
     decoder = json.JSONDecoder(strict=False)
-    start, tried = text.find("{"), 0
+    found, start, tried = None, text.find("{"), 0
     while start != -1 and tried < _MAX_JSON_STARTS:
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            value = None
+            value, end = None, start + 1
         if isinstance(value, dict):
-            return value
-        start, tried = text.find("{", start + 1), tried + 1
-    return None
+            found = value  # an object written after another revises it, as a later fenced block does
+        else:
+            end = start + 1
+        start, tried = text.find("{", end), tried + 1
+    return found
 
 
 def validation_problems(exc: ValidationError, whole: str = "answer", most: int = 5) -> str:
