@@ -205,6 +205,8 @@ def hostile_set() -> list[tuple[str, str, str]]:
         ("150,000-char time", "time_verify(target='18:15', tformat='%H:%M')",
          "time_verify(predict='" + "1" * 150_000 + "')"),
         ("dense expression", "expr_verify(target='5')", "expr_verify(predict='" + "x^{x^{x}}*" * 190 + "1')"),
+        ("1,990 spaces before text", "expr_verify(target='5')",
+         "expr_verify(predict='1" + " " * 1_990 + "\\\\text{')"),
     ]  # fmt: skip
 
 

@@ -81,6 +81,8 @@ QUALIFIERS = [
     ("3 \\text{ million}", "4 \\text{ million}", 0),
     ("3 \\text{ or more}", "3 \\text{ or fewer}", 0),
     ("0.05", "5 \\text{ percent}", 1),  # percent in text is a percent sign
+    ("2", "2 \\text{ times}", 1),  # a count
+    ("3", "3 \\text{ pi}", 0),
 ]
 CURRENCY = [
     ("\\$10", "10", 1),

@@ -85,13 +85,16 @@ _OPENING_RELATION = re.compile(
 )
 # a text group that closes a side (with a power of it: \text{cm}^2), after a value
 _CLOSING_TEXT = re.compile(
-    r"^(?P<value>.*?[\w)}\]!%.'])\s*(?:\\[,;:! ]|\\quad|~|\s)*"
+    r"^(?P<value>.*?[\w)}\]!%.'])(?:\\[,;:! ]|\\quad|~|\s)*"
     r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mathit|mathbf|mbox|operatorname)\s*\{(?P<words>[^{}]*)\}"
     rf"(?P<power>{_POWER})\s*$",
     re.DOTALL,
 )
 # words that are not a unit but say something of the value before them: a scale, a bound, a negation, an operation
-_VALUE_WORDS = _NOT_UNITS | frozenset("fewer least most above below under except excluding never".split())
+# ("times" last counts: "2 times" is twice)
+_VALUE_WORDS = (_NOT_UNITS - {"times"}) | frozenset(
+    "fewer least most above below under except excluding never".split()
+)
 _PERCENT_TEXT = re.compile(r"\s*\\text\s*\{\s*percent\s*\}\s*$")
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|sec|csc|cot)\b")
