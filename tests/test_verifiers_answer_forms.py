@@ -82,6 +82,12 @@ QUALIFIERS = [
     ("3 \\text{ or more}", "3 \\text{ or fewer}", 0),
     ("0.05", "5 \\text{ percent}", 1),  # percent in text is a percent sign
     ("2", "2 \\text{ times}", 1),  # a count
+    # inside math delimiters or a box as bare
+    ("$5$", "$\\geq 5$", 0),
+    ("\\boxed{5}", "\\boxed{\\neq 5}", 0),
+    ("5", "\\(< 5\\)", 0),
+    ("3", "\\boxed{3 \\text{ million}}", 0),
+    ("$\\geq 5$", "\\boxed{\\ge 5}", 1),
     ("3", "3 \\text{ pi}", 0),
 ]
 CURRENCY = [
@@ -125,6 +131,7 @@ NAMED_QUANTITIES = [
     ("\\text{area} = 12", "13", 0),
     # one function at different arguments: different quantities, whatever their values
     ("f(2) = 5", "f(3) = 5", 0),
+    ("f(2) = 5", "$f(3) = 5$", 0),
     ("P(A) = 0.3", "P(B) = 0.3", 0),
     ("f(2) = 5", "f( 2 ) = 5", 1),
     ("f(2) = 5", "5", 1),

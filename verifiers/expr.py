@@ -384,8 +384,9 @@ def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
     whatever the values (one function at different arguments; a relation before a value or words after it that change
     it, not on both sides alike; both sides carry units, and not the same), or None."""
-    (target_name, read_target), (pred_name, predict) = read_named(target), read_named(predict)
-    target = read_target or target
+    # delimiters and a box around the whole are looked through first: \boxed{\neq 5} states a bound as \neq 5 does
+    (target_name, read_target), (pred_name, predict) = read_named(bare(target)), read_named(bare(predict))
+    target, predict = bare(read_target) or bare(target), bare(predict)
     if different_arguments(target_name, pred_name):
         return target, predict, f"they name different quantities ({target_name} and {pred_name})"
     (target, target_said), (predict, pred_said) = qualifiers(target), qualifiers(predict)
