@@ -94,7 +94,10 @@ def test_unreadable_prediction_scores_zero(predict):
     assert (result.score, result.status) == (0.0, "unparseable_pred")
 
 
-@pytest.mark.parametrize("target, tformat", [("18:15", "%Y-%m-%d"), ("2024-13-01", "%Y-%m-%d"), ("1" * 300, "%H")])
+@pytest.mark.parametrize(
+    "target, tformat",
+    [("18:15", "%Y-%m-%d"), ("2024-13-01", "%Y-%m-%d"), ("1" * 300, "%H"), ("Tuesday", "%A"), ("PM", "%p")],
+)
 def test_bad_target_raises(target, tformat):
     with pytest.raises(TargetError):
         time_verify(target=target, tformat=tformat, predict="18:15", pformat="%H:%M")

@@ -21,7 +21,8 @@ alone reads them the POSIX way, two hours behind). Locale composites (``%c``, ``
 Weekday names are not compared.
 
 Not accepted: strings or formats longer than ``VerifyConfig.max_time_chars``; a target that does not match its
-``tformat`` is a rubric error; a prediction that neither parser reads scores 0 as unparseable.
+``tformat``, or a ``tformat`` that names none of the compared fields (``%A`` alone), is a rubric error; a prediction
+that neither parser reads scores 0 as unparseable.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def named_fields(fmt: str) -> tuple[str, ...]:
 
 
 def format_fields(fmt: str) -> tuple[str, ...]:
-    """The datetime fields a target's strptime format specifies, in a fixed order; all fields when it names none."""
+    """The datetime fields a target's strptime format specifies, in a fixed order; all fields when it names none (a
+    target format that names none is refused before it is compared)."""
     return named_fields(fmt) or _ALL_FIELDS
 
 
@@ -79,6 +81,9 @@ def _day_first(fmt: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _parse_target(target: str, tformat: str) -> datetime:
+    if not named_fields(tformat):  # a weekday or AM/PM alone: every field would be strptime's default
+        raise TargetError(f"tformat {tformat!r} names no field time_verify compares (year, month, day, hour, minute, "
+                          "second, microsecond; weekdays are not compared)")  # fmt: skip
     try:
         return datetime.strptime(target.strip(), tformat)
     except ValueError as exc:
