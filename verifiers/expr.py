@@ -377,7 +377,9 @@ def _written_out(text: str, error: type[VerifierError]) -> tuple[str, int]:
 
 
 def _qualified(relation: str, words: str) -> str:
-    return " and ".join(part for part in (f"'{relation}' before", f"'{words}' after") if part[1] != "'") or "nothing"
+    """What a side states around its value, for a reason: "'≥' before", "'million' after", both, or "nothing"."""
+    parts = ([f"'{relation}' before"] if relation else []) + ([f"'{words}' after"] if words else [])
+    return " and ".join(parts) or "nothing"
 
 
 def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
@@ -391,7 +393,7 @@ def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
         return target, predict, f"they name different quantities ({target_name} and {pred_name})"
     (target, target_said), (predict, pred_said) = qualifiers(target), qualifiers(predict)
     if target_said != pred_said:
-        return target, predict, (f"the target states {_qualified(*target_said)} its value, the prediction "
+        return target, predict, (f"around its value the target states {_qualified(*target_said)}, the prediction "
                                  f"{_qualified(*pred_said)}")  # fmt: skip
     target_value, target_unit = split_unit(target)
     pred_value, pred_unit = split_unit(predict)
