@@ -258,3 +258,9 @@ def test_warm_up_without_waiting_returns_at_once_and_starts_the_workers():
         time.sleep(0.05)
     assert pool._ready
     assert expr_verify(target="\\frac{1}{2}+x", predict="x+0.5") == 1.0
+
+
+def test_a_qualifier_mismatch_says_what_each_side_states():
+    result = run_verifier("expr_verify", {"target": "5"}, {"predict": "\\geq 5 \\text{ million}"})
+    assert (result.score, result.status) == (0.0, "ok")
+    assert result.reason == "around its value the target states nothing, the prediction '≥' before and 'million' after"
