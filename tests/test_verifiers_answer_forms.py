@@ -82,6 +82,8 @@ QUALIFIERS = [
     ("3 \\text{ or more}", "3 \\text{ or fewer}", 0),
     ("0.05", "5 \\text{ percent}", 1),  # percent in text is a percent sign
     ("2", "2 \\text{ times}", 1),  # a count
+    ("2", "2 \\text{ real roots}", 1),
+    ("3", "3 \\text{ quarters}", 0),
     # inside math delimiters or a box as bare
     ("$5$", "$\\geq 5$", 0),
     ("\\boxed{5}", "\\boxed{\\neq 5}", 0),

@@ -91,8 +91,8 @@ _CLOSING_TEXT = re.compile(
     re.DOTALL,
 )
 # words that are not a unit but say something of the value before them: a scale, a bound, a negation, an operation
-# ("times" last counts: "2 times" is twice)
-_VALUE_WORDS = (_NOT_UNITS - {"times"}) | frozenset(
+# (last, a few count things: "2 times" is twice, "2 roots" two roots)
+_VALUE_WORDS = (_NOT_UNITS - {"times", "roots", "powers"}) | frozenset(
     "fewer least most above below under except excluding never".split()
 )
 _PERCENT_TEXT = re.compile(r"\s*\\text\s*\{\s*percent\s*\}\s*$")
