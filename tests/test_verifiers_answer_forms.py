@@ -84,6 +84,13 @@ QUALIFIERS = [
     ("2", "2 \\text{ times}", 1),  # a count
     ("2", "2 \\text{ real roots}", 1),
     ("3", "3 \\text{ quarters}", 0),
+    # plain words and a closing plus: Math-Verify alone reads "5 or more" and "5+" as 5
+    ("5", "5 or more", 0),
+    ("5", "5 or less", 0),
+    ("5", "5 apples or more", 0),
+    ("5", "5+", 0),
+    ("5 or more", "5+", 1),
+    ("5 \\text{ or more}", "5 or more", 1),
     # inside math delimiters or a box as bare
     ("$5$", "$\\geq 5$", 0),
     ("\\boxed{5}", "\\boxed{\\neq 5}", 0),
@@ -209,7 +216,9 @@ def test_split_unit(text, value, unit):
     [("\\geq 5", "5", ("≥", "")), ("\\ge 5", "5", ("≥", "")), ("\\lt x", "x", ("<", "")),
      ("\\ne 5 \\text{ or more}", "5", ("≠", "or more")), ("3\\text{ Million}", "3", ("", "million")),
      ("<1, 2>", "<1, 2>", ("", "")),  # a vector in angle brackets, not a bound
-     ("3 \\text{ cm}", "3 \\text{ cm}", ("", "")), ("x \\geq 5", "x \\geq 5", ("", "")), ("5", "5", ("", ""))],
+     ("3 \\text{ cm}", "3 \\text{ cm}", ("", "")), ("5 or more", "5", ("", "or more")), ("5+", "5", ("", "or more")),
+     ("3^{2+}", "3^{2+}", ("", "")), ("5 apples", "5 apples", ("", "")), ("x \\geq 5", "x \\geq 5", ("", "")),
+     ("5", "5", ("", ""))],
 )  # fmt: skip
 def test_qualifiers(text, value, said):
     assert qualifiers(text) == (value, said)

@@ -24,10 +24,10 @@ left to the comparison as written.
   ``\\text{(C)}``, ``C. x = 42``.
 
 What changes a value is never dropped (:func:`qualifiers`): a relation before it with nothing on its left
-(``\\geq 5``, ``< 5``, ``\\neq 5``: Math-Verify alone reads each as ``5``) and words in text after it that change it,
-a scale, a bound, a negation or an operation (``3\\text{ million}``, ``3\\text{ or more}``, ``2\\text{ squared}``:
-Math-Verify alone drops them as if they were units). Both sides must state the same ones, or they differ whatever
-their values. Percent in text (``5\\text{ percent}``) is a percent sign.
+(``\\geq 5``, ``< 5``, ``\\neq 5``: Math-Verify alone reads each as ``5``) and words after it that change it, a
+scale, a bound, a negation or an operation (``3\\text{ million}``, ``3\\text{ or more}``, ``2\\text{ squared}``,
+``5 or more``, ``5+``: Math-Verify alone drops them as if they were units, or reads past them). Both sides must
+state the same ones, or they differ whatever their values. Percent in text (``5\\text{ percent}``) is a percent sign.
 """
 
 from __future__ import annotations
@@ -95,6 +95,9 @@ _CLOSING_TEXT = re.compile(
 _VALUE_WORDS = (_NOT_UNITS - {"times", "roots", "powers"}) | frozenset(
     "fewer least most above below under except excluding never".split()
 )
+# plain words that close a side after a number or a bracket (5 or more), and a closing plus (5+, not 3^{2+})
+_CLOSING_WORDS = re.compile(r"^(?P<value>.*?[\d)}\]%])\s+(?P<words>[A-Za-z]+(?:[\s-]+[A-Za-z]+)*)\s*\.?$", re.DOTALL)
+_CLOSING_PLUS = re.compile(r"^(?P<value>.*?[\d)\]])\s*\+$", re.DOTALL)
 _PERCENT_TEXT = re.compile(r"\s*\\text\s*\{\s*percent\s*\}\s*$")
 
 _TRIG = re.compile(r"\\(?:sin|cos|tan|sec|csc|cot)\b")
@@ -159,20 +162,24 @@ def _closing_text(text: str) -> tuple[str, str, str] | None:
 
 def qualifiers(text: str) -> tuple[str, tuple[str, str]]:
     """``(value, (relation, words))``: ``text`` without a relation that opens it with nothing on its left
-    (``\\geq 5``; the relation normalised, ``\\ge`` and ``\\geq`` alike) and without words in text after it that
-    change the value (``3\\text{ million}``; lower case, single spaces), and what they were ("" for none). Two sides
-    compare equal only when they state the same ones (see the module docstring)."""
+    (``\\geq 5``; the relation normalised, ``\\ge`` and ``\\geq`` alike) and without words after it, in text or plain,
+    that change the value (``3\\text{ million}``, ``5 or more``; lower case, single spaces; a closing ``+`` is
+    ``or more``), and what they were ("" for none). Two sides compare equal only when they state the same ones (see
+    the module docstring)."""
     relation, words = "", ""
     opening = _OPENING_RELATION.match(text)
     rest = text[opening.end() :] if opening else text
     if opening and rest.strip() and "<" not in rest and ">" not in rest:  # <1, 2> is a vector, not a bound
         relation, text = _RELATIONS[opening.group(1)], rest
     closing = _closing_text(text)
-    if closing is not None:
-        value, said, _ = closing
+    plain_words = _CLOSING_WORDS.match(text.strip()) if closing is None else None
+    if closing is not None or plain_words is not None:
+        value, said = (closing[0], closing[1]) if closing is not None else plain_words.group("value", "words")
         plain = [w for w in re.split(r"[^a-z]+", said.lower()) if w]
         if any(word in _VALUE_WORDS for word in plain) and plain != ["percent"]:
-            words, text = " ".join(plain), value
+            words, text = " ".join(plain), value.strip()
+    elif (plus := _CLOSING_PLUS.match(text.strip())) is not None:
+        words, text = "or more", plus.group("value")
     return text, (relation, words)
 
 
