@@ -67,9 +67,9 @@ def named_fields(fmt: str) -> tuple[str, ...]:
 
 
 def format_fields(fmt: str) -> tuple[str, ...]:
-    """The datetime fields a target's strptime format specifies, in a fixed order; all fields when it names none (a
-    target format that names none is refused before it is compared)."""
-    return named_fields(fmt) or _ALL_FIELDS
+    """The datetime fields a target's strptime format specifies, in a fixed order: the ones compared (a target format
+    that names none is refused before it is compared)."""
+    return named_fields(fmt)
 
 
 def _day_first(fmt: str) -> bool:
