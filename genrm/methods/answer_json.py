@@ -55,7 +55,7 @@ def extract_json_object(text: str) -> dict | None:
         try:
             value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            value, end = None, start + 1
+            value = None
         if isinstance(value, dict):
             found = value  # an object written after another revises it, as a later fenced block does
         else:
