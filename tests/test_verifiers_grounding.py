@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -95,10 +96,25 @@ def test_string_prediction_holding_a_list_is_read():
         ([[500, 500]], [[500]], 0.0),
         # greedy would pair (110,0) with (100,0) for 0.9 and leave 0.1; the best assignment gives 0.5 + 0.7
         ([[100, 0], [160, 0]], [[110, 0], [70, 0]], (0.5 + 0.7) / 2),
+        # a point outside the image is not clipped onto its edge: it is as far from a target as it lies
+        ([[0, 500]], [[-300, 500]], 0.0),
+        ([[0, 500]], [[-50, 500]], 0.5),
+        ([[1000, 1000]], [[1e9, 1e9]], 0.0),
+        ([[1000, 1000]], [[1e308, -1e308]], 0.0),
+        ([[1000, 0]], [[1001, 0]], 0.99),
     ],
 )
 def test_point_table(target, predict, expected):
     assert point_verify(target=target, predict=predict) == pytest.approx(expected)
+
+
+def test_far_points_use_the_matrix_path_without_overflow():
+    # 64 pairs or more take the numpy path; points near the float limit must score 0 there too, with no warning
+    target = [[1000, 1000]] * 8
+    predict = [[1.7e308, 1.7e308]] * 4 + [[-1.7e308, 0]] * 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert point_verify(target=target, predict=predict) == 0.0
 
 
 def test_point_radius_is_configurable():

@@ -10,7 +10,10 @@ Accepted shapes:
 Policy for predictions (untrusted, copied from the response as written):
 
 - Swapped corners (``x1 > x2`` or ``y1 > y2``) are reordered: the box covers the same region either way.
-- Coordinates outside 0..1000 are clipped to the grid; a box entirely outside it has zero area and scores 0.
+- A box's coordinates outside 0..1000 are clipped to the grid: the clipped box is the region it covers in the image
+  (as detectors clip), and a box entirely outside has zero area and scores 0.
+- A point is never clipped: one outside the image is as far from each target as it lies. Clipping would move every
+  point of a half-plane onto the edge, so ``[-300, 500]`` would hit a target on the left edge, ``[0, 500]``, exactly.
 - A malformed shape (wrong length, non-numeric or non-finite coordinate) is kept as an entry that matches nothing:
   it scores 0 and still counts towards the number of predicted shapes, so garbage never improves a score.
 - Coordinates are not rescaled: values given on a 0-1 or a pixel scale are read as 0-1000 grid values.
@@ -71,12 +74,13 @@ Shape = tuple[float, ...]
 _NUMPY_MIN_PAIRS = 64
 
 
-def _read_prediction(value: Any, arity: int, config: VerifyConfig) -> tuple[list[Shape], int]:
-    """Well-formed predicted shapes clipped to the grid, and the count of malformed ones."""
+def _read_prediction(value: Any, arity: int, config: VerifyConfig, clip: bool) -> tuple[list[Shape], int]:
+    """Well-formed predicted shapes (clipped to the grid when ``clip``), and the count of malformed ones."""
     shapes, malformed = [], 0
     for shape in _shapes(value, arity, config.max_shapes):
         if isinstance(shape, (list, tuple)) and _is_flat_shape(shape, arity):
-            shapes.append(tuple(min(GRID_MAX, max(0.0, float(v))) for v in shape))
+            coordinates = (float(v) for v in shape)
+            shapes.append(tuple(min(GRID_MAX, max(0.0, v)) for v in coordinates) if clip else tuple(coordinates))
         else:
             malformed += 1
     return shapes, malformed
@@ -133,7 +137,9 @@ def iou_matrix(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def proximity_matrix(pred: np.ndarray, target: np.ndarray, radius: float) -> np.ndarray:
     """Pairwise proximity ``max(0, 1 - distance / radius)`` of (n, 2) and (m, 2) point arrays."""
-    dist = np.sqrt(((pred[:, None, :] - target[None, :, :]) ** 2).sum(axis=2))
+    # hypot, not a sum of squares: an unclipped coordinate near the float limit must not overflow to a warning.
+    difference = pred[:, None, :] - target[None, :, :]
+    dist = np.hypot(difference[..., 0], difference[..., 1])
     return np.clip(1.0 - dist / radius, 0.0, 1.0)
 
 
@@ -167,7 +173,7 @@ def check_bbox(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     target = _read_target(rubric["target"], 4, config, "box")
     if any(x2 <= x1 or y2 <= y1 for x1, y1, x2, y2 in target):
         raise TargetError("every target box must have x1 < x2 and y1 < y2 (positive area)")
-    pred, malformed = _read_prediction(scoring["predict"], 4, config)
+    pred, malformed = _read_prediction(scoring["predict"], 4, config, clip=True)
     ordered = [_ordered(box) for box in pred]
     score = matched_score(_scores(ordered, target, malformed, iou, iou_matrix))
     return _result("bbox_verify", score, len(pred) + malformed, malformed, len(target), "boxes")
@@ -176,7 +182,7 @@ def check_bbox(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
 def check_point(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
     """Score predicted points against target points by Hungarian-matched proximity (see the module docstring)."""
     target = _read_target(rubric["target"], 2, config, "point")
-    pred, malformed = _read_prediction(scoring["predict"], 2, config)
+    pred, malformed = _read_prediction(scoring["predict"], 2, config, clip=False)
     radius = config.point_radius
     score = matched_score(
         _scores(pred, target, malformed, lambda a, b: proximity(a, b, radius),
