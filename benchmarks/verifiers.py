@@ -207,6 +207,10 @@ def hostile_set() -> list[tuple[str, str, str]]:
         ("dense expression", "expr_verify(target='5')", "expr_verify(predict='" + "x^{x^{x}}*" * 190 + "1')"),
         ("1,990 spaces before text", "expr_verify(target='5')",
          "expr_verify(predict='1" + " " * 1_990 + "\\\\text{')"),
+        ("60,000 unclosed \\( (a response)", "expr_verify(target='5')",
+         "expr_verify(predict='" + "\\\\(" * 60_000 + "')"),
+        ("1,000 unclosed \\( in a sentence", "expr_verify(target='5')",
+         "expr_verify(predict='It is " + "\\\\( a " * 330 + "5.')"),
     ]  # fmt: skip
 
 

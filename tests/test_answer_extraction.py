@@ -13,7 +13,7 @@ from genrm.methods.rubric.answer_extraction import (
     extract_time,
     final_answer_span,
 )
-from verifiers import REGISTRY
+from verifiers import REGISTRY, verify_call_result
 
 LONG = "We look at the figure and compare its parts with what the question asks for. " * 4
 
@@ -59,10 +59,11 @@ def test_unbalanced_boxed_falls_back():
 @pytest.mark.parametrize(
     "span, value",
     [
-        ("42", "42"), ("$\\frac{3}{4}$", "\\frac{3}{4}"), ("x = 6", "6"), ("12 apples.", "12"),
-        ("about 3.5 km", "3.5"), ("(B) Mercury", "(B) Mercury"), ("B.", "B"),
-        ("C. Carbon dioxide", "C. Carbon dioxide"),
-        ("**9\\pi**", "9\\pi"), ("\\sqrt{2}", "\\sqrt{2}"), ("1,234 people", "1,234"), ("no idea", "no idea"),
+        ("42", "42"), ("$\\frac{3}{4}$", "\\frac{3}{4}"), ("x = 6", "6"),
+        # words stay, for the verifier to read: it alone knows which change the value (at least 5, 3/4 of them)
+        ("12 apples.", "12 apples"), ("about 3.5 km", "about 3.5 km"), ("at least 5", "at least 5"),
+        ("(B) Mercury", "(B) Mercury"), ("B.", "B"), ("C. Carbon dioxide", "C. Carbon dioxide"),
+        ("**9\\pi**", "9\\pi"), ("\\sqrt{2}", "\\sqrt{2}"), ("1,234 people", "1,234 people"), ("no idea", "no idea"),
         # an = inside a subscript or a set is part of the expression, not an equation that states it
         ("\\sum_{n=1}^{10} n", "\\sum_{n=1}^{10} n"), ("S = \\sum_{k=1}^{n} k", "\\sum_{k=1}^{n} k"),
         ("\\{x : x = 1\\}", "\\{x : x = 1\\}"), ("a = b = 7", "7"),
@@ -70,6 +71,25 @@ def test_unbalanced_boxed_falls_back():
 )  # fmt: skip
 def test_expr_values(span, value):
     assert extract_expr(span) == value
+
+
+@pytest.mark.parametrize(
+    "response, target, score",
+    [
+        ("Answer: 42 apples", "42", 1.0), ("Answer: about 3.5 km", "3.5", 1.0), ("Answer: 1,234 people", "1234", 1.0),
+        ("Answer: There are 5 apples in the basket", "5", 1.0), ("The final answer is 5 percent.", "0.05", 1.0),
+        # the reader once kept only the last number of a span of words: each of these was paid
+        ("The answer is more than 5.", "5", 0.0), ("The answer is at least 5", "5", 0.0),
+        ("The answer is not 5", "5", 0.0), ("Answer: less than 5 apples", "5", 0.0),
+        ("Answer: between 3 and 5", "5", 0.0), ("Answer: 3/4 of the students", "4", 0.0),
+        ("Answer: 1/4 cup", "4", 0.0), ("Answer: 5 thousand people", "5", 0.0), ("Answer: minus 5 degrees", "5", 0.0),
+        ("Answer: 12 apples and 2 oranges", "2", 0.0), ("Answer: about 3.5 km", "3.5 m", 0.0),
+    ],
+)  # fmt: skip
+def test_expr_reading_and_verdict_end_to_end(response, target, score):
+    prediction = extract_prediction("expr_verify", final_answer_span(response))
+    result = verify_call_result(f"expr_verify(target={target!r})", f"expr_verify(predict={prediction['predict']!r})")
+    assert result.score == score, result.reason
 
 
 @pytest.mark.parametrize(

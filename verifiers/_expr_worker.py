@@ -29,6 +29,7 @@ import gc
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -44,6 +45,7 @@ _TARGET_CACHE_SIZE = 256
 # text nested deeper runs out of any usual deadline anyway; it is refused before the parser starts. No answer a
 # person writes comes near it (a ten-level continued fraction is 20 deep).
 MAX_NESTING = 100
+_MAX_PLAIN_NESTING = 8
 
 _WARM_UP = (
     ("\\frac{1}{2}", "0.5"),
@@ -71,9 +73,28 @@ def _limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+# Plain-text mathematics written the way calculators take it. Math-Verify's own rewrite of " sqrt(2)" leaves a LaTeX
+# line break before it ("1 + sqrt(2)" reads as 1), and it reads a plain "pi" or "log(3)" as a product of letters.
+_PLAIN_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
+_PLAIN_NAME = re.compile(
+    r"(?<![\\A-Za-z])(?:(pi)(?![A-Za-z])|(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|sec|csc|cot|log|ln|exp)"
+    r"(?=\s*\())"
+)
+
+
+def _plain_math(text: str) -> str:
+    if "sqrt" in text:
+        for _ in range(_MAX_PLAIN_NESTING):  # inner roots first: sqrt(1 + sqrt(2))
+            text, count = _PLAIN_SQRT.subn(r"\\sqrt{\1}", text)
+            if not count:
+                break
+    return _PLAIN_NAME.sub(lambda m: "\\" + (m.group(1) or m.group(2)) + " ", text)
+
+
 def _wrap(text: str) -> str:
     # Math-Verify extracts LaTeX between math delimiters; a bare expression is wrapped so that it is read whole.
     text = text.replace("**", "^").replace("\u2212", "-").replace("\u00d7", "\\times ").replace("\u00b7", "\\cdot ")
+    text = _plain_math(text)
     if "$" in text or "\\(" in text or "\\[" in text:
         return text
     return f"${text}$"

@@ -39,9 +39,12 @@ Before paths 2 and 3, both sides are read down to the value they state (:mod:`ve
 "the answer is" phrase, a currency sign, a unit after a number or in text after any value (``10 weeks``,
 ``10cm^2``, ``2\\sqrt{3}\\text{ cm}``; different units on the two sides are a wrong answer), a named quantity
 (``f(x) = 2x + 3`` is ``2x + 3``; ``f(2) = 5`` is not ``f(3) = 5``), LaTeX digit groups (``1,\\!000``), degrees
-inside trigonometric functions. What changes a value is kept and must be the same on both sides: a relation that
-opens a side (``\\geq 5``, ``\\neq 5`` are not ``5``) and words in text after the value that change it
-(``3\\text{ million}``, ``3\\text{ or more}`` are not ``3``), which Math-Verify alone would drop. Option letters in
+inside trigonometric functions, a sentence (``There are 5 apples.`` is 5; one that states several values is
+unparseable). What changes a value is kept and must be the same on both sides: a relation that opens a side
+(``\\geq 5``, ``\\neq 5`` are not ``5``), words in text after the value that change it (``3\\text{ million}``,
+``3\\text{ or more}`` are not ``3``) and a sentence's words that do (``It is at least 5.``, ``not 5``), which
+Math-Verify alone would drop. An expression loses a final period (``x > 5.`` is ``x > 5``: with it, Math-Verify reads
+only the last number), and plain-text ``sqrt(2)``, ``pi``, ``log(3)`` are read as their LaTeX. Option letters in
 a font or followed by their text (``\\mathcal{B}``, ``C. x = 42``) are option letters on either side, while a capital
 next to an operator (``\\mathrm{E}*2``) is a symbol, and a lone primed symbol is not the symbol (``E'`` is not
 ``E``). Path 2 also reads mixed numbers (``1 1/2``, ``2\\frac58``) and scientific notation in LaTeX
@@ -63,11 +66,14 @@ from typing import Any
 
 from verifiers.answer_forms import (
     different_arguments,
+    math_spans,
     option_letter,
     qualifiers,
     read_named,
+    sentence,
     split_unit,
     stated_answer,
+    without_sentence_end,
 )
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
@@ -110,7 +116,6 @@ _COMMA_DECIMAL = re.compile(r"^([+-])?(\d+),(\d+)(\\?%)?$")
 _THIN_SPACES = re.compile(r"\\[,; ]|[\u00a0\u2009\u202f]")
 _MAX_NUMBER_CHARS = 60
 _BOXED = "\\boxed{"
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +254,9 @@ def final_answer(response: str) -> str | None:
     stated = stated_answer(response)
     if stated:
         return stated
-    spans = list(_MATH_SPAN.finditer(response))
+    spans = math_spans(response)
     if spans:
-        return next(group for group in spans[-1].groups() if group is not None).strip() or None
+        return spans[-1][2].strip() or None
     return None
 
 
@@ -376,10 +381,43 @@ def _written_out(text: str, error: type[VerifierError]) -> tuple[str, int]:
     return sign + written + suffix, places if number.significant else 0
 
 
-def _qualified(relation: str, words: str) -> str:
-    """What a side states around its value, for a reason: "'≥' before", "'million' after", both, or "nothing"."""
-    parts = ([f"'{relation}' before"] if relation else []) + ([f"'{words}' after"] if words else [])
+def _qualified(relation: str, words: str, sentence_words: str) -> str:
+    """What a side states around its value, for a reason: "'≥' before", "'million' after", "'at least' in its
+    words", some of them, or "nothing"."""
+    parts = [f"'{relation}' before"] if relation else []
+    parts += [f"'{words}' after"] if words else []
+    parts += [f"'{sentence_words}' in its words"] if sentence_words else []
     return " and ".join(parts) or "nothing"
+
+
+def _stated(text: str, error: type[VerifierError]) -> tuple[str, str]:
+    """``(value, words)``: the one value a side written in words states, and what its words say of it (a bound, a
+    negation, a scale; "" for nothing), or the side without a final period when it is not written in words. A text of
+    several sentences stays whole, with the words of the last that states a value. A prediction that states several
+    values is refused with ``error``; a target that does, or a side that states none
+    (``no solution``), is compared as written."""
+    found = sentence(text)
+    if found is None:
+        return bare(without_sentence_end(text)), ""
+    if found.several_sentences:
+        return text, found.qualifiers  # a worked solution: the parser finds its answer; its conclusion's words count
+    if len(found.values) == 1:
+        return bare(found.values[0]), found.qualifiers
+    if len(found.values) > 1 and error is PredictionError:
+        shown = ", ".join(repr(value[:30]) for value in found.values[:4])
+        raise error(f"{text!r:.80} states {len(found.values)} values in words ({shown}); one value can be compared")
+    return text, found.qualifiers
+
+
+def _said(text: str, error: type[VerifierError]) -> tuple[str, tuple[str, str, str]]:
+    """``(value, (relation, words, sentence))``: a side's value and what it states around it (:func:`qualifiers`),
+    a sentence read down to the one value it states, with what its words say of that value."""
+    value, (relation, words) = qualifiers(text)
+    stated, sentence_words = _stated(value, error)
+    if stated != value:
+        stated, (inner_relation, inner_words) = qualifiers(stated)
+        relation, words = relation or inner_relation, " ".join(part for part in (inner_words, words) if part)
+    return stated, (relation, words, sentence_words)
 
 
 def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
@@ -391,7 +429,7 @@ def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     target, predict = bare(read_target) or bare(target), bare(predict)
     if different_arguments(target_name, pred_name):
         return target, predict, f"they name different quantities ({target_name} and {pred_name})"
-    (target, target_said), (predict, pred_said) = qualifiers(target), qualifiers(predict)
+    (target, target_said), (predict, pred_said) = _said(target, TargetError), _said(predict, PredictionError)
     if target_said != pred_said:
         return target, predict, (f"around its value the target states {_qualified(*target_said)}, the prediction "
                                  f"{_qualified(*pred_said)}")  # fmt: skip

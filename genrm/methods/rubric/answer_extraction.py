@@ -20,8 +20,9 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
 **The prediction of each verifier**, read from the span:
 
 - ``text_verify``: the span without surrounding quotes, bold markers, ``$`` and a final period;
-- ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``; else,
-  in a span of words (``42 apples``, ``about 3.5 km``), its last number; else the span;
+- ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``; else the
+  span. Words stay: the verifier reads a sentence itself (``about 3.5 km`` states 3.5 km), and refuses one whose
+  words change its value (``at least 5``, ``not 5``, ``3/4 of them``) or that states several values;
 - ``time_verify``: the first date or time found in the span, with its UTC offset (``18:15``, ``18:15 +05:00``,
   ``6:15 PM``, ``2024-03-01``, ``1 March
   2024``, ``March 1, 2024``, ``01/03/2024``), else the span; read by the verifier's parser (no ``pformat``);
@@ -51,8 +52,6 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _FINAL_LINE = re.compile(r"final\s+answer\b\s*(?:is\b|:|=|-)?\s*(?P<rest>.*)$", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"\banswer\s*(?:is\b|:|=)\s*(?P<rest>.*)$", re.IGNORECASE)
-_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?|[-+]?\.\d+%?")
-_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _OPTION_LEAD = re.compile(r"^(?:(?:option|choice)\s+)?(?:\(\s*[A-Z]\s*\)|[A-Z](?:\s*[.:)]|$))", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _NUM = r"-?\d+(?:\.\d+)?"
@@ -168,10 +167,6 @@ def extract_expr(span: str) -> str:
     equals = _last_top_level_equals(text)
     if equals is not None:
         text = clean_text(text[equals + 1 :])
-    if len(_WORD.findall(text)) >= 1 and not text.startswith("\\"):
-        numbers = _NUMBER.findall(text)
-        if numbers:
-            return numbers[-1]
     return text
 
 
