@@ -108,6 +108,27 @@ def test_time_values(span, value):
 
 
 @pytest.mark.parametrize(
+    "response, target, tformat, score",
+    [
+        ("Answer: It is 6:15 PM.", "18:15", "%H:%M", 1.0), ("Answer: It was 18:15 sharp", "18:15", "%H:%M", 1.0),
+        ("Answer: Tuesday, March 5, 2024 at 18:15", "2024-03-05", "%Y-%m-%d", 1.0),
+        # the reader once kept the first time of the span whatever else it said: each of these was paid
+        ("Answer: not 18:15 but 18:30", "18:15", "%H:%M", 0.0), ("Answer: after 18:15", "18:15", "%H:%M", 0.0),
+        ("Answer: between 18:15 and 19:00", "18:15", "%H:%M", 0.0), ("Answer: 18:15 or 19:00", "18:15", "%H:%M", 0.0),
+        ("Answer: 18:15 tomorrow", "18:15", "%H:%M", 0.0), ("Answer: not 2024-03-05", "2024-03-05", "%Y-%m-%d", 0.0),
+        ("Answer: the day after 2024-03-05", "2024-03-05", "%Y-%m-%d", 0.0),
+        ("Answer: 2024-03-05 plus 3 days", "2024-03-05", "%Y-%m-%d", 0.0),
+    ],
+)  # fmt: skip
+def test_time_reading_and_verdict_end_to_end(response, target, tformat, score):
+    prediction = extract_prediction("time_verify", final_answer_span(response))
+    result = verify_call_result(
+        f"time_verify(target={target!r}, tformat={tformat!r})", f"time_verify(predict={prediction['predict']!r})"
+    )
+    assert result.score == score, result.reason
+
+
+@pytest.mark.parametrize(
     "span, items",
     [
         ("Bergen, Voss, Flam", ["Bergen", "Voss", "Flam"]),

@@ -88,6 +88,33 @@ def test_a_field_the_prediction_does_not_state_is_not_taken_from_a_default(targe
     assert result.reason.endswith(f"states no {unsaid}")
 
 
+@pytest.mark.parametrize(
+    "target, tformat, predict",
+    [
+        # dateutil keeps the last of two clocks and the first of two dates: each was paid for one of them
+        ("19:00", "%H:%M", "18:15 and 19:00"), ("19:00", "%H:%M", "18:15, 19:00"), ("19:00", "%H:%M", "18:15-19:00"),
+        ("2024-03-05", "%Y-%m-%d", "2024-03-05 and 2024-03-06"),
+        ("2024-03-05", "%Y-%m-%d", "March 5 and March 6, 2024"),
+    ],
+)  # fmt: skip
+def test_a_prediction_stating_two_times_or_dates_is_unparseable(target, tformat, predict):
+    result = run_verifier("time_verify", {"target": target, "tformat": tformat}, {"predict": predict})
+    assert (result.score, result.status) == (0.0, "unparseable_pred")
+    assert "states 2" in result.reason
+
+
+@pytest.mark.parametrize(
+    "target, tformat, predict",
+    [
+        ("18:15 +0500", "%H:%M %z", "2024-03-05T18:15:00+05:00"), ("18:15 +0500", "%H:%M %z", "18:15 UTC+5"),
+        ("18:15", "%H:%M", "18:15:30"), ("2024-03-05", "%Y-%m-%d", "Tuesday, March 5, 2024 at 18:15"),
+        ("2024-03-05", "%Y-%m-%d", "5 March 2024"),
+    ],
+)  # fmt: skip
+def test_one_time_with_its_offset_or_date_is_one(target, tformat, predict):
+    assert run_verifier("time_verify", {"target": target, "tformat": tformat}, {"predict": predict}).score == 1.0
+
+
 @pytest.mark.parametrize("predict", ["", "not a time", "99:99", "x" * 300])
 def test_unreadable_prediction_scores_zero(predict):
     result = run_verifier("time_verify", {"target": "18:15", "tformat": "%H:%M"}, {"predict": predict})

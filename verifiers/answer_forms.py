@@ -293,6 +293,13 @@ def sentence(text: str) -> Sentence | None:
     return Sentence(tuple(values), qualifying, len(sentences) > 1)
 
 
+def qualifying_words(text: str) -> str:
+    """What ``text`` says that bounds, negates or scales a value (``not``, ``at least``, ``between``, ``million``),
+    lower case, single spaces; "" for nothing. Words only: math spans are not read."""
+    prose = _hold(None, text, [], "\x00")
+    return " ".join(" ".join(phrase.lower().split()) for phrase in _SENTENCE_QUALIFIER.findall(prose))
+
+
 def without_sentence_end(text: str) -> str:
     """``text`` stripped, without a final period that ends it as a sentence: ``x > 5.`` is ``x > 5``, which Math-Verify
     reads whole, where with the period it reads only the last number. An ellipsis stays, and so does ``!`` (``5!``)."""

@@ -22,7 +22,9 @@ Weekday names are not compared.
 
 Not accepted: strings or formats longer than ``VerifyConfig.max_time_chars``; a target that does not match its
 ``tformat``, or a ``tformat`` that names none of the compared fields (``%A`` alone), is a rubric error; a prediction
-that neither parser reads scores 0 as unparseable.
+that neither parser reads scores 0 as unparseable, and so does one that states two clock times or two dates
+(``18:15 and 19:00``, ``2024-03-05 or 2024-03-06``, ``18:15-19:00``), of which dateutil alone keeps one. A signed
+clock of at most 14 hours after a time is its UTC offset (``18:15-05:00``), not a second time.
 """
 
 from __future__ import annotations
@@ -56,6 +58,17 @@ _OTHER_DEFAULT = datetime(2001, 3, 2, 1, 1, 1, 1)
 _ZERO_BELOW_HOUR = ("minute", "second", "microsecond")
 # year first (ISO 8601 and its slashed or dotted forms): never year, day, month, whatever the target's order
 _YEAR_FIRST = re.compile(r"^\s*(?:\d{4}\s*[-/.]|\d{8}(?!\d))")
+# Clock times and dates, to count them: dateutil keeps the last of two clocks and the first of two dates it is given
+# ("18:15 and 19:00" is 19:00 to it), so a prediction stating two would be paid for either.
+_CLOCK = re.compile(r"(?<![\d.:])(\d{1,2}):\d{2}(?::\d{2})?(?![\d:])")
+_DATE = re.compile(
+    r"(?<!\d)(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})(?!\d)"
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?!\d)"
+    r"|(?<!\d)\d{1,2}(?:st|nd|rd|th)?\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)",
+    re.IGNORECASE,
+)
+# the largest UTC offset in use is +14:00: a signed clock no larger, after a time, is an offset, not a second time
+_MAX_OFFSET_HOURS = 14
 _NAMED_OFFSET = re.compile(r"\s*\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?\b")
 
 
@@ -90,6 +103,17 @@ def _parse_target(target: str, tformat: str) -> datetime:
         raise TargetError(f"target {target!r} does not match tformat {tformat!r}: {exc}") from None
 
 
+def _refuse_two(text: str) -> None:
+    """Raise PredictionError when ``text`` states two clock times or two dates (see ``_CLOCK``)."""
+    clocks = [m for m in _CLOCK.finditer(text)
+              if not (text[: m.start()].rstrip()[-1:] in ("+", "-", "\u2212") and int(m.group(1)) <= _MAX_OFFSET_HOURS
+                      and _CLOCK.search(text, 0, m.start()))]  # fmt: skip
+    for kind, found in (("times", [m.group(0) for m in clocks]), ("dates", _DATE.findall(text))):
+        if len(found) > 1:
+            shown = ", ".join(repr(item) for item in found[:3])
+            raise PredictionError(f"{text!r:.80} states {len(found)} {kind} ({shown}); one can be compared")
+
+
 def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[datetime, frozenset[str], str]:
     """The prediction read, the fields it states, and how it was read."""
     text = predict.strip()
@@ -104,6 +128,7 @@ def _parse_prediction(predict: str, pformat: str | None, tformat: str) -> tuple[
 
     # dateutil reads "UTC+2" the POSIX way (two hours behind UTC); people mean two hours ahead, as ISO 8601 writes it
     text = _NAMED_OFFSET.sub(lambda m: f" {m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}", text)
+    _refuse_two(text)
 
     dayfirst = _day_first(pformat or tformat) and not _YEAR_FIRST.match(text)
     try:

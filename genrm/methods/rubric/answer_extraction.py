@@ -24,8 +24,9 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
   span. Words stay: the verifier reads a sentence itself (``about 3.5 km`` states 3.5 km), and refuses one whose
   words change its value (``at least 5``, ``not 5``, ``3/4 of them``) or that states several values;
 - ``time_verify``: the first date or time found in the span, with its UTC offset (``18:15``, ``18:15 +05:00``,
-  ``6:15 PM``, ``2024-03-01``, ``1 March
-  2024``, ``March 1, 2024``, ``01/03/2024``), else the span; read by the verifier's parser (no ``pformat``);
+  ``6:15 PM``, ``2024-03-01``, ``1 March 2024``, ``March 1, 2024``, ``01/03/2024``), when nothing else in the span
+  moves it (a second date or time, ``not``, ``after``, ``tomorrow``, ``plus``); else the span, which the verifier's
+  parser (no ``pformat``) reads whole or refuses;
 - ``list_verify``: a JSON list in the span, else its items split on semicolons, commas, new lines or a final
   ``and``, with bullets and numbering removed;
 - ``bbox_verify`` / ``point_verify``: every bracketed or parenthesized group of 4 (boxes) or 2 (points) numbers in
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verifiers import get_spec
+from verifiers.answer_forms import qualifying_words
 from verifiers.text import bracket_depths
 
 SpanSource = Literal["boxed", "final_answer", "answer", "short_response"]
@@ -60,6 +62,11 @@ _GROUP2 = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*[\])]")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 # A UTC offset after a time belongs to it: dropping it would pay 18:15 +05:00 for a target of 18:15 +0000.
 _OFFSET = r"(?:\s*(?:Z\b|(?:UTC|GMT)(?:\s*[+-]\d{1,2}(?::?\d{2})?)?|[+-]\d{2}:?\d{2}\b))?"
+# words that move a time away from the one stated (after 18:15, 18:15 tomorrow, 3 days before 2024-03-05)
+_RELATIVE_TIME = re.compile(
+    r"\b(?:after|before|since|until|till|later|earlier|ago|next|previous|prior|tomorrow|yesterday|plus|minus|past)\b",
+    re.IGNORECASE,
+)
 _TIME_PATTERNS = (
     re.compile(rf"\d{{4}}-\d{{1,2}}-\d{{1,2}}(?:[T ]\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?{_OFFSET})?"),
     re.compile(rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}}", re.IGNORECASE),
@@ -176,6 +183,9 @@ def extract_time(span: str) -> str:
     for pattern in _TIME_PATTERNS:
         match = pattern.search(text)
         if match:
+            rest = f"{text[: match.start()]} {text[match.end() :]}"
+            if _RELATIVE_TIME.search(rest) or qualifying_words(rest) or any(p.search(rest) for p in _TIME_PATTERNS):
+                return text  # what else the span says may move the time: the verifier reads it whole, or refuses it
             return match.group(0).strip()
     return text
 
