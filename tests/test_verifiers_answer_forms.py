@@ -251,6 +251,26 @@ PLAIN_MATH = [
     ("2\\log(3)", "2 log(3)", 1),
     ("\\sin(x)", "sin(x)", 1),
 ]
+# Unicode mathematics: Math-Verify alone drops what it does not know after a number (5² was 5, 3–5 was 3).
+UNICODE = [
+    ("25", "5²", 1),
+    ("5", "5²", 0),
+    ("8", "2³", 1),
+    ("2", "2³", 0),
+    ("0.001", "10⁻³", 1),
+    ("10", "10⁻³", 0),
+    ("x^2", "x²", 1),
+    ("(x+1)^2", "(x+1)²", 1),
+    ("x_1", "x₁", 1),
+    ("1/2", "½", 1),
+    ("1.5", "1½", 1),
+    ("3/4", "¾", 1),
+    ("-5", "–5", 1),
+    ("5", "–5", 0),
+    ("-5", "−5", 1),
+    ("3", "3–5", 0),
+    ("5", "3—5", 0),
+]
 FALSE_POSITIVES = [
     ("E", "\\mathrm{E}*2", 0), ("E", "E'", 0), ("E'", "E", 0), ("f'", "f'", 1), ("E", "\\mathrm{E}", 1),
     ("A", "\\textbf{A}", 1),
@@ -274,6 +294,7 @@ FALSE_POSITIVES = [
         SENTENCES,
         PERIODS,
         PLAIN_MATH,
+        UNICODE,
         FALSE_POSITIVES,
     ),  # fmt: skip
 )

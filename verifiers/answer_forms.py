@@ -17,6 +17,8 @@ left to the comparison as written.
   ``f(x) = 2x + 3``, ``P(A) = 0.3``, ``\\text{area} = 12``, ``any text = 12``. A left side of one or two letters
   (``y = 2x + 3``, ``xy = 6``) is an equation and stays one. When both sides name a function at its arguments and the
   arguments differ, they state different quantities (``f(2) = 5`` is not ``f(3) = 5``).
+- **Unicode mathematics** (:func:`unicode_math`): ``5²`` is ``5^{2}``, ``x₁`` is ``x_{1}``, ``1½`` is ``1 1/2``, a dash
+  between two values is a range (``3–5``: two values), another dash a minus sign (``–5``).
 - **Digit groups in LaTeX**: ``11,\\!111,\\!100`` is ``11111100``.
 - **Degrees inside a trigonometric function**: ``\\sin(90^\\circ - x)`` is ``\\sin(\\frac{90\\pi}{180} - x)``, so that
   the identity holds; a bare ``30^\\circ`` is left alone (a degree answer matches its number).
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 
 _ANSWER_MARK = re.compile(r"answer\s*(?:is\b|:)", re.IGNORECASE)
@@ -451,12 +454,40 @@ def option_letter(text: str) -> str:
     return text
 
 
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ", "0123456789+-=()ni", strict=True))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎", "0123456789+-=()", strict=True))
+_SUPERSCRIPT_RUN = re.compile(f"[{''.join(_SUPERSCRIPTS)}]+")
+_SUBSCRIPT_RUN = re.compile(f"[{''.join(_SUBSCRIPTS)}]+")
+_VULGAR_FRACTION = re.compile("(\\d?)([\u00bc-\u00be\u2150-\u215e])")
+# a dash between two values is a range (3–5), one before a value a minus sign (–5)
+_RANGE_DASH = re.compile("(?<=[\\w)}\\]])\\s*[\u2013\u2014]\\s*(?=[\\w(\\\\{$.])")
+_MINUS_LIKE = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212]")
+
+
+def unicode_math(text: str) -> str:
+    """``text`` with the Unicode forms of mathematics written as LaTeX, which Math-Verify reads (alone, it drops
+    them: ``5²`` was 5, ``10⁻³`` was 10, ``3–5`` was 3): superscripts and subscripts (``x^{2}``, ``x_{1}``), vulgar
+    fractions (``1½`` is ``1 1/2``), a dash between two values as the range it is (``3 to 5``, two values) and
+    other dashes as minus signs."""
+    if text.isascii():
+        return text
+    text = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + "".join(_SUPERSCRIPTS[c] for c in m.group(0)) + "}", text)
+    text = _SUBSCRIPT_RUN.sub(lambda m: "_{" + "".join(_SUBSCRIPTS[c] for c in m.group(0)) + "}", text)
+    text = _VULGAR_FRACTION.sub(
+        lambda m: (
+            m.group(1) + (" " if m.group(1) else "") + unicodedata.normalize("NFKC", m.group(2)).replace("\u2044", "/")
+        ),
+        text,
+    )
+    return _MINUS_LIKE.sub("-", _RANGE_DASH.sub(" to ", text))
+
+
 def read_named(text: str) -> tuple[str | None, str]:
     """``(name, value)``: ``text`` read down to the value it states (a phrase, currency, LaTeX digit groups, a named
     quantity, degrees in trigonometric functions, percent in text), and the name it gave the value (None when it gave
     none). Units are split apart by :func:`split_unit` and qualifiers by :func:`qualifiers`, since what they mean
     depends on the other side."""
-    text = answer_phrase(text.strip())
+    text = answer_phrase(unicode_math(text.strip()))
     text = without_currency(text)
     text = digit_groups(text)
     name, text = named_parts(text)
