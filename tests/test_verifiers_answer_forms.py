@@ -271,6 +271,16 @@ UNICODE = [
     ("3", "3–5", 0),
     ("5", "3—5", 0),
 ]
+# Alternatives and negations in LaTeX or in a remark: Math-Verify read each as its last value.
+ALTERNATIVES = [
+    ("6", "5 (or 6)", 0),
+    ("6", "5 \\lor 6", 0),
+    ("6", "5 \\vee 6", 0),
+    ("5", "\\neg 5", 0),
+    ("1", "5 +/- 1", 0),
+    ("5 \\pm 1", "5 +/- 1", 1),
+    ("5", "5 (approximately)", 1),
+]
 FALSE_POSITIVES = [
     ("E", "\\mathrm{E}*2", 0), ("E", "E'", 0), ("E'", "E", 0), ("f'", "f'", 1), ("E", "\\mathrm{E}", 1),
     ("A", "\\textbf{A}", 1),
@@ -295,6 +305,7 @@ FALSE_POSITIVES = [
         PERIODS,
         PLAIN_MATH,
         UNICODE,
+        ALTERNATIVES,
         FALSE_POSITIVES,
     ),  # fmt: skip
 )

@@ -93,8 +93,11 @@ _APPLIED = re.compile(r"^\s*(?P<head>[A-Za-z](?:_\{?\w+\}?)?'*)\s*\((?P<argument
 _RELATIONS = {
     "<": "<", "\\lt": "<", ">": ">", "\\gt": ">", "\\nless": "not <", "\\ngtr": "not >",
     "\\le": "≤", "\\leq": "≤", "\\leqslant": "≤", "≤": "≤", "\\ge": "≥", "\\geq": "≥", "\\geqslant": "≥", "≥": "≥",
-    "\\ne": "≠", "\\neq": "≠", "≠": "≠",
+    "\\ne": "≠", "\\neq": "≠", "≠": "≠", "\\neg": "not", "\\lnot": "not", "¬": "not",
 }  # fmt: skip
+# Logical connectives written in LaTeX: Math-Verify reads "5 \lor 6" as 6; in words it reads a set of both
+_CONNECTIVES = re.compile(r"\\(?:lor|vee)(?![A-Za-z])|∨")
+_CONJUNCTIVES = re.compile(r"\\(?:land|wedge)(?![A-Za-z])|∧")
 _OPENING_RELATION = re.compile(
     r"^\s*(" + "|".join(re.escape(r) for r in sorted(_RELATIONS, key=len, reverse=True)) + r")(?![A-Za-z])\s*"
 )
@@ -134,7 +137,11 @@ _MATH_WORDS = frozenset(
     "and or pi sqrt sin cos tan sec csc cot arcsin arccos arctan sinh cosh tanh log ln lg exp mod infty infinity inf "
     "max min gcd lcm".split()
 )
+# A connective that opens a bracket starts a remark in words: 5 (or 6) states two values.
+_REMARK = re.compile(r"(?<=[(\[])\s*(?:or|and)\b", re.IGNORECASE)
 # A word of a sentence (contractions whole: isn't), or a lone "I" or "a" before a word.
+# A connective that opens a bracket starts a remark in words: 5 (or 6) states two values.
+_REMARK = re.compile(r"(?<=[(\[])\s*(?:or|and)\b", re.IGNORECASE)
 # A word of a sentence (contractions whole: isn't), or a lone "I" or "a" before a word. Capitals alone (AB, CD) are
 # symbols, and letters against a digit or an operator (10cm^2, km/h, f(x)) a formula's.
 _PROSE_WORD = re.compile(
@@ -252,7 +259,8 @@ def _values(masked: str, words: list[re.Match[str]], held: list[str]) -> list[st
     first = copulas[-1] + 1 if copulas else 0
     values = []
     for index in range(first, len(pieces), 2):
-        value = without_sentence_end(pieces[index]).strip(" ,;:?")
+        # a bracket a remark opened or closed is no part of the value: "5 (" of "5 (or 6)"
+        value = without_sentence_end(pieces[index]).strip(" ,;:?").removesuffix("(").lstrip(")").strip()
         if not _STATES_VALUE.search(_HELD_TEXT.sub("", value)):
             continue  # punctuation, or a text group between words (the \text{area} is), or markup (<|im_end|>)
         values.append(_restore(" ".join([value, *_unit_after(pieces, index)]), held).strip())
@@ -261,7 +269,9 @@ def _values(masked: str, words: list[re.Match[str]], held: list[str]) -> list[st
 
 def _prose_words(masked: str) -> list[re.Match[str]]:
     # a unit's abbreviation (cm, kg) is no word of a sentence: {35 cm, 4} is a set; "in" is English first
-    return [m for m in _PROSE_WORD.finditer(masked) if m.group(0).lower() not in _MATH_WORDS
+    remarks = {m.end() for m in _REMARK.finditer(masked)}
+    return [m for m in _PROSE_WORD.finditer(masked)
+            if (m.group(0).lower() not in _MATH_WORDS or m.end() in remarks)
             and (m.group(0) == "in" or not _UNIT_ABBREVIATION.match(m.group(0)))]  # fmt: skip
 
 
@@ -488,6 +498,7 @@ def read_named(text: str) -> tuple[str | None, str]:
     none). Units are split apart by :func:`split_unit` and qualifiers by :func:`qualifiers`, since what they mean
     depends on the other side."""
     text = answer_phrase(unicode_math(text.strip()))
+    text = _CONJUNCTIVES.sub(" and ", _CONNECTIVES.sub(" or ", text.replace("+/-", "\\pm ")))
     text = without_currency(text)
     text = digit_groups(text)
     name, text = named_parts(text)
