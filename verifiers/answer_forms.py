@@ -471,14 +471,17 @@ _SUBSCRIPT_RUN = re.compile(f"[{''.join(_SUBSCRIPTS)}]+")
 _VULGAR_FRACTION = re.compile("(\\d?)([\u00bc-\u00be\u2150-\u215e])")
 # a dash between two values is a range (3–5), one before a value a minus sign (–5)
 _RANGE_DASH = re.compile("(?<=[\\w)}\\]])\\s*[\u2013\u2014]\\s*(?=[\\w(\\\\{$.])")
+# a root sign before a number, a symbol or a bracketed group: √2, 2√3, √x, √(x+1)
+_ROOT_SIGN = re.compile(r"√\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
+_SYMBOLS = {"∞": "\\infty ", "⌊": "\\lfloor ", "⌋": "\\rfloor ", "⌈": "\\lceil ", "⌉": "\\rceil "}
 _MINUS_LIKE = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212]")
 
 
 def unicode_math(text: str) -> str:
     """``text`` with the Unicode forms of mathematics written as LaTeX, which Math-Verify reads (alone, it drops
     them: ``5²`` was 5, ``10⁻³`` was 10, ``3–5`` was 3): superscripts and subscripts (``x^{2}``, ``x_{1}``), vulgar
-    fractions (``1½`` is ``1 1/2``), a dash between two values as the range it is (``3 to 5``, two values) and
-    other dashes as minus signs."""
+    fractions (``1½`` is ``1 1/2``), root signs (``2√3``), ``∞`` and floor and ceiling brackets, a dash between two
+    values as the range it is (``3 to 5``, two values) and other dashes as minus signs."""
     if text.isascii():
         return text
     text = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + "".join(_SUPERSCRIPTS[c] for c in m.group(0)) + "}", text)
@@ -489,6 +492,9 @@ def unicode_math(text: str) -> str:
         ),
         text,
     )
+    text = _ROOT_SIGN.sub(lambda m: "\\sqrt{" + m.group(1).strip("(){}") + "}", text)
+    for symbol, latex in _SYMBOLS.items():
+        text = text.replace(symbol, latex)
     return _MINUS_LIKE.sub("-", _RANGE_DASH.sub(" to ", text))
 
 
