@@ -186,101 +186,47 @@ SCIENTIFIC = [
     ("5", "5.001", 0),
 ]
 # A sentence is read down to the one value it states; what its words say of that value must be the same on both sides.
-# Math-Verify alone reads the last number of a sentence that ends with a period: each 0 here was paid.
+# Math-Verify alone reads the last number of a sentence that ends with a period: each 0 here was paid. Of several
+# sentences, the last that states a value is read (It is at least 5. Yes.).
 SENTENCES = [
-    ("5", "There are 5 apples.", 1),
-    ("5", "I think it is 5.", 1),
-    ("5", "It is 5", 1),
-    ("5", "It is $5$.", 1),
-    ("3.5", "about 3.5 km.", 1),
-    ("12", "The least common multiple is 12.", 1),
-    ("12", "The area under the curve is 12.", 1),
-    ("3", "It is 1 + 2.", 1),
-    ("34", "The largest $n$ is 34.", 1),
-    ("5", "In 2024 the answer was 5", 1),
-    ("0.05", "It is 5 percent.", 1),
-    ("3/4", "3/4 of the students.", 1),
-    ("x > 5", "So x > 5.", 1),
-    ("\\frac{1}{2}", "It is \\frac{1}{2}.", 1),
-    ("5", "It is 5\\text{ cm}.", 1),
-    ("5", "not 5.", 0),
-    ("5", "at least 5.", 0),
-    ("5", "It is not 5.", 0),
-    ("5", "It isn't 5.", 0),
-    ("5", "It is less than 5.", 0),
-    ("5", "x is greater than 5.", 0),
-    ("5", "between 3 and 5.", 0),
-    ("5", "minus 5.", 0),
-    ("5", "It is at least $5$.", 0),
-    ("5", "It is 5 million dollars.", 0),
-    ("5", "It is 5 or more.", 0),
-    ("5", "under 5", 0),
-    ("4", "3/4 of the students.", 0),
-    ("2", "It is 2x.", 0),
-    ("2", "It is x + 2.", 0),
-    ("3.5 m", "about 3.5 km.", 0),
-    ("5\\text{ m}", "It is 5\\text{ cm}.", 0),
-    ("no solution", "no solution", 1),
-    ("no solution", "There is one solution", 0),
-    ("5", "It is at least 5. Yes.", 0),  # of several sentences, the last that states a value
-]
-# A final period on an expression made Math-Verify read only its last number.
+    ("5", "There are 5 apples.", 1), ("5", "I think it is 5.", 1), ("5", "It is 5", 1), ("5", "It is $5$.", 1),
+    ("3.5", "about 3.5 km.", 1), ("12", "The least common multiple is 12.", 1),
+    ("12", "The area under the curve is 12.", 1), ("3", "It is 1 + 2.", 1), ("34", "The largest $n$ is 34.", 1),
+    ("5", "In 2024 the answer was 5", 1), ("0.05", "It is 5 percent.", 1), ("3/4", "3/4 of the students.", 1),
+    ("x > 5", "So x > 5.", 1), ("\\frac{1}{2}", "It is \\frac{1}{2}.", 1), ("5", "It is 5\\text{ cm}.", 1),
+    ("5", "not 5.", 0), ("5", "at least 5.", 0), ("5", "It is not 5.", 0), ("5", "It isn't 5.", 0),
+    ("5", "It is less than 5.", 0), ("5", "x is greater than 5.", 0), ("5", "between 3 and 5.", 0),
+    ("5", "minus 5.", 0), ("5", "It is at least $5$.", 0), ("5", "It is 5 million dollars.", 0),
+    ("5", "It is 5 or more.", 0), ("5", "under 5", 0), ("4", "3/4 of the students.", 0), ("2", "It is 2x.", 0),
+    ("2", "It is x + 2.", 0), ("3.5 m", "about 3.5 km.", 0), ("5\\text{ m}", "It is 5\\text{ cm}.", 0),
+    ("no solution", "no solution", 1), ("no solution", "There is one solution", 0),
+    ("5", "It is at least 5. Yes.", 0),
+]  # fmt: skip
+# A final period on an expression made Math-Verify read only its last number; an exclamation mark is a factorial.
 PERIODS = [
-    ("5", "x > 5.", 0),
-    ("5", "x \\geq 5.", 0),
-    ("5", "3 < x < 5.", 0),
-    ("5", "y = 2x + 5.", 0),
-    ("5", "x \\neq 5.", 0),
-    ("3", "1 + 2.", 1),
-    ("5", "x = 5.", 1),
-    ("x > 5", "x > 5.", 1),
-    ("5", "5.", 1),
-    ("120", "5!", 1),
-    ("5", "5!", 0),
-    ("120", "It is 5!", 1),  # an exclamation mark is a factorial, kept
-]
+    ("5", "x > 5.", 0), ("5", "x \\geq 5.", 0), ("5", "3 < x < 5.", 0), ("5", "y = 2x + 5.", 0),
+    ("5", "x \\neq 5.", 0), ("3", "1 + 2.", 1), ("5", "x = 5.", 1), ("x > 5", "x > 5.", 1), ("5", "5.", 1),
+    ("120", "5!", 1), ("5", "5!", 0), ("120", "It is 5!", 1),
+]  # fmt: skip
 # Plain-text mathematics: Math-Verify's own rewrite of " sqrt(" left a line break before it (1 + sqrt(2) was 1).
 PLAIN_MATH = [
-    ("1", "1 + sqrt(2)", 0),
-    ("2", "2 sqrt(3)", 0),
-    ("2", "It is 2 sqrt(3).", 0),
-    ("1+\\sqrt{2}", "1 + sqrt(2)", 1),
-    ("2\\sqrt{3}", "2 sqrt(3)", 1),
-    ("\\sqrt{1+\\sqrt{2}}", "sqrt(1 + sqrt(2))", 1),
-    ("\\pi", "pi", 1),
-    ("2\\log(3)", "2 log(3)", 1),
-    ("\\sin(x)", "sin(x)", 1),
-]
+    ("1", "1 + sqrt(2)", 0), ("2", "2 sqrt(3)", 0), ("2", "It is 2 sqrt(3).", 0), ("1+\\sqrt{2}", "1 + sqrt(2)", 1),
+    ("2\\sqrt{3}", "2 sqrt(3)", 1), ("\\sqrt{1+\\sqrt{2}}", "sqrt(1 + sqrt(2))", 1), ("\\pi", "pi", 1),
+    ("2\\log(3)", "2 log(3)", 1), ("\\sin(x)", "sin(x)", 1),
+]  # fmt: skip
 # Unicode mathematics: Math-Verify alone drops what it does not know after a number (5² was 5, 3–5 was 3).
 UNICODE = [
-    ("25", "5²", 1),
-    ("5", "5²", 0),
-    ("8", "2³", 1),
-    ("2", "2³", 0),
-    ("0.001", "10⁻³", 1),
-    ("10", "10⁻³", 0),
-    ("x^2", "x²", 1),
-    ("(x+1)^2", "(x+1)²", 1),
-    ("x_1", "x₁", 1),
-    ("1/2", "½", 1),
-    ("1.5", "1½", 1),
-    ("3/4", "¾", 1),
-    ("-5", "–5", 1),
-    ("5", "–5", 0),
-    ("-5", "−5", 1),
-    ("3", "3–5", 0),
-    ("5", "3—5", 0),
-]
+    ("25", "5²", 1), ("5", "5²", 0), ("8", "2³", 1), ("2", "2³", 0), ("0.001", "10⁻³", 1), ("10", "10⁻³", 0),
+    ("x^2", "x²", 1), ("(x+1)^2", "(x+1)²", 1), ("x_1", "x₁", 1), ("1/2", "½", 1), ("1.5", "1½", 1), ("3/4", "¾", 1),
+    ("-5", "–5", 1), ("5", "–5", 0), ("-5", "−5", 1), ("3", "3–5", 0), ("5", "3—5", 0), ("\\sqrt{2}", "√2", 1),
+    ("2", "√2", 0), ("2\\sqrt{3}", "2√3", 1), ("\\sqrt{x+1}", "√(x+1)", 1), ("(-\\infty, 2)", "(-∞, 2)", 1),
+    ("5", "⌊5.5⌋", 1), ("6", "⌈5.5⌉", 1),
+]  # fmt: skip
 # Alternatives and negations in LaTeX or in a remark: Math-Verify read each as its last value.
 ALTERNATIVES = [
-    ("6", "5 (or 6)", 0),
-    ("6", "5 \\lor 6", 0),
-    ("6", "5 \\vee 6", 0),
-    ("5", "\\neg 5", 0),
-    ("1", "5 +/- 1", 0),
-    ("5 \\pm 1", "5 +/- 1", 1),
-    ("5", "5 (approximately)", 1),
-]
+    ("6", "5 (or 6)", 0), ("6", "5 \\lor 6", 0), ("6", "5 \\vee 6", 0), ("5", "\\neg 5", 0), ("1", "5 +/- 1", 0),
+    ("5 \\pm 1", "5 +/- 1", 1), ("5", "5 (approximately)", 1),
+]  # fmt: skip
 FALSE_POSITIVES = [
     ("E", "\\mathrm{E}*2", 0), ("E", "E'", 0), ("E'", "E", 0), ("f'", "f'", 1), ("E", "\\mathrm{E}", 1),
     ("A", "\\textbf{A}", 1),
