@@ -227,6 +227,16 @@ ALTERNATIVES = [
     ("6", "5 (or 6)", 0), ("6", "5 \\lor 6", 0), ("6", "5 \\vee 6", 0), ("5", "\\neg 5", 0), ("1", "5 +/- 1", 0),
     ("5 \\pm 1", "5 +/- 1", 1), ("5", "5 (approximately)", 1),
 ]  # fmt: skip
+# What Math-Verify's plain-expression fallback read out of text it could not parse as LaTeX: a formula is now read as
+# LaTeX, and a word glued to a number or a command after it is no unit. Each 0 here was paid.
+JUNK = [
+    ("5", "6 ★ 5", 0), ("5", "5 ⊥", 0), ("5", "6 ∠ 5", 0), ("5", "5or", 0), ("5", "5never", 0), ("5", "5no", 0),
+    ("5", "5less", 0), ("5", "5 \\pm", 0), ("5", "5 \\in", 0), ("5", "5 \\neg", 0), ("5", "5 max", 0),
+    ("5", "maximum 5", 0), ("5", "twice 5", 0), ("5", "5 negative", 0),
+    ("5", "= 5", 1), ("185", "185\\", 1), ("1000.99", "1,000.99$", 1), ("5", "5 \\degree", 1),
+    ("The maximum is 5", "5", 1), ("5", "The maximum is 5.", 1), ("1 - \\frac{1}{\\mathrm{e}}", "1 - \\frac{1}{e}", 1),
+    ("1", "1 - \\frac{1}{\\mathrm{e}}", 0),
+]  # fmt: skip
 FALSE_POSITIVES = [
     ("E", "\\mathrm{E}*2", 0), ("E", "E'", 0), ("E'", "E", 0), ("f'", "f'", 1), ("E", "\\mathrm{E}", 1),
     ("A", "\\textbf{A}", 1),
@@ -252,6 +262,7 @@ FALSE_POSITIVES = [
         PLAIN_MATH,
         UNICODE,
         ALTERNATIVES,
+        JUNK,
         FALSE_POSITIVES,
     ),  # fmt: skip
 )

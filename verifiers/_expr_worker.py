@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 from verifiers._power_guard import PowerTooLarge
+from verifiers.answer_forms import sentence
 from verifiers.text import bracket_depths
 
 _TARGET_CACHE_SIZE = 256
@@ -82,6 +83,11 @@ _PLAIN_NAME = re.compile(
 )
 
 
+# an upright or italic single letter is the letter (\mathrm{e}, \mathrm{i}, \mathrm{d}x): Math-Verify's own rewrite of
+# it cuts a fraction short, so that "1 - \frac{1}{\mathrm{e}}" read as 1, equal to any "1 - ..."
+_FONT_LETTER = re.compile(r"\\math(?:rm|it)\s*\{\s*([A-Za-z])\s*\}")
+
+
 def _plain_math(text: str) -> str:
     if "sqrt" in text:
         for _ in range(_MAX_PLAIN_NESTING):  # inner roots first: sqrt(1 + sqrt(2))
@@ -94,7 +100,7 @@ def _plain_math(text: str) -> str:
 def _wrap(text: str) -> str:
     # Math-Verify extracts LaTeX between math delimiters; a bare expression is wrapped so that it is read whole.
     text = text.replace("**", "^").replace("\u2212", "-").replace("\u00d7", "\\times ").replace("\u00b7", "\\cdot ")
-    text = _plain_math(text)
+    text = _FONT_LETTER.sub(r"\1", _plain_math(text))
     if "$" in text or "\\(" in text or "\\[" in text:
         return text
     return f"${text}$"
@@ -115,12 +121,22 @@ class Checker:
         enable_power_guard()
         self._parse, self._verify = parse, verify
         self._config = [LatexExtractionConfig(), ExprExtractionConfig()]
+        # A formula is read as LaTeX first. Math-Verify's plain-expression extraction, its fallback when the LaTeX
+        # does not parse, picks a number out of the text: "6 ★ 5", "5or" and "5 ⊥" were each read as 5. It is asked
+        # only when the LaTeX reading finds nothing at all (a currency sign after the number, "1,000.99$", leaves no
+        # math span), and for words (a worked solution, a phrase with no value), where the value has to be found.
+        self._formula_config = [LatexExtractionConfig()]
         self._targets: OrderedDict[str, list[Any]] = OrderedDict()
 
     def _read(self, text: str) -> list[Any]:
         if nesting(text) > MAX_NESTING:
             raise RecursionError(f"nested more than {MAX_NESTING} brackets deep")
-        return self._parse(_wrap(text), extraction_config=self._config, parsing_timeout=None)
+        wrapped = _wrap(text)
+        if sentence(text) is None:
+            found = self._parse(wrapped, extraction_config=self._formula_config, parsing_timeout=None)
+            if found:
+                return found
+        return self._parse(wrapped, extraction_config=self._config, parsing_timeout=None)
 
     def _read_target(self, target: str) -> list[Any]:
         # A target that parses but cannot be compared in time (10^{10^{10^{10}}}) is told apart by the pool, which

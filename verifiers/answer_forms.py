@@ -61,6 +61,13 @@ _SHORT_UNITS = (
     "kWh|kW|MW|Hz|kHz|MHz|GHz|kJ|J|N|Pa|kPa|atm|mol|V|W|A|K|L|m|s|g|h|l"
 )
 _UNIT_ABBREVIATION = re.compile(rf"^(?:(?:{_SHORT_UNITS}){_POWER})(?:\s*/\s*(?:{_SHORT_UNITS}){_POWER})?$")
+# LaTeX commands that write a unit (degrees, angstroms, ohms); any other command is mathematics
+_UNIT_COMMANDS = frozenset({"\\degree", "\\AA", "\\ohm"})
+# words after a number that bound, negate or scale it, besides those of _NOT_UNITS: never its unit (5 never, 5 max)
+_NOT_UNIT_WORDS = frozenset(
+    "no not never none negative minimum maximum min max least most double twice triple over under above below beyond "
+    "within between except excluding".split()
+)
 _UNIT_WORDS = re.compile(r"^[A-Za-z]{2,}(?:[\s-]+[A-Za-z]{2,}){0,2}\.?$")
 # Words after a number that are mathematics, not a unit: a product with pi, a root, a logarithm, a connective.
 _NOT_UNITS = frozenset(
@@ -96,6 +103,7 @@ _RELATIONS = {
     "\\ne": "≠", "\\neq": "≠", "≠": "≠", "\\neg": "not", "\\lnot": "not", "¬": "not",
 }  # fmt: skip
 # Logical connectives written in LaTeX: Math-Verify reads "5 \lor 6" as 6; in words it reads a set of both
+_OPENING_EQUALS = re.compile(r"^\s*=\s*(?=\S)")
 _CONNECTIVES = re.compile(r"\\(?:lor|vee)(?![A-Za-z])|∨")
 _CONJUNCTIVES = re.compile(r"\\(?:land|wedge)(?![A-Za-z])|∧")
 _OPENING_RELATION = re.compile(
@@ -111,10 +119,10 @@ _CLOSING_TEXT = re.compile(
 # words that are not a unit but say something of the value before them: a scale, a bound, a negation, an operation
 # (last, a few count things: "2 times" is twice, "2 roots" two roots)
 _VALUE_WORDS = (_NOT_UNITS - {"times", "roots", "powers"}) | frozenset(
-    "fewer least most above below under except excluding never".split()
+    "fewer least most above below under except excluding never maximum minimum max min".split()
 )
-# plain words that close a side after a number or a bracket (5 or more), and a closing plus (5+, not 3^{2+})
-_CLOSING_WORDS = re.compile(r"^(?P<value>.*?[\d)}\]%])\s+(?P<words>[A-Za-z]+(?:[\s-]+[A-Za-z]+)*)\s*\.?$", re.DOTALL)
+# plain words that close a side after a number or a bracket (5 or more, 5less), and a closing plus (5+, not 3^{2+})
+_CLOSING_WORDS = re.compile(r"^(?P<value>.*?[\d)}\]%])\s*(?P<words>[A-Za-z]+(?:[\s-]+[A-Za-z]+)*)\s*\.?$", re.DOTALL)
 _CLOSING_PLUS = re.compile(r"^(?P<value>.*?[\d)\]])\s*\+$", re.DOTALL)
 _PERCENT_TEXT = re.compile(r"\s*\\text\s*\{\s*percent\s*\}\s*$")
 # "5 percent" in a sentence is 5% (Math-Verify rewrites it too, but only where it reads the whole side)
@@ -154,10 +162,11 @@ _PROSE_WORD = re.compile(
 _SENTENCE_QUALIFIER = re.compile(
     r"n['\u2019]t\b|\b(?:not|never|no|none|neither|nor|between|except|excluding|besides|"
     r"millions?|billions?|trillions?|thousands?|hundreds?|dozens?|half|halves|thirds|quarters?|squared|cubed|"
-    r"factorial|reciprocal|inverse)\b"
+    r"factorial|reciprocal|inverse|double|twice|triple|thrice|negative)\b"
     r"|\b(?:more|less|fewer|greater|larger|smaller|bigger|higher|lower|other)\s+than\b|\bat\s+(?:least|most)\b"
     r"|\bup\s+to\b|\bor\s+(?:more|less|fewer|greater|higher|lower|above|below|so)\b"
-    r"|\b(?:over|under|above|below|beyond|within|exceeds?|exceeding|nearly|almost|minus|negative)\s*(?=[-+$\\(\d])",
+    r"|\b(?:over|under|above|below|beyond|within|exceeds?|exceeding|nearly|almost|minus|minimum|maximum|min|"
+    r"max|double|twice|triple|less|more|fewer|greater|least|most)\s*(?=[-+$\\(\d])",
     re.IGNORECASE,
 )
 _COPULAS = frozenset("is are was were be equals equal gives makes becomes get gets got".split())
@@ -350,6 +359,8 @@ def _unit_text(unit: str) -> str | None:
     """The unit ``unit`` names, normalised (lower case, no wrappers or spaces), or None when it is not a unit."""
     unit = _SPACING.sub(" ", unit).strip()
     unit = _TEXT_WRAPPER.sub(lambda m: " " + m.group(1) + " ", unit).replace("{", "").replace("}", "")
+    if any(command not in _UNIT_COMMANDS for command in _LATEX_WORDS.findall(unit)):
+        return None  # a LaTeX command outside a text group is mathematics (5 \pm, 5 \in), not a unit
     unit = unit.replace("\\", "").strip().rstrip(".").strip()
     if not unit:
         return None
@@ -357,7 +368,7 @@ def _unit_text(unit: str) -> str | None:
         return unit.replace(" ", "")
     if _UNIT_WORDS.match(unit):
         words = unit.lower().rstrip(".").replace("-", " ").split()
-        if any(word in _NOT_UNITS for word in words):
+        if any(word in _NOT_UNITS or word in _NOT_UNIT_WORDS for word in words):
             return None
         return " ".join(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
     return None
@@ -503,7 +514,8 @@ def read_named(text: str) -> tuple[str | None, str]:
     quantity, degrees in trigonometric functions, percent in text), and the name it gave the value (None when it gave
     none). Units are split apart by :func:`split_unit` and qualifiers by :func:`qualifiers`, since what they mean
     depends on the other side."""
-    text = answer_phrase(unicode_math(text.strip()))
+    # "= 5" states 5, and a backslash left at the end ("185\\") is a stray keystroke
+    text = _OPENING_EQUALS.sub("", answer_phrase(unicode_math(text.strip()))).removesuffix("\\")
     text = _CONJUNCTIVES.sub(" and ", _CONNECTIVES.sub(" or ", text.replace("+/-", "\\pm ")))
     text = without_currency(text)
     text = digit_groups(text)

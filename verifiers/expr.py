@@ -20,7 +20,9 @@ Three paths, tried in order:
    the whole number (``$9$``, ``\\boxed{9}``) are looked through.
 3. **Everything else** (LaTeX such as ``\\frac``, ``\\sqrt``, ``\\pi``, powers, ``\\text{}``, ``\\left``/``\\right``;
    intervals, sets, tuples, equations and inequalities) goes to Math-Verify (Hugging Face's sympy-based parser and
-   grader) in a worker process that is killed when the deadline passes (see ``verifiers.expr_pool``), so a hostile
+   grader; a formula is read as LaTeX, and Math-Verify's plain-expression extraction, which picks a number out of
+   text it cannot parse, is asked only when that finds nothing or for text in words) in a worker process that is
+   killed when the deadline passes (see ``verifiers.expr_pool``), so a hostile
    expression such as ``10^{10^{10^{10}}}`` yields status ``timeout`` instead of hanging the caller. Math-Verify was
    chosen over bare sympy because it already handles LaTeX normalisation, set/interval/tuple comparison, equations
    (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules. A set or interval
