@@ -141,6 +141,12 @@ OPTION_TARGETS = [
     ("(D) 7", "D", 1),
     ("\\text{(C)}", "The answer is C", 1),
     ("\\mathcal{B}", "C", 0),
+    # a leading option that names another after it states none: (B) or (C) was paid as B
+    ("B", "(B) or (C)", 0),
+    ("C", "(B) or (C)", 0),
+    ("A", "A. But maybe C", 0),
+    ("B", "B. Vitamin C", 1),
+    ("B", "B. Cats or dogs", 1),
 ]
 NAMED_QUANTITIES = [
     ("f(x) = 2x + 3", "y = 2x + 3", 1),

@@ -136,6 +136,9 @@ _FONT_LETTER = re.compile(
     r"^\s*\\(?:mathcal|mathbf|mathrm|textbf|text|mathit|textit|mathsf|mathbb|mathscr|mathfrak|boxed|textrm)\s*"
     r"\{\s*([\(\[]?\s*[A-Za-z]\s*[\)\]]?\.?)\s*\}\s*$"
 )
+_ANOTHER_OPTION = re.compile(
+    r"\(\s*[A-Z]\s*\)|\b(?i:or|and|maybe|perhaps|possibly|probably)\s+\(?[A-Z]\b(?![a-z'])"
+)
 _LEADING_OPTION_TEXT = re.compile(r"^\s*(?:\(\s*([A-Z])\s*\)|([A-Z])\s*[.)])\s+\S")
 
 _SPAN_OPENING = re.compile(r"\$\$|\$|\\\(|\\\[")
@@ -470,9 +473,16 @@ def option_letter(text: str) -> str:
     if font is not None:
         return font.group(1).strip()
     leading = _LEADING_OPTION_TEXT.match(text)
-    if leading is not None:
+    if leading is not None and not offers_another_option(text[leading.end() - 1 :]):
         return leading.group(1) or leading.group(2)
     return text
+
+
+def offers_another_option(text: str) -> bool:
+    """Whether ``text``, what follows a leading option letter, names another option: ``(B) or (C)``, ``A. But maybe
+    C``. The option's own text may hold a capital (``B. Vitamin C``), so only a letter in brackets or after "or",
+    "and", "maybe" counts."""
+    return _ANOTHER_OPTION.search(text) is not None
 
 
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ", "0123456789+-=()ni", strict=True))

@@ -69,6 +69,7 @@ from typing import Any
 from verifiers.answer_forms import (
     different_arguments,
     math_spans,
+    offers_another_option,
     option_letter,
     qualifiers,
     read_named,
@@ -158,7 +159,7 @@ def _prediction_options(predict: str) -> frozenset[str] | None:
     if options is not None:
         return options
     match = _LEADING_OPTION.match(predict.strip())
-    if match:
+    if match and not offers_another_option(predict.strip()[match.end() - 1 :]):
         return frozenset({(match.group(1) or match.group(2)).upper()})
     stated = _ANSWER_LETTER.findall(predict)
     if stated:
