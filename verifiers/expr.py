@@ -7,8 +7,8 @@ Three paths, tried in order:
    leads an option text (``(B) 42``, ``B. Paris``) or a sentence states it (``The answer is B.``, ``Final answer:
    (C)``, ``Because B is valid``: the letter after "answer is" or "answer:", else the one capital letter standing
    alone, "A" and "I" before a lower-case word being words; a sentence that negates, ``not A``, ``B is wrong``,
-   states none unless it says "answer is"); the sets of letters must be equal. A prediction with no option letter is
-   unparseable.
+   states none unless it says "answer is", and so does a leading option followed by another, ``(B) or (C)``); the
+   sets of letters must be equal. A prediction with no option letter is unparseable.
 2. **Plain numbers**, compared exactly in-process: integers, decimals, thousands separators (``1,234,567``: a comma
    followed by exactly three digits, the first group not starting with 0; ``1 000`` and ``1\\,000`` with spaces),
    scientific notation (``1.2e5``), percentages (``50%``, ``50\\%``, ``\\frac{1}{2}\\%``), and fractions of integers
