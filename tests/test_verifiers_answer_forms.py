@@ -12,15 +12,14 @@ from hypothesis import strategies as st
 from verifiers import expr_verify, run_verifier, verify_call_result
 from verifiers.answer_forms import (
     answer_phrase,
-    math_spans,
     named_value,
     option_letter,
     qualifiers,
-    sentence,
     split_unit,
     trig_degrees,
 )
 from verifiers.expr import parse_number
+from verifiers.sentences import math_spans, sentence
 
 
 def _verdict(target: str, predict: str) -> int:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 from verifiers._power_guard import PowerTooLarge
-from verifiers.answer_forms import sentence
+from verifiers.sentences import sentence
 from verifiers.text import bracket_depths
 
 _TARGET_CACHE_SIZE = 256
@@ -81,11 +81,9 @@ _PLAIN_NAME = re.compile(
     r"(?<![\\A-Za-z])(?:(pi)(?![A-Za-z])|(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|sec|csc|cot|log|ln|exp)"
     r"(?=\s*\())"
 )
-
-
+_WHITE_RUN = re.compile(r"\s{2,}")
 # an upright or italic single letter is the letter (\mathrm{e}, \mathrm{i}, \mathrm{d}x): Math-Verify's own rewrite of
 # it cuts a fraction short, so that "1 - \frac{1}{\mathrm{e}}" read as 1, equal to any "1 - ..."
-_WHITE_RUN = re.compile(r"\s{2,}")
 _FONT_LETTER = re.compile(r"\\math(?:rm|it)\s*\{\s*([A-Za-z])\s*\}")
 
 

@@ -68,18 +68,16 @@ from typing import Any
 
 from verifiers.answer_forms import (
     different_arguments,
-    math_spans,
     offers_another_option,
     option_letter,
     qualifiers,
     read_named,
-    sentence,
     split_unit,
     stated_answer,
-    without_sentence_end,
 )
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
+from verifiers.sentences import math_spans, sentence, without_sentence_end
 
 _OPTION_WORD = re.compile(r"\b(?:options?|choices?)\b", re.IGNORECASE)
 _OPTION_TOKEN = re.compile(r"^[\(\[]?\s*([A-Za-z])\s*[\)\]]?\s*[.:]?$")

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verifiers import get_spec
-from verifiers.answer_forms import qualifying_words
+from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
 
 SpanSource = Literal["boxed", "final_answer", "answer", "short_response"]
