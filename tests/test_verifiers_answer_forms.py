@@ -207,6 +207,11 @@ SENTENCES = [
     ("no solution", "no solution", 1), ("no solution", "There is one solution", 0),
     ("5", "It is at least 5. Yes.", 0),
 ]  # fmt: skip
+# A closing remark that explains the value is no second value; one that offers another or qualifies it is kept.
+REMARKS = [
+    ("5", "5 (since 2 + 3 = 5)", 1), ("5", "The answer is 5 (because 2 + 3 = 5).", 1), ("5", "5 (rounded)", 1),
+    ("6", "5 (since 2 + 3 = 5 or 6)", 0), ("5", "5 (since it is at least 5)", 0), ("5", "at least 5 (since 2 + 3 = 5)", 0),
+]  # fmt: skip
 # A final period on an expression made Math-Verify read only its last number; an exclamation mark is a factorial.
 PERIODS = [
     ("5", "x > 5.", 0), ("5", "x \\geq 5.", 0), ("5", "3 < x < 5.", 0), ("5", "y = 2x + 5.", 0),
@@ -263,6 +268,7 @@ FALSE_POSITIVES = [
         DEGREES,
         SCIENTIFIC,
         SENTENCES,
+        REMARKS,
         PERIODS,
         PLAIN_MATH,
         UNICODE,

@@ -77,7 +77,7 @@ from verifiers.answer_forms import (
 )
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
-from verifiers.sentences import math_spans, sentence, without_sentence_end
+from verifiers.sentences import math_spans, sentence, without_remark, without_sentence_end
 
 _OPTION_WORD = re.compile(r"\b(?:options?|choices?)\b", re.IGNORECASE)
 _OPTION_TOKEN = re.compile(r"^[\(\[]?\s*([A-Za-z])\s*[\)\]]?\s*[.:]?$")
@@ -397,6 +397,7 @@ def _stated(text: str, error: type[VerifierError]) -> tuple[str, str]:
     several sentences stays whole, with the words of the last that states a value. A prediction that states several
     values is refused with ``error``; a target that does, or a side that states none
     (``no solution``), is compared as written."""
+    text = without_remark(text)
     found = sentence(text)
     if found is None:
         return bare(without_sentence_end(text)), ""

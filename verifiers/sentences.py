@@ -53,6 +53,13 @@ _COPULAS = frozenset("is are was were be equals equal gives makes becomes get ge
 # "!" neither ends nor breaks a sentence here: 5! is a factorial
 _SENTENCE_BREAK = re.compile(r"(?<=[.?])\s+(?=\S)|\n")
 _PHRASE_STARTS = frozenset("of in on at the an for to from with by is are was were be that which".split())
+# a closing remark in brackets that gives the reason for a value, not another one
+_EXPLAINING_REMARK = re.compile(
+    r"\s*\((?:since|because|as|from|by|using|via|given|where|which|see|note|i\.e\.|e\.g\.|rounded|exact|exactly|"
+    r"approx\w*)\b[^()]*\)\s*\.?\s*$",
+    re.IGNORECASE,
+)
+_OTHER_VALUE = re.compile(r"\b(?:or|maybe|perhaps|possibly|probably|else|otherwise)\b", re.IGNORECASE)
 _HELD = re.compile(r"([\x00\x01])(\d+)\1")
 _HELD_TEXT = re.compile(r"\x01\d+\x01")
 _STATES_VALUE = re.compile(r"[0-9A-Za-z\x00\\]")
@@ -200,6 +207,16 @@ def qualifying_words(text: str) -> str:
     lower case, single spaces; "" for nothing. Words only: math spans are not read."""
     prose = _hold(None, text, [], "\x00")
     return " ".join(" ".join(phrase.lower().split()) for phrase in _SENTENCE_QUALIFIER.findall(prose))
+
+
+def without_remark(text: str) -> str:
+    """``text`` without a closing remark in brackets that explains its value (``5 (since 2 + 3 = 5)``,
+    ``5 (rounded)``): the reasons are not a second value. A remark that offers another value or qualifies this one
+    (``5 (or 6)``, ``5 (not 6)``, ``5 (at least)``) stays, to be judged."""
+    match = _EXPLAINING_REMARK.search(text)
+    if match is None or _OTHER_VALUE.search(match.group(0)) or qualifying_words(match.group(0)):
+        return text
+    return text[: match.start()].rstrip()
 
 
 def without_sentence_end(text: str) -> str:
