@@ -210,7 +210,8 @@ SENTENCES = [
 # A closing remark that explains the value is no second value; one that offers another or qualifies it is kept.
 REMARKS = [
     ("5", "5 (since 2 + 3 = 5)", 1), ("5", "The answer is 5 (because 2 + 3 = 5).", 1), ("5", "5 (rounded)", 1),
-    ("6", "5 (since 2 + 3 = 5 or 6)", 0), ("5", "5 (since it is at least 5)", 0), ("5", "at least 5 (since 2 + 3 = 5)", 0),
+    ("6", "5 (since 2 + 3 = 5 or 6)", 0), ("5", "5 (since it is at least 5)", 0),
+    ("5", "at least 5 (since 2 + 3 = 5)", 0),
 ]  # fmt: skip
 # A final period on an expression made Math-Verify read only its last number; an exclamation mark is a factorial.
 PERIODS = [
