@@ -7,7 +7,8 @@ down to the one value it states: ``There are 5 apples.``, ``I think it is $5$.``
 oranges``, ``5, not 3``) is unparseable. Math-Verify alone reads the last number of any sentence that ends with a
 period (``not 5.``, ``It is less than 5.``, ``x > 5.``, ``y = 2x + 5.`` are each 5 to it), so a side that is no
 sentence loses a final period (``x > 5`` is read whole) and a worked solution of several sentences keeps the words of
-its last one that states a value.
+its last one that states a value. A closing remark in brackets that explains the value (``5 (since 2 + 3 = 5)``) is
+dropped first (:func:`without_remark`); one that offers another value or qualifies it (``5 (or 6)``) is not.
 
 Math spans (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) are found by :func:`math_spans` in time that
 grows with the text's length.
