@@ -206,6 +206,10 @@ SENTENCES = [
     ("2", "It is x + 2.", 0), ("3.5 m", "about 3.5 km.", 0), ("5\\text{ m}", "It is 5\\text{ cm}.", 0),
     ("no solution", "no solution", 1), ("no solution", "There is one solution", 0),
     ("5", "It is at least 5. Yes.", 0),
+    # the claim after the last "is" is what the words qualify; an alternative before it leaves it in doubt
+    ("1000.99", "the number is not 10 which is 1,000.99€", 1), ("1000.99", "not it's not 10 it's 1,000.99m²", 1),
+    ("6", "5 is not the answer, it is 6", 1), ("5", "It's not 5", 0), ("6", "It is 5, or is it 6", 0),
+    ("6", "It is 6, not 5", 0), ("5", "At least, the answer is 5", 1),
 ]  # fmt: skip
 # A closing remark that explains the value is no second value; one that offers another or qualifies it is kept.
 REMARKS = [

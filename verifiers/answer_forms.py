@@ -44,6 +44,7 @@ _ANSWER_MARK = re.compile(r"answer\s*(?:is\b|:)", re.IGNORECASE)
 _BOXED = "\\boxed"
 
 _CURRENCY = re.compile(r"^\s*([+-]?)\s*(?:\\\$|\\\\\$|US\$|\$|€|£|¥|\\euro\b|\\pounds\b)\s*(?=[\d.])")
+_CURRENCY_AFTER = re.compile(r"(?<=\d)\s*(?:€|£|¥|\\\$|\$)\s*$")
 TEXT_WRAPPER = re.compile(r"\\(?:text|textrm|mathrm|mbox|operatorname|textnormal|mathit|textit)\s*\{([^{}]*)\}")
 _SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _POWER = r"(?:\s*\^\s*(?:\{\s*[23]\s*\}|[23]))?"
@@ -149,10 +150,10 @@ def answer_phrase(text: str) -> str:
 
 
 def without_currency(text: str) -> str:
-    """``text`` without a currency sign before its number (``\\$10`` is ``10``)."""
+    """``text`` without a currency sign before its number (``\\$10`` is ``10``) or after it (``1,000.99€``)."""
     if text.count("$") > 1 and not text.lstrip().startswith(("\\$", "US$")):
         return text  # "$10$" is a math span, not ten dollars
-    return _CURRENCY.sub(lambda m: m.group(1), text, count=1)
+    return _CURRENCY_AFTER.sub("", _CURRENCY.sub(lambda m: m.group(1), text, count=1), count=1)
 
 
 def unit_text(unit: str) -> str | None:

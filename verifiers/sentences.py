@@ -2,9 +2,11 @@
 
 **A sentence** (:func:`sentence`: words of letters outside math spans and text groups, other than a formula's) is read
 down to the one value it states: ``There are 5 apples.``, ``I think it is $5$.``, ``The largest $n$ is 34.`` state 5,
-5 and 34. What its words say of that value (``not``, ``n't``, ``at least``, ``less than``, ``between``, ``minus``,
-``million``, ``half``) must be the same on both sides, and a prediction that states several values (``12 apples and 2
-oranges``, ``5, not 3``) is unparseable. Math-Verify alone reads the last number of any sentence that ends with a
+5 and 34: what comes before the last "is" names the value, and the words after it are the claim. What the claim
+says of its value (``not``, ``n't``, ``at least``, ``less than``, ``between``, ``minus``, ``million``, ``half``) must
+be the same on both sides, and an alternative before it (``It is 5, or is it 6``) leaves it in doubt: ``the number is
+not 10, which is 1,000.99`` claims 1,000.99. A prediction that states several values (``12 apples and 2 oranges``,
+``5, not 3``) is unparseable. Math-Verify alone reads the last number of any sentence that ends with a
 period (``not 5.``, ``It is less than 5.``, ``x > 5.``, ``y = 2x + 5.`` are each 5 to it), so a side that is no
 sentence loses a final period (``x > 5`` is read whole) and a worked solution of several sentences keeps the words of
 its last one that states a value. A closing remark in brackets that explains the value (``5 (since 2 + 3 = 5)``) is
@@ -32,10 +34,11 @@ _MATH_WORDS = frozenset(
 # A connective that opens a bracket starts a remark in words: 5 (or 6) states two values.
 _REMARK = re.compile(r"(?<=[(\[])\s*(?:or|and)\b", re.IGNORECASE)
 # A word of a sentence (contractions whole: isn't), or a lone "I" or "a" before a word. Capitals alone (AB, CD) are
-# symbols, and letters against a digit or an operator (10cm^2, km/h, f(x)) a formula's.
+# symbols, and letters against a digit, an operator or a brace (10cm^2, km/h, f(x), ext{13} of a broken \text) are a
+# formula's.
 _PROSE_WORD = re.compile(
     r"(?<![\\A-Za-z0-9/^_{])"
-    r"(?:[A-Za-z]+(?:['\u2019][A-Za-z]+)+|(?=[A-Z]?[a-z])[A-Za-z]{2,}(?![A-Za-z0-9/^_(])|(?:I|a|A)(?=\s+[a-z]{2,}))"
+    r"(?:[A-Za-z]+(?:['\u2019][A-Za-z]+)+|(?=[A-Z]?[a-z])[A-Za-z]{2,}(?![A-Za-z0-9/^_({])|(?:I|a|A)(?=\s+[a-z]{2,}))"
 )
 # What a sentence says that bounds, negates or scales the value it states. Math-Verify reads past all of it: alone, it
 # pays "not 5.", "at least 5.", "between 3 and 5." as 5. The ambiguous words count only right before a value (the
@@ -50,7 +53,9 @@ _SENTENCE_QUALIFIER = re.compile(
     r"max|double|twice|triple|less|more|fewer|greater|least|most)\s*(?=[-+$\\(\d])",
     re.IGNORECASE,
 )
-_COPULAS = frozenset("is are was were be equals equal gives makes becomes get gets got".split())
+_COPULAS = frozenset(
+    "is are was were be equals equal gives makes becomes get gets got it's that's there's here's what's".split()
+)
 # "!" neither ends nor breaks a sentence here: 5! is a factorial
 _SENTENCE_BREAK = re.compile(r"(?<=[.?])\s+(?=\S)|\n")
 _PHRASE_STARTS = frozenset("of in on at the an for to from with by is are was were be that which".split())
@@ -60,7 +65,7 @@ _EXPLAINING_REMARK = re.compile(
     r"approx\w*)\b[^()]*\)\s*\.?\s*$",
     re.IGNORECASE,
 )
-_OTHER_VALUE = re.compile(r"\b(?:or|maybe|perhaps|possibly|probably|else|otherwise)\b", re.IGNORECASE)
+_OTHER_VALUE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|else|otherwise)\b", re.IGNORECASE)
 _HELD = re.compile(r"([\x00\x01])(\d+)\1")
 _HELD_TEXT = re.compile(r"\x01\d+\x01")
 _STATES_VALUE = re.compile(r"[0-9A-Za-z\x00\\]")
@@ -143,19 +148,26 @@ def _unit_after(pieces: list[str], index: int) -> list[str]:
     return unit
 
 
+def _claim(masked: str, words: list[re.Match[str]]) -> int:
+    """Where the claim of a masked sentence starts: after its last "is" (``the largest $n$ is 34``, ``it's 6``), which
+    names the value before it, or at its start."""
+    copulas = [match for match in words if match.group(0).lower().replace("\u2019", "'") in _COPULAS]
+    return copulas[-1].end() if copulas else 0
+
+
 def _values(masked: str, words: list[re.Match[str]], held: list[str]) -> list[str]:
-    """The values of one masked sentence: the stretches between its words, each with its unit words."""
+    """The values of one masked sentence's claim (:func:`_claim`): the stretches between its words, each with its unit
+    words."""
+    start = _claim(masked, words)
+    words = [match for match in words if match.start() >= start]
     # pieces alternate: the text before the first word, a word, the text up to the next word, ...
-    pieces, last = [], 0
+    pieces, last = [], start
     for match in words:
         pieces += [masked[last : match.start()], match.group(0)]
         last = match.end()
     pieces.append(masked[last:])
-    # "the largest $n$ is 34", "x is 5": what comes before the last "is" names the value
-    copulas = [index for index in range(1, len(pieces), 2) if pieces[index].lower() in _COPULAS]
-    first = copulas[-1] + 1 if copulas else 0
     values = []
-    for index in range(first, len(pieces), 2):
+    for index in range(0, len(pieces), 2):
         # a bracket a remark opened or closed is no part of the value: "5 (" of "5 (or 6)"
         value = without_sentence_end(pieces[index]).strip(" ,;:?").removesuffix("(").lstrip(")").strip()
         if not _STATES_VALUE.search(_HELD_TEXT.sub("", value)):
@@ -197,10 +209,15 @@ def sentence(text: str) -> Sentence | None:
         if found:
             chosen, values = part, found
             break
+    # the claim's words qualify its value ("the number is not 10, which is 1,000.99" claims 1,000.99); an alternative
+    # before it ("It is 5, or is it 6") leaves the claim in doubt
+    start = _claim(chosen, _prose_words(chosen))
     unwrapped = _HELD.sub(lambda m: TEXT_WRAPPER.sub(r" \1 ", held[int(m.group(2))]) if m.group(1) == "\x01"
-                          else m.group(0), chosen)  # fmt: skip
-    qualifying = " ".join(" ".join(phrase.lower().split()) for phrase in _SENTENCE_QUALIFIER.findall(unwrapped))
-    return Sentence(tuple(values), qualifying, len(sentences) > 1)
+                          else m.group(0), chosen[start:])  # fmt: skip
+    said = [" ".join(phrase.lower().split()) for phrase in _SENTENCE_QUALIFIER.findall(unwrapped)]
+    if _OTHER_VALUE.search(chosen[:start]):
+        said.append("or")
+    return Sentence(tuple(values), " ".join(said), len(sentences) > 1)
 
 
 def qualifying_words(text: str) -> str:
