@@ -50,7 +50,7 @@ _SENTENCE_QUALIFIER = re.compile(
     r"|\b(?:more|less|fewer|greater|larger|smaller|bigger|higher|lower|other)\s+than\b|\bat\s+(?:least|most)\b"
     r"|\bup\s+to\b|\bor\s+(?:more|less|fewer|greater|higher|lower|above|below|so)\b"
     r"|\b(?:over|under|above|below|beyond|within|exceeds?|exceeding|nearly|almost|minus|minimum|maximum|min|"
-    r"max|double|twice|triple|less|more|fewer|greater|least|most)\s*(?=[-+$\\(\d])",
+    r"max|less|more|fewer|greater|least|most)\s*(?=[-+$\\(\d])",
     re.IGNORECASE,
 )
 _COPULAS = frozenset(
@@ -61,7 +61,7 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.?])\s+(?=\S)|\n")
 _PHRASE_STARTS = frozenset("of in on at the an for to from with by is are was were be that which".split())
 # a closing remark in brackets that gives the reason for a value, not another one
 _EXPLAINING_REMARK = re.compile(
-    r"\s*\((?:since|because|as|from|by|using|via|given|where|which|see|note|i\.e\.|e\.g\.|rounded|exact|exactly|"
+    r"\((?:since|because|as|from|by|using|via|given|where|which|see|note|i\.e\.|e\.g\.|rounded|exact|exactly|"
     r"approx\w*)\b[^()]*\)\s*\.?\s*$",
     re.IGNORECASE,
 )
