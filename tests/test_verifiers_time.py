@@ -94,7 +94,8 @@ def test_a_field_the_prediction_does_not_state_is_not_taken_from_a_default(targe
         # dateutil keeps the last of two clocks and the first of two dates: each was paid for one of them
         ("19:00", "%H:%M", "18:15 and 19:00"), ("19:00", "%H:%M", "18:15, 19:00"), ("19:00", "%H:%M", "18:15-19:00"),
         ("2024-03-05", "%Y-%m-%d", "2024-03-05 and 2024-03-06"),
-        ("2024-03-05", "%Y-%m-%d", "March 5 and March 6, 2024"),
+        ("2024-03-05", "%Y-%m-%d", "March 5 and March 6, 2024"), ("19:00", "%H:%M", "6 PM and 7 PM"),
+        ("19:00", "%H:%M", "6:15 PM and 7 PM"),
     ],
 )  # fmt: skip
 def test_a_prediction_stating_two_times_or_dates_is_unparseable(target, tformat, predict):

@@ -23,8 +23,8 @@ Weekday names are not compared.
 Not accepted: strings or formats longer than ``VerifyConfig.max_time_chars``; a target that does not match its
 ``tformat``, or a ``tformat`` that names none of the compared fields (``%A`` alone), is a rubric error; a prediction
 that neither parser reads scores 0 as unparseable, and so does one that states two clock times or two dates
-(``18:15 and 19:00``, ``2024-03-05 or 2024-03-06``, ``18:15-19:00``), of which dateutil alone keeps one. A signed
-clock of at most 14 hours after a time is its UTC offset (``18:15-05:00``), not a second time.
+(``18:15 and 19:00``, ``6 PM and 7 PM``, ``2024-03-05 or 2024-03-06``, ``18:15-19:00``), of which dateutil alone
+keeps one. A signed clock of at most 14 hours after a time is its UTC offset (``18:15-05:00``), not a second time.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ _ZERO_BELOW_HOUR = ("minute", "second", "microsecond")
 _YEAR_FIRST = re.compile(r"^\s*(?:\d{4}\s*[-/.]|\d{8}(?!\d))")
 # Clock times and dates, to count them: dateutil keeps the last of two clocks and the first of two dates it is given
 # ("18:15 and 19:00" is 19:00 to it), so a prediction stating two would be paid for either.
-_CLOCK = re.compile(r"(?<![\d.:])(\d{1,2}):\d{2}(?::\d{2})?(?![\d:])")
+_CLOCK = re.compile(
+    r"(?<![\d.:])(\d{1,2})(?::\d{2}(?::\d{2})?(?![\d:])|\s*[AaPp]\.?\s?[Mm]\b\.?)"
+)
 _DATE = re.compile(
     r"(?<!\d)(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})(?!\d)"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?!\d)"
