@@ -23,6 +23,7 @@ def _instance(essential, additional=(), responses=(), **fields):
 
 
 PRODUCT = ("Gives the product.", "expr_verify(target='42')", 3)
+NO_OBJECT = ("Finds no red car.", "bbox_verify(target=[])", 3)
 
 
 def test_rule_backend_rewards_the_right_final_answer():
@@ -31,9 +32,18 @@ def test_rule_backend_rewards_the_right_final_answer():
     assert result.rewards == [1.0, 0.0, 0.0]
     first, _, third = result.records
     assert first.criteria[0].extracted == "expr_verify(predict='42')" and first.criteria[0].status == "ok"
-    assert third.criteria[0].extracted == "expr_verify(predict='')" and third.criteria[0].score == 0.0
+    assert third.criteria[0].extracted == "expr_verify(predict=None)" and third.criteria[0].score == 0.0
+    assert third.criteria[0].status == "unparseable_pred"
     assert first.explanation == ["content mask 1: every essential criterion is fully met"]
     assert isinstance(RuleJudge(), RubricJudge)
+
+
+def test_rule_backend_does_not_pay_a_response_without_an_answer_on_an_empty_target():
+    # an empty prediction would match the empty target: a response that answers nothing was paid 1.0
+    instance = _instance([NO_OBJECT], responses=["Answer: there is none, []", "I am not sure. " * 20])
+    result = score_instance(instance)
+    assert result.rewards == [1.0, 0.0]
+    assert result.records[1].criteria[0].status == "unparseable_pred"
 
 
 def test_the_rule_backend_keeps_a_time_s_utc_offset():

@@ -11,7 +11,9 @@ that never states a final answer gets nothing.
 3. ``answer``: the same for the last line that says ``answer:``, ``answer is`` or ``answer =``;
 4. ``short_response``: the whole response, when it has at most ``SHORT_RESPONSE_CHARS`` characters.
 
-Otherwise there is no span, and every verifiable criterion is called with an empty prediction (score 0).
+Otherwise there is no span. :func:`extract_prediction` then gives the empty value a judge writes for a response that
+states none (``''``, ``[]``); the rule judge itself calls the verifier with no prediction (``predict=None``: score 0),
+since an empty value would match an empty target.
 
 Every verifiable criterion of a rubric reads the same span: dates, times and coordinates are searched for inside it,
 while text, expressions and lists take the whole of it. The rule backend therefore suits rubrics with one answer per

@@ -86,9 +86,14 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
-    keywords = {
-        key: without_control_characters(value) for key, value in extract_prediction(plan.verifier, span).items()
-    }
+    if span is None:
+        # no prediction, not the empty one: '' or [] would match an empty target ([] for an object that is not in the
+        # image) and pay a response that answers nothing
+        keywords: dict[str, object] = {"predict": None}
+    else:
+        keywords = {
+            key: without_control_characters(value) for key, value in extract_prediction(plan.verifier, span).items()
+        }
     call = format_call(plan.verifier, keywords)
     where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}" if span else "no final answer found"
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
@@ -98,9 +103,9 @@ class RuleJudge:
     """The non-parametric judge: reads each response's final answer by fixed rules
     (:mod:`genrm.methods.rubric.answer_extraction`).
 
-    Verifiable criteria get a scoring-side call with what the rules extract (empty when the response has no final
-    answer, which scores 0); fuzzy criteria come back ``unscored``, so a reward that depends on them is unknown
-    rather than guessed. The rubric's targets are never read.
+    Verifiable criteria get a scoring-side call with what the rules extract (``predict=None`` when the response has
+    no final answer, which scores 0 whatever the target); fuzzy criteria come back ``unscored``, so a reward that
+    depends on them is unknown rather than guessed. The rubric's targets are never read.
     """
 
     name = model = "rule"
