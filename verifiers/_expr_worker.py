@@ -81,7 +81,7 @@ _PLAIN_NAME = re.compile(
     r"(?<![\\A-Za-z])(?:(pi)(?![A-Za-z])|(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|sec|csc|cot|log|ln|exp)"
     r"(?=\s*\())"
 )
-_DIGITS = re.compile(r"\D")
+_NON_DIGIT = re.compile(r"\D")
 _WHITE_RUN = re.compile(r"\s{2,}")
 # an upright or italic single letter is the letter (\mathrm{e}, \mathrm{i}, \mathrm{d}x): Math-Verify's own rewrite of
 # it cuts a fraction short, so that "1 - \frac{1}{\mathrm{e}}" read as 1, equal to any "1 - ..."
@@ -141,7 +141,7 @@ class Checker:
             return found
         found = self._parse(wrapped, extraction_config=self._config, parsing_timeout=None)
         # the fallback may read the formula only if what it read holds every digit of it ("1,000.99$", not "6 \$ 5")
-        if found and _DIGITS.sub("", str(found[-1])) != _DIGITS.sub("", text):
+        if found and _NON_DIGIT.sub("", str(found[-1])) != _NON_DIGIT.sub("", text):
             return []
         return found
 

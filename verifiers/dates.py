@@ -60,9 +60,7 @@ _ZERO_BELOW_HOUR = ("minute", "second", "microsecond")
 _YEAR_FIRST = re.compile(r"^\s*(?:\d{4}\s*[-/.]|\d{8}(?!\d))")
 # Clock times and dates, to count them: dateutil keeps the last of two clocks and the first of two dates it is given
 # ("18:15 and 19:00" is 19:00 to it), so a prediction stating two would be paid for either.
-_CLOCK = re.compile(
-    r"(?<![\d.:])(\d{1,2})(?::\d{2}(?::\d{2})?(?![\d:])|\s*[AaPp]\.?\s?[Mm]\b\.?)"
-)
+_CLOCK = re.compile(r"(?<![\d.:])(\d{1,2})(?::\d{2}(?::\d{2})?(?![\d:])|\s*[AaPp]\.?\s?[Mm]\b\.?)")
 _DATE = re.compile(
     r"(?<!\d)(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})(?!\d)"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?!\d)"

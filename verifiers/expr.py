@@ -391,12 +391,12 @@ def _qualified(relation: str, words: str, sentence_words: str) -> str:
     return " and ".join(parts) or "nothing"
 
 
-def _stated(text: str, error: type[VerifierError]) -> tuple[str, str]:
+def _stated(text: str, is_prediction: bool) -> tuple[str, str]:
     """``(value, words)``: the one value a side written in words states, and what its words say of it (a bound, a
     negation, a scale; "" for nothing), or the side without a final period when it is not written in words. A text of
     several sentences stays whole, with the words of the last that states a value. A prediction that states several
-    values is refused with ``error``; a target that does, or a side that states none
-    (``no solution``), is compared as written."""
+    values is unparseable; a target that does, or a side that states none (``no solution``), is compared as
+    written."""
     text = without_remark(text)
     found = sentence(text)
     if found is None:
@@ -405,17 +405,19 @@ def _stated(text: str, error: type[VerifierError]) -> tuple[str, str]:
         return text, found.qualifiers  # a worked solution: the parser finds its answer; its conclusion's words count
     if len(found.values) == 1:
         return bare(found.values[0]), found.qualifiers
-    if len(found.values) > 1 and error is PredictionError:
+    if len(found.values) > 1 and is_prediction:
         shown = ", ".join(repr(value[:30]) for value in found.values[:4])
-        raise error(f"{text!r:.80} states {len(found.values)} values in words ({shown}); one value can be compared")
+        raise PredictionError(
+            f"{text!r:.80} states {len(found.values)} values in words ({shown}); one value can be compared"
+        )
     return text, found.qualifiers
 
 
-def _said(text: str, error: type[VerifierError]) -> tuple[str, tuple[str, str, str]]:
+def _said(text: str, is_prediction: bool) -> tuple[str, tuple[str, str, str]]:
     """``(value, (relation, words, sentence))``: a side's value and what it states around it (:func:`qualifiers`),
     a sentence read down to the one value it states, with what its words say of that value."""
     value, (relation, words) = qualifiers(text)
-    stated, sentence_words = _stated(value, error)
+    stated, sentence_words = _stated(value, is_prediction)
     if stated != value:
         stated, (inner_relation, inner_words) = qualifiers(stated)
         relation, words = relation or inner_relation, " ".join(part for part in (inner_words, words) if part)
@@ -431,7 +433,7 @@ def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     target, predict = bare(read_target) or bare(target), bare(predict)
     if different_arguments(target_name, pred_name):
         return target, predict, f"they name different quantities ({target_name} and {pred_name})"
-    (target, target_said), (predict, pred_said) = _said(target, TargetError), _said(predict, PredictionError)
+    (target, target_said), (predict, pred_said) = _said(target, False), _said(predict, True)
     if target_said != pred_said:
         return target, predict, (f"around its value the target states {_qualified(*target_said)}, the prediction "
                                  f"{_qualified(*pred_said)}")  # fmt: skip
