@@ -2,7 +2,8 @@
 free, at 1, 8 and 64 requests in flight; and SFT and RLVR steps per second with LoRA.
 
     python benchmarks/gpu_judge.py [--shapes qwen3-0.6b qwen3-1.7b] [--in-flight 1 8 64] [--max-tokens 256]
-                                   [--no-train] [--json OUT.json]
+                                   [--warmup-tokens 16] [--alone-requests 2] [--budget-s 0] [--no-train]
+                                   [--json OUT.json]
     python benchmarks/gpu_judge.py --dry-run     # the same code on the CPU, a tiny shape, in a minute
 
 Models are randomly initialised in bf16 from configs of the named architectures' shapes (Qwen3-0.6B: 28 layers of
@@ -10,14 +11,22 @@ Models are randomly initialised in bf16 from configs of the named architectures'
 is downloaded. Prompts are the scoring prompts of the shipped example set, at their real length, tokenized by the
 tiny judge's tokenizer (its ids are a part of the vocabulary). An untrained model rarely ends an answer, so most run
 to ``--max-tokens``: the figures measure decoding. Every figure is the first timed pass after a warm-up pass of the
-same sizes (grammars compiled, kernels chosen); ratios are within one run. Goals on an H100: the loop with 64 in
-flight at least 10x one request at a time, and at least ``model.generate`` on the same batch.
+same batch sizes with a budget of ``--warmup-tokens`` (grammars compiled, kernels chosen, at a fraction of a full
+pass's time); ratios are within one run. One at a time is one rate per request, whatever is in flight elsewhere, so it
+is measured once per schema, on ``--alone-requests`` requests in a row.
+
+The first shape's rows come first, then its SFT and RLVR rates, then the other shapes: with ``--budget-s`` the
+benchmark stops starting measurements once that many seconds have passed and reports what it has (the rows it
+skipped are named). ``--json`` is rewritten after every row, so a run cut short still leaves its figures. Goals on an
+H100: the loop with 64 in flight at least 10x one request at a time, and at least ``model.generate`` on the same
+batch; constrained within 1.5x of free.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import tempfile
@@ -87,11 +96,11 @@ def _timed(run: Any) -> tuple[float, list[Any]]:
 
 def measure(generator: Any, mode: str, count: int, constrained: bool, tag: int) -> dict[str, float]:
     """Responses and output tokens per second of ``count`` requests: ``loop`` (all in flight through the engine's
-    decode loop), ``generate`` (one ``model.generate`` batch of all), ``alone`` (one request at a time; at most
-    :data:`G` of them, the rate is per request)."""
+    decode loop), ``generate`` (one ``model.generate`` batch of all), ``alone`` (``count`` requests one after the
+    other, each alone on the model)."""
     from genrm.engine.local import LocalEngine
 
-    items = requests(count if mode != "alone" else min(count, G), constrained, tag)
+    items = requests(count, constrained, tag)
     if mode == "loop":
         engine = LocalEngine(generator, max_batch_size=max(count, 1))
         groups = [items[i : i + G] for i in range(0, len(items), G)]
@@ -113,12 +122,58 @@ def measure(generator: Any, mode: str, count: int, constrained: bool, tag: int) 
             "mean_prompt_tokens": sum(r.prompt_tokens for r in replies) / len(replies)}  # fmt: skip
 
 
-def decode_table(shape: str, args: argparse.Namespace, tokenizer: Any) -> list[dict[str, Any]]:
-    """Every mode, schema and in-flight count for one shape; rows of figures."""
+class Budget:
+    """The benchmark's time budget: ``seconds`` from its start (0: none); what it skipped, by name."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.start, self.skipped = seconds, time.perf_counter(), []
+
+    def allows(self, what: str) -> bool:
+        """Whether ``what`` may start now; remembered as skipped when it may not."""
+        if self.seconds and time.perf_counter() - self.start > self.seconds:
+            self.skipped.append(what)
+            return False
+        return True
+
+
+def _warm(generator: Any, tokens: int) -> Any:
+    """``generator`` with a budget of ``tokens`` output tokens (the same model, grammars and caches)."""
+    warm = dataclasses.replace(generator.sampling, max_tokens=min(tokens, generator.sampling.max_tokens))
+    return _Budgeted(generator, warm)
+
+
+class _Budgeted:
+    """A generator seen through other sampling settings, for the warm-up pass."""
+
+    def __init__(self, generator: Any, sampling: Any) -> None:
+        self._generator, self._sampling = generator, sampling
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._generator, name)
+
+    def _swap(self, call: Any, *args: Any) -> Any:
+        kept, self._generator.sampling = self._generator.sampling, self._sampling
+        try:
+            return call(*args)
+        finally:
+            self._generator.sampling = kept
+
+    def generate(self, items: Any) -> Any:
+        return self._swap(self._generator.generate, items)
+
+    def open_loop(self, temperature: float) -> Any:
+        return self._swap(self._generator.open_loop, temperature)
+
+
+def decode_table(shape: str, args: argparse.Namespace, tokenizer: Any, budget: Budget,
+                 done: Any) -> list[dict[str, Any]]:  # fmt: skip
+    """Every mode, schema and in-flight count for one shape; rows of figures (``done`` is called with each)."""
     import torch
 
     from genrm.engine.generation import LocalGenerator
 
+    if not budget.allows(f"{shape} decoding"):
+        return []
     model = build_model(shape, tokenizer, args.device, torch.bfloat16 if args.device == "cuda" else torch.float32)
     sampling = SamplingSettings(max_tokens=args.max_tokens)
     rows, tag = [], 0
@@ -126,18 +181,26 @@ def decode_table(shape: str, args: argparse.Namespace, tokenizer: Any) -> list[d
         for mode in ("loop", "generate", "alone"):
             generator = LocalGenerator(model, tokenizer, sampling, constrained=constrained, name=shape,
                                        continuous=mode == "loop")  # fmt: skip
-            for count in args.in_flight:
+            # one request at a time is one rate per request: measured once, on --alone-requests in a row
+            counts = [args.alone_requests] if mode == "alone" else args.in_flight
+            for count in counts:
+                schema = "XGrammar" if constrained else "free"
+                if not budget.allows(f"{shape} {mode} {schema} {count}"):
+                    continue
                 if args.device == "cuda":
                     torch.cuda.reset_peak_memory_stats()
-                measure(generator, mode, count, constrained, tag := tag + 1)  # warm-up of the same sizes
+                # warm-up of the same batch sizes on a short budget: grammars compiled, kernels chosen
+                measure(_warm(generator, args.warmup_tokens), mode, count, constrained, tag := tag + 1)
                 figures = measure(generator, mode, count, constrained, tag := tag + 1)
                 peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else None
-                rows.append({"shape": shape, "mode": mode, "schema": "XGrammar" if constrained else "free",
-                             "in_flight": count, **figures, "peak_gib": peak})  # fmt: skip
+                shown_count = 1 if mode == "alone" else count
+                rows.append({"shape": shape, "mode": mode, "schema": schema, "in_flight": shown_count,
+                             "requests": count, **figures, "peak_gib": peak})  # fmt: skip
                 shown = f"{peak:>9.2f}" if args.device == "cuda" else f"{'n/a':>9}"
-                print(f"{shape:<11} {mode:<9} {rows[-1]['schema']:<9} {count:>9} {figures['responses_per_s']:>10.2f} "
+                print(f"{shape:<11} {mode:<9} {schema:<9} {shown_count:>9} {figures['responses_per_s']:>10.2f} "
                       f"{figures['tokens_per_s']:>10.0f} {figures['mean_prompt_tokens']:>8.0f} {shown}",
                       flush=True)  # fmt: skip
+                done(rows[-1])
     del model
     if args.device == "cuda":
         torch.cuda.empty_cache()
@@ -176,21 +239,55 @@ def train_rates(shape: str, args: argparse.Namespace, tokenizer: Any) -> dict[st
     return rates
 
 
+def _summary(rows: list[dict[str, Any]], training: dict[str, float], args: argparse.Namespace, where: str,
+             skipped: list[str]) -> str:  # fmt: skip
+    """The one summary line: the goals of the first shape, constrained, at the most in flight (where measured)."""
+    top, shape = max(args.in_flight), args.shapes[0]
+
+    def rate(mode: str, count: int | None, schema: str = "XGrammar") -> float | None:
+        return next((r["responses_per_s"] for r in rows
+                     if (r["shape"], r["mode"], r["schema"]) == (shape, mode, schema)
+                     and (count is None or r["in_flight"] == count)), None)  # fmt: skip
+
+    alone, loop, generate = rate("alone", None), rate("loop", top), rate("generate", top)
+    free = rate("loop", top, "free")
+    parts = []
+    if None in (alone, loop, generate):
+        parts.append(f"{shape} constrained at {top} in flight: not measured (see the rows skipped)")
+    else:
+        met = loop >= 10 * alone and loop >= generate
+        parts.append(f"{shape} constrained, {top} in flight: the loop {loop:.2f} responses/s = x{loop / alone:.1f} "
+                     f"one at a time (goal x10) and x{loop / generate:.2f} model.generate (goal x1): "
+                     f"{'met' if met else 'NOT met'}")  # fmt: skip
+    if free is not None and loop is not None:
+        parts.append(f"free/constrained x{free / loop:.2f} (goal at most x1.5)")
+    if training:
+        parts.append(f"LoRA SFT {training['sft_steps_per_s']:.3f} steps/s, RLVR {training['rlvr_steps_per_s']:.3f}")
+    if skipped:
+        more = " ..." if len(skipped) > 4 else ""
+        parts.append(f"skipped for the budget: {len(skipped)} ({', '.join(skipped[:4])}{more})")
+    return "summary: " + "; ".join(parts) + f" [{where}]"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["qwen3-0.6b", "qwen3-1.7b"])
     parser.add_argument("--in-flight", nargs="+", type=int, default=[1, 8, 64], help="requests in flight (1 8 64)")
     parser.add_argument("--max-tokens", type=int, default=256, help="the answers' token budget (256)")
+    parser.add_argument("--warmup-tokens", type=int, default=16, help="the warm-up pass's token budget (16)")
+    parser.add_argument("--alone-requests", type=int, default=2, help="requests timed one at a time (2)")
+    parser.add_argument("--budget-s", type=float, default=0, help="start no measurement after this many s (0: none)")
     parser.add_argument("--no-train", action="store_true", help="skip the SFT and RLVR steps")
     parser.add_argument(
         "--dry-run", action="store_true", help="on the CPU: the tiny shape, 1 and 8 in flight, 32 tokens"
     )
-    parser.add_argument("--json", metavar="OUT.json", help="also write every figure as JSON")
+    parser.add_argument("--json", metavar="OUT.json", help="also write every figure as JSON (after every row)")
     args = parser.parse_args()
     import torch
 
     if args.dry_run:
         args.device, args.shapes, args.in_flight, args.max_tokens = "cpu", ["tiny"], [1, 8], 32
+        args.warmup_tokens = min(args.warmup_tokens, 8)
     elif not torch.cuda.is_available():
         print("gpu_judge: no CUDA device; --dry-run runs the same code on the CPU", file=sys.stderr)
         return 2
@@ -200,28 +297,28 @@ def main() -> int:
 
     tokenizer = build_tokenizer(judge_corpus(example_instances()), 2048)
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (dry run)"
+    budget = Budget(args.budget_s)
+    rows: list[dict[str, Any]] = []
+    training: dict[str, float] = {}
+
+    def save(_row: Any = None, final: bool = False) -> None:
+        if args.json:
+            summary = _summary(rows, training, args, where, budget.skipped) if final else None
+            Path(args.json).write_text(json.dumps({"device": where, "rows": rows, "training": training,
+                                                   "skipped": budget.skipped, "complete": final,
+                                                   "summary": summary}, indent=1) + "\n")  # fmt: skip
+
     print(f"{where}; torch {torch.__version__}; budget {args.max_tokens} tokens, greedy; bf16 on CUDA")
     print(f"{'shape':<11} {'mode':<9} {'schema':<9} {'in flight':>9} {'resp/s':>10} {'tok/s':>10} {'prompt':>8} "
           f"{'peak GiB':>9}")  # fmt: skip
-    rows = [row for shape in args.shapes for row in decode_table(shape, args, tokenizer)]
-    training = {} if args.no_train else train_rates(args.shapes[0], args, tokenizer)
-    top, shape = max(args.in_flight), args.shapes[0]
-
-    def rate(mode: str, count: int) -> float:
-        key = (shape, mode, "XGrammar", count)
-        return next(r["responses_per_s"] for r in rows if (r["shape"], r["mode"], r["schema"], r["in_flight"]) == key)
-
-    alone, loop, generate = rate("alone", 1), rate("loop", top), rate("generate", top)
-    met = loop >= 10 * alone and loop >= generate
-    summary = (f"summary: {shape} constrained, {top} in flight: the loop {loop:.2f} responses/s = "
-               f"x{loop / alone:.1f} one at a time (goal x10) and x{loop / generate:.2f} model.generate (goal x1): "
-               f"{'met' if met else 'NOT met'}"
-               + (f"; LoRA SFT {training['sft_steps_per_s']:.3f} steps/s, RLVR {training['rlvr_steps_per_s']:.3f}"
-                  if training else "") + f" [{where}]")  # fmt: skip
+    for index, shape in enumerate(args.shapes):
+        rows += decode_table(shape, args, tokenizer, budget, save)
+        if index == 0 and not args.no_train and budget.allows(f"{shape} LoRA SFT and RLVR steps"):
+            training.update(train_rates(shape, args, tokenizer))
+            save()
+    summary = _summary(rows, training, args, where, budget.skipped)
     print(f"\n{summary}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"device": where, "rows": rows, "training": training,
-                                               "summary": summary}, indent=1) + "\n")  # fmt: skip
+    save(final=True)
     return 0
 
 

@@ -5,7 +5,9 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
         [--rlvr-steps 40] [--hidden-size 128] [--layers 4] [--held-out-keys period comma colon] [--device cpu]
         [--eval-limit 200] [--curve-points 10] [--answer-format brief] [--rlvr-lr 3e-4] [--loop-steps 200]
         [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--rlvr-prompts hard|all]
-        [--rlvr-pool 0] [--out runs/judge-learning] [--results DIR] [--quick]
+        [--rlvr-pool 0] [--heads 4] [--kv-heads 2] [--intermediate-size 0] [--sft-config YAML]
+        [--rlvr-config YAML] [--eval-batch 16] [--budget-s 0] [--jobs 1] [--out runs/judge-learning] [--results DIR]
+        [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -37,7 +39,16 @@ Every judge is trained and asked in one format version (``--answer-format``, def
 prompt, which makes a synthetic SFT sequence about a third as long as the full prompt's; see docs/rubric.md).
 
 ``--quick`` shrinks everything (a few steps, a few examples) to check that the study runs end to end, in minutes; its
-figures mean nothing. On a GPU, ``--device cuda`` with a larger ``--hidden-size`` and ``--layers``.
+figures mean nothing.
+
+On a GPU: ``--device cuda`` with a real architecture's shape (``--hidden-size``, ``--layers``, ``--heads``,
+``--kv-heads``, ``--intermediate-size``), the GPU recipes (``--sft-config recipes/sft_judge_gpu.yaml --rlvr-config
+recipes/rlvr_judge_gpu.yaml``), larger evaluation batches (``--eval-batch``) and seeds side by side (``--jobs``: one
+process per seed on the one device; a small model leaves most of it idle). ``--budget-s`` bounds the whole study: a
+seed's steps run in order (SFT, its curve, RLVR, the tables, the audit's loop and master keys), each one started
+only while the budget lasts, and each seed's figures are written after every step, so a study stopped by its budget
+reports what it measured and names what it skipped. The data is made once per settings and kept in ``--out``
+(``data/study_data.json`` records them), so it can be made beforehand and brought along.
 """
 
 from __future__ import annotations
@@ -46,7 +57,10 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,7 +109,8 @@ def _table(
     """The reliability table (percent per measure) of ``model`` on the first ``limit`` examples of ``data`` (default
     ``--eval-limit``; 0: all), decoded freely; what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
-               "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q"]  # fmt: skip
+               "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q",
+               *_batching(args)]  # fmt: skip
     limit = args.eval_limit if limit is None else limit
     command += ["--limit", str(limit)] if limit else []
     command += ["--answers", str(answers)] if answers else []
@@ -117,6 +132,12 @@ def _rlvr_prompts(sft: Path, data: Path, args: argparse.Namespace, root: Path) -
                   "sft_sample_level": table["Sample-level"]}  # fmt: skip
 
 
+def _batching(args: argparse.Namespace) -> list[str]:
+    """The evaluation's batch options: ``--eval-batch`` prompts decoded together, from as many inputs at once (an
+    input's group holds a few responses)."""
+    return ["--max-batch-size", str(args.eval_batch), "--concurrency", str(args.eval_batch)]
+
+
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
@@ -127,7 +148,7 @@ def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path)
     whose answers do not read pays nothing: the count says whether a low share means anything)."""
     _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
           args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "--answer-format",
-          args.answer_format, "-q"])  # fmt: skip
+          args.answer_format, "-q", *_batching(args)])  # fmt: skip
     (setting,) = json.loads((out / "audit.json").read_text())["settings"]
     rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
     total = sum(row["responses"] for row in rows)
@@ -169,8 +190,19 @@ def _with_negatives(data: Path, share: float) -> None:
     (data / "negatives.json").write_text(json.dumps(facts))
 
 
+#: The settings the study's data depends on (the rest change only the models and what is measured).
+DATA_SETTINGS = ("inputs", "held_out", "held_out_keys", "master_key_inputs", "negatives_share")
+
+
 def _data(args: argparse.Namespace, out: Path) -> Path:
+    """The study's data in ``out/data``: made, or kept when ``study_data.json`` there records the same settings."""
     data = out / "data"
+    stamp = data / "study_data.json"
+    settings = {key: getattr(args, key) for key in DATA_SETTINGS}
+    if stamp.exists() and json.loads(stamp.read_text()) == settings:
+        print(f"{data}: kept from an earlier run with the same data settings")
+        return data
+    stamp.unlink(missing_ok=True)
     _run(["data", "synthetic", "-o", str(data), "--inputs", str(args.inputs), "--held-out", *args.held_out, "-q"])
     _run(["audit", "build", str(data / "train.jsonl"), "-o", str(data / "audit_train.jsonl"),
           "--master-key-inputs", str(args.master_key_inputs[0])])  # fmt: skip
@@ -180,82 +212,188 @@ def _data(args: argparse.Namespace, out: Path) -> Path:
     _run(["audit", "build", str(data / "test.jsonl"), "-o", str(data / "audit_test.jsonl"), "--master-key-inputs",
           str(args.master_key_inputs[1])])  # fmt: skip
     _keys_audit(data, args.held_out_keys)
+    stamp.write_text(json.dumps(settings))
     return data
 
 
-def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """One seed's models, tables, curves and timings."""
+class Clock:
+    """The study's deadline (``time.time()`` seconds, or None): whether a step may start, and the steps skipped."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+    def allows(self, step: str, result: dict[str, Any]) -> bool:
+        """Whether ``step`` may start now; named in ``result["skipped"]`` when it may not."""
+        if self.deadline is not None and time.time() >= self.deadline:
+            result.setdefault("skipped", []).append(step)
+            print(f"budget spent: {step} skipped", flush=True)
+            return False
+        return True
+
+
+def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clock, save: Any) -> dict[str, Any]:
+    """One seed's models, tables, curves and timings, step by step while ``clock`` allows; ``save`` is called with
+    the result after every step (a study stopped by its budget keeps what it measured)."""
     root = out / f"seed-{seed}"
     base, sft, rlvr = root / "base", root / "sft", root / "rlvr"
     loop = {"continued": (root / "sft-continued", data / "train.jsonl"),
             "negatives": (root / "sft-negatives", data / "train_plus_negatives.jsonl")}  # fmt: skip
-    _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
-          str(args.layers)])  # fmt: skip
+    result: dict[str, Any] = {"tables": {}, "curve": [], "whole_test": {}, "master_key_fp": {},
+                              "seconds_per_step": {}, "skipped": [],
+                              "negatives": json.loads((data / "negatives.json").read_text())}  # fmt: skip
     flags = ["--method_options", json.dumps({"answer_format": args.answer_format}), "--seed", str(seed),
              "--plot", "false"]  # fmt: skip
-    flags += ["--use_cpu", "false"] if args.device != "cpu" else []
+    # the device wins over the recipe's (a GPU recipe dry-run on the CPU: fp32, no bf16 autocast)
+    flags += ["--use_cpu", "true", "--bf16", "false"] if args.device == "cpu" else ["--use_cpu", "false"]
     every = max(1, args.sft_steps // args.curve_points)
-    sft_recipe = ["--config", str(_ROOT / "recipes" / "sft_tiny_cpu.yaml"), *flags]
+    sft_recipe = ["--config", str(args.sft_config), *flags]
+
+    def table(stage: str, model: Path, split: str, name: str, key: str = "tables", limit: int | None = None) -> None:
+        label = f"{stage} on {split}" + (" (whole)" if key == "whole_test" else "")
+        if clock.allows(label, result):
+            figures = _table(str(model), data / name, args, root / f"{stage}-{name}.{key}.eval.json", limit)
+            result[key][stage if key == "whole_test" else f"{stage}|{split}"] = figures
+            save(result)
+
+    # 1. SFT, with the checkpoints of its learning curve
+    if not clock.allows("SFT", result):
+        return result
+    _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
+          str(args.layers), "--heads", str(args.heads), "--kv-heads", str(args.kv_heads),
+          *(["--intermediate-size", str(args.intermediate_size)] if args.intermediate_size else [])])  # fmt: skip
     _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
             "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
-            "--save_steps", str(every), "--save_total_limit", "100"], sft, data / "train.jsonl")  # fmt: skip
-    prompts, picked = _rlvr_prompts(sft, data, args, root)
-    _train(["train", "rlvr", "--config", str(_ROOT / "recipes" / "rlvr_tiny_cpu.yaml"), "--model_name_or_path",
-            str(sft), "--train_file", str(prompts), "--output_dir", str(rlvr), "--max_steps",
-            str(args.rlvr_steps), "--learning_rate", str(args.rlvr_lr), "--logging_steps", "2",
-            "--save_strategy", "no", *flags], rlvr, prompts)  # fmt: skip
-    for folder, train_file in loop.values():  # both from the SFT judge, same steps and rate: only the data differ
+            "--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", "100",
+            "--save_only_model", "true"], sft, data / "train.jsonl")  # fmt: skip
+    result["sft_loss"] = [(e["step"], e["loss"]) for e in _history(sft) if "loss" in e]
+    result["seconds_per_step"]["SFT"] = _seconds_per_step(sft)
+    save(result)
+    # 2. the curve: each checkpoint's criterion-level accuracy on the test split
+    for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+        if clock.allows(f"curve {checkpoint.name}", result):
+            figures = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
+            result["curve"].append((int(checkpoint.name.split("-")[1]), figures["Criterion-level"]))
+            save(result)
+    # 3. RLVR from the SFT judge, on the train examples it gets wrong
+    if clock.allows("RLVR", result):
+        prompts, result["rlvr_prompts"] = _rlvr_prompts(sft, data, args, root)
+        _train(["train", "rlvr", "--config", str(args.rlvr_config), "--model_name_or_path", str(sft), "--train_file",
+                str(prompts), "--output_dir", str(rlvr), "--max_steps", str(args.rlvr_steps), "--learning_rate",
+                str(args.rlvr_lr), "--logging_steps", "2", "--save_strategy", "no", *flags], rlvr,
+               prompts)  # fmt: skip
+        logged = [e for e in _history(rlvr) if "loss" in e]
+        result["rlvr_rewards"] = [(e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in logged]
+        result["rlvr_no_spread"] = [(e["step"], e.get(NO_SPREAD)) for e in logged]
+        result["seconds_per_step"]["RLVR"] = _seconds_per_step(rlvr)
+        save(result)
+    trained = [("SFT", sft)] + ([("RLVR", rlvr)] if "rlvr_prompts" in result else [])
+    # 4. the tables: SFT and RLVR first (what was learned), base after (what it started from); then RLVR against its
+    # own start on the whole test split, example by example (a gain of a point is within the noise of --eval-limit
+    # examples, not of a paired comparison on every criterion)
+    for stage, model in [*trained, ("base", base)]:
+        for split, name in SPLITS.items():
+            table(stage, model, split, name)
+    if len(trained) == 2:
+        for stage, model in trained:
+            table(stage, model, "test", "test.jsonl", key="whole_test", limit=0)
+    # 5. the audit's loop: the SFT judge continued on the train split alone and with the negatives (same steps and
+    # rate: only the data differ), and the held-out master keys each judge pays
+    audit = data / "audit_test_held_out_keys.jsonl"
+    if clock.allows("master keys (SFT)", result):
+        result["master_key_fp"]["before"] = _master_key_fp(str(sft), audit, args, root / "audit-before")
+        result["master_key_fp"]["before"]["criterion_level"] = (
+            result["tables"].get("SFT|test", {}).get("Criterion-level")
+        )
+        save(result)
+    for arm, (folder, train_file) in loop.items():
+        if not clock.allows(f"master keys ({_ARM_NAMES[arm]})", result):
+            continue
         # (always trained again: the negatives' file is rebuilt with the data, under the same name)
         _run(["train", "sft", *sft_recipe, "--model_name_or_path", str(sft), "--train_file", str(train_file),
               "--output_dir", str(folder), "--max_steps", str(args.loop_steps), "--learning_rate", str(args.loop_lr),
               "--warmup_steps", "0", "--logging_steps", "10", "--save_strategy", "no"])  # fmt: skip
-    tables = {(stage, split): _table(str(model), data / name, args, root / f"{stage}-{name}.eval.json")
-              for stage, model in zip(STAGES, (base, sft, rlvr), strict=True)
-              for split, name in SPLITS.items()}  # fmt: skip
-    # RLVR against its own start on the whole test split, example by example: a gain of a point is within the noise of
-    # --eval-limit examples, not of a paired comparison on every criterion
-    whole = {stage: _table(str(model), data / "test.jsonl", args, root / f"{stage}-test-whole.eval.json", 0)
-             for stage, model in (("SFT", sft), ("RLVR", rlvr))}  # fmt: skip
-    curve = []
-    for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
-        table = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
-        curve.append((int(checkpoint.name.split("-")[1]), table["Criterion-level"]))
-    audit = data / "audit_test_held_out_keys.jsonl"
-    judges = {"before": sft, **{arm: folder for arm, (folder, _) in loop.items()}}
-    keys = {arm: _master_key_fp(str(model), audit, args, root / f"audit-{arm}") for arm, model in judges.items()}
-    for arm, (folder, _) in loop.items():  # what the loop costs in accuracy on the held-out inputs
-        keys[arm]["criterion_level"] = _table(str(folder), data / "test.jsonl", args,
-                                              root / f"{arm}-test.eval.json")["Criterion-level"]  # fmt: skip
-    keys["before"]["criterion_level"] = tables[("SFT", "test")]["Criterion-level"]
-    return {
-        "tables": {f"{stage}|{split}": table for (stage, split), table in tables.items()},
-        "curve": curve,
-        "sft_loss": [(e["step"], e["loss"]) for e in _history(sft) if "loss" in e],
-        "rlvr_rewards": [
-            (e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in _history(rlvr) if "loss" in e
-        ],  # fmt: skip
-        "rlvr_no_spread": [(e["step"], e.get(NO_SPREAD)) for e in _history(rlvr) if "loss" in e],
-        "rlvr_prompts": picked,
-        "whole_test": whole,
-        "master_key_fp": keys,
-        "negatives": json.loads((data / "negatives.json").read_text()),
-        "seconds_per_step": {"SFT": _seconds_per_step(sft), "RLVR": _seconds_per_step(rlvr)},
-    }
-
-
-def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """One seed's results: read back from ``seed-N.json`` in ``--results`` when a run with the same settings finished
-    it (a study cut short goes on where it stopped), run and saved otherwise."""
-    settings = {k: v for k, v in vars(args).items() if k not in ("seeds", "out", "results", "quick")}
-    path = Path(args.results) / f"seed-{seed}.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if saved["settings"] == settings:
-            print(f"seed {seed}: kept from {path}")
-            return saved["result"]
-    result = _seed(seed, data, args, out)
-    path.write_text(json.dumps({"settings": settings, "result": result}, indent=1))
+        keys = _master_key_fp(str(folder), audit, args, root / f"audit-{arm}")
+        keys["criterion_level"] = _table(str(folder), data / "test.jsonl", args,
+                                         root / f"{arm}-test.eval.json")["Criterion-level"]  # fmt: skip
+        result["master_key_fp"][arm] = keys
+        save(result)
     return result
+
+
+#: What a run's settings may differ in and still share its seeds' figures (where they go, how they are scheduled).
+_NOT_SETTINGS = ("seeds", "out", "results", "quick", "jobs", "budget_s", "deadline", "seed_only")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+
+
+def _saved_seed(seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
+    """``{"result", "complete"}`` of ``seed`` from ``seed-N.json`` in ``--results``, when it was run with these
+    settings; else None."""
+    path = Path(args.results) / f"seed-{seed}.json"
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    return saved if saved["settings"] == _settings(args) else None
+
+
+def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clock) -> dict[str, Any]:
+    """One seed's results: read back from ``seed-N.json`` in ``--results`` when a run with the same settings finished
+    it (a study cut short goes on where it stopped), run otherwise (saved after every step)."""
+    saved = _saved_seed(seed, args)
+    if saved is not None and saved.get("complete", True):
+        print(f"seed {seed}: kept from {Path(args.results) / f'seed-{seed}.json'}")
+        return saved["result"]
+    path = Path(args.results) / f"seed-{seed}.json"
+
+    def save(result: dict[str, Any], complete: bool = False) -> None:
+        record = {"settings": _settings(args), "complete": complete, "result": result}
+        path.write_text(json.dumps(record, indent=1))
+
+    result = _seed(seed, data, args, out, clock, save)
+    save(result, complete=not result["skipped"])
+    return result
+
+
+def _seeds_side_by_side(args: argparse.Namespace, deadline: float | None) -> dict[int, dict[str, Any]]:
+    """Every seed in a process of its own, ``--jobs`` at a time, on the one device; the report rewritten from their
+    ``seed-N.json`` as they go. Returns each seed's result (as far as it got)."""
+    argv = [a for a in sys.argv[1:]]
+    pending, running, results = list(args.seeds), {}, {}
+    threads = max(1, (os.cpu_count() or 2) // args.jobs)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+    logs = Path(args.results)
+    # a stop from outside (a time limit's SIGTERM) ends the seeds' processes too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                seed = pending.pop(0)
+                command = [sys.executable, str(Path(__file__).resolve()), *argv, "--seeds", str(seed), "--jobs", "1",
+                           "--seed-only", "--results", str(args.results)]  # fmt: skip
+                if deadline is not None:
+                    command += ["--deadline", str(deadline)]
+                log = open(logs / f"seed-{seed}.log", "w")  # noqa: SIM115 (closed when the process ends)
+                running[seed] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log)
+            time.sleep(5)
+            for seed, (process, log) in list(running.items()):
+                if process.poll() is not None:
+                    log.close()
+                    del running[seed]
+                    print(f"seed {seed}: process ended with exit code {process.returncode}", flush=True)
+            for seed in args.seeds:
+                saved = _saved_seed(seed, args)
+                if saved is not None:
+                    results[seed] = saved["result"]
+            if results:
+                _write(dict(sorted(results.items())), args)
+    finally:  # stopped (an error, ^C): no seed's process outlives the study
+        for process, log in running.values():
+            process.terminate()
+            process.wait()
+            log.close()
+    return dict(sorted(results.items()))
 
 
 def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
@@ -263,7 +401,8 @@ def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
     out = Path(args.results)
     report = _report(results, args)
     (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
-    (out / "judge_learning.json").write_text(json.dumps({"settings": vars(args), "results": results}, indent=1))
+    record = {"settings": vars(args), "results": results}
+    (out / "judge_learning.json").write_text(json.dumps(record, indent=1, default=str))
     _figure(results, out / "judge_learning.png")
     return report
 
@@ -292,11 +431,13 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         head = "| measure | " + " | ".join(STAGES) + " |"
         lines += [f"**{split}**", "", head, "|---" + "|---:" * len(STAGES) + "|"]
         for measure in MEASURES:
-            cells = [_cell([r["tables"][f"{stage}|{split}"][measure] for r in results.values()]) for stage in STAGES]
+            cells = [_cell([r["tables"].get(f"{stage}|{split}", {}).get(measure) for r in results.values()])
+                     for stage in STAGES]  # fmt: skip
             lines.append(f"| {measure} | " + " | ".join(cells) + " |")
         lines.append("")
     negatives = next(iter(results.values()))["negatives"]  # the data, so the same for every seed
-    responses = next(iter(results.values()))["master_key_fp"]["before"]["responses"]
+    responses = next((r["master_key_fp"]["before"]["responses"] for r in results.values()
+                      if "before" in r["master_key_fp"]), "n/a")  # fmt: skip
     lines += [f"Master keys held out of the negatives ({', '.join(args.held_out_keys)}; {responses} responses per "
               "judge): responses paid (any undeserved credit), criteria not judged (all seeds), criterion-level on "
               f"the test split; the SFT judge, then continued {args.loop_steps} steps at {args.loop_lr:g} on the "
@@ -305,19 +446,22 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
               "",
               "| judge | paid | not judged | criterion-level |", "|---|---:|---:|---:|"]  # fmt: skip
     for arm in ARMS:
-        rows = [r["master_key_fp"][arm] for r in results.values()]
+        rows = [r["master_key_fp"][arm] for r in results.values() if arm in r["master_key_fp"]]
         lines.append(f"| {_ARM_NAMES[arm]} | {_cell([row['percent'] for row in rows])} | "
-                     f"{sum(row['failed_criteria'] for row in rows)} | "
+                     f"{sum(row['failed_criteria'] for row in rows) if rows else 'n/a'} | "
                      f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
     lines.append("")
     for stage in ("SFT", "RLVR"):
-        lines.append(f"{stage}: {_cell([r['seconds_per_step'][stage] for r in results.values()])} s/step")
-    no_spread = [_spread([100 * v for _, v in r["rlvr_no_spread"] if v is not None])[0] for r in results.values()]
+        lines.append(f"{stage}: {_cell([r['seconds_per_step'].get(stage) for r in results.values()])} s/step")
+    no_spread = [_spread([100 * v for _, v in r.get("rlvr_no_spread", []) if v is not None])[0]
+                 for r in results.values()]  # fmt: skip
     lines.append(
         f"RLVR groups whose samples all got the same reward (no gradient), mean over steps: {_cell(no_spread)}"
     )
-    picked = [r["rlvr_prompts"] for r in results.values()]
-    if args.rlvr_prompts == "hard":
+    picked = [r["rlvr_prompts"] for r in results.values() if "rlvr_prompts" in r]
+    if not picked:
+        lines.append("RLVR prompts: no seed reached RLVR")
+    elif args.rlvr_prompts == "hard":
         lines.append(
             "RLVR prompts: the train examples the SFT judge got wrong, per seed: "
             + ", ".join(
@@ -330,6 +474,9 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
               "| seed | criterion-level SFT | RLVR | RLVR - SFT | sample-level SFT | RLVR | RLVR - SFT |",
               "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for seed, result in results.items():
+        if _gain(result) is None:
+            lines.append(f"| {seed} | not measured | | | | | |")
+            continue
         cells = []
         for measure in ("Criterion-level", "Sample-level"):
             sft, rlvr = (result["whole_test"][stage][measure] for stage in ("SFT", "RLVR"))
@@ -337,12 +484,19 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         lines.append(f"| {seed} | " + " | ".join(cells) + " |")
     gains = [_gain(r) for r in results.values()]
     lines.append(f"| mean ± spread | | | {_cell(gains)} | | | |")
+    skipped = {seed: r["skipped"] for seed, r in results.items() if r.get("skipped")}
+    if skipped:
+        lines += ["", "Skipped for the budget: " + "; ".join(f"seed {seed}: {', '.join(steps)}"
+                                                             for seed, steps in skipped.items())]  # fmt: skip
     return "\n".join(lines)
 
 
-def _gain(result: dict[str, Any], measure: str = "Criterion-level") -> float:
-    """RLVR's points over its SFT start on the whole test split."""
-    return result["whole_test"]["RLVR"][measure] - result["whole_test"]["SFT"][measure]
+def _gain(result: dict[str, Any], measure: str = "Criterion-level") -> float | None:
+    """RLVR's points over its SFT start on the whole test split (None where either was not measured)."""
+    whole = result.get("whole_test", {})
+    if "RLVR" not in whole or "SFT" not in whole:
+        return None
+    return whole["RLVR"][measure] - whole["SFT"][measure]
 
 
 def _running_mean(values: list[float | None], window: int) -> list[float]:
@@ -362,7 +516,12 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
     figure, (loss, rewards, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     window = 1
     for seed, result in results.items():
-        loss.plot(*zip(*result["sft_loss"], strict=True), label=f"seed {seed}")
+        if result.get("sft_loss"):
+            loss.plot(*zip(*result["sft_loss"], strict=True), label=f"seed {seed}")
+        if not result.get("rlvr_rewards"):
+            if result["curve"]:
+                accuracy.plot(*zip(*result["curve"], strict=True), marker="o", label=f"seed {seed}")
+            continue
         steps = [s for s, _, _ in result["rlvr_rewards"]]
         # a step's batch is a few prompts, so its mean swings from 0 to 1: a running mean shows the trend
         window = max(1, len(steps) // 12)
@@ -380,7 +539,8 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
                         (accuracy, "criterion-level accuracy, test split (%)")):  # fmt: skip
         axes.set_title(title)
         axes.set_xlabel("step")
-        axes.legend(fontsize=7)
+        if axes.get_legend_handles_labels()[0]:  # a step the budget skipped drew nothing
+            axes.legend(fontsize=7)
     save(figure, path)
 
 
@@ -405,7 +565,21 @@ def main() -> int:
                         help="inputs each master key is tried on in the train and the test audit (2 2)")  # fmt: skip
     parser.add_argument("--hidden-size", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4, help="query heads, each hidden-size / heads wide (4)")
+    parser.add_argument("--kv-heads", type=int, default=2, help="key-value heads (2)")
+    parser.add_argument("--intermediate-size", type=int, default=0, help="the MLP's width (0: twice --hidden-size)")
+    parser.add_argument("--sft-config", type=Path, default=_ROOT / "recipes" / "sft_tiny_cpu.yaml",
+                        help="the SFT recipe (and the audit loop's); default: the tiny CPU one")  # fmt: skip
+    parser.add_argument("--rlvr-config", type=Path, default=_ROOT / "recipes" / "rlvr_tiny_cpu.yaml",
+                        help="the RLVR recipe; default: the tiny CPU one")  # fmt: skip
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--eval-batch", type=int, default=16,
+                        help="prompts an evaluation decodes together (16; more on a GPU)")  # fmt: skip
+    parser.add_argument("--budget-s", type=float, default=0,
+                        help="start no step after this many s (0: no budget); what is skipped is named")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run side by side, a process each (1)")
+    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)  # a seed's process: the study's deadline
+    parser.add_argument("--seed-only", action="store_true", help=argparse.SUPPRESS)  # a seed's process: no report
     parser.add_argument("--curve-points", type=int, default=10, help="SFT checkpoints on the learning curve (10)")
     parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
     parser.add_argument(
@@ -423,23 +597,40 @@ def main() -> int:
     if args.quick:
         args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
         args.loop_steps, args.master_key_inputs = 4, [1, 1]
+    for recipe in (args.sft_config, args.rlvr_config):
+        if not recipe.is_file():
+            parser.error(f"no recipe at {recipe}")
     out = Path(args.out)
     args.results = args.results or args.out
     for folder in (out, Path(args.results)):
         folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    deadline = args.deadline or (time.time() + args.budget_s if args.budget_s else None)
     data = _data(args, out)
+    clock = Clock(deadline)
+    if args.seed_only:
+        for seed in args.seeds:
+            _kept_seed(seed, data, args, out, clock)
+        return 0
     results: dict[int, dict[str, Any]] = {}
-    for seed in args.seeds:
-        results[seed] = _kept_seed(seed, data, args, out)
-        report = _write(results, args)  # after every seed: a study cut short keeps the seeds it finished
+    if args.jobs > 1:
+        results = _seeds_side_by_side(args, deadline)
+        if not results:
+            print("judge_learning: no seed finished a step (see seed-N.log in --results)", file=sys.stderr)
+            return 1
+    else:
+        for seed in args.seeds:
+            results[seed] = _kept_seed(seed, data, args, out, clock)
+            _write(results, args)  # after every seed: a study cut short keeps the seeds it finished
+    report = _write(results, args)
     print(report)
 
     def mean(key: str, stage: str, split: str = "test") -> str:
-        value = _spread([r["tables"][f"{stage}|{split}"][key] for r in results.values()])[0]
+        value = _spread([r["tables"].get(f"{stage}|{split}", {}).get(key) for r in results.values()])[0]
         return "n/a" if value is None else f"{value:.1f}%"
 
-    fp = {arm: _spread([r["master_key_fp"][arm]["percent"] for r in results.values()])[0] for arm in ARMS}
+    fp = {arm: _spread([r["master_key_fp"].get(arm, {}).get("percent") for r in results.values()])[0]
+          for arm in ARMS}  # fmt: skip
     shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
     print(f"summary: criterion-level on held-out inputs base {mean('Criterion-level', 'base')} -> SFT "
           f"{mean('Criterion-level', 'SFT')} -> RLVR {mean('Criterion-level', 'RLVR')} (held-out families: SFT "

@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
 # Every GPU check in one command, on a bare GPU machine: the gpu-marked tests and the GPU benchmark, with one summary.
 #
-#   bash benchmarks/gpu/run.sh [--wheels DIR] [--out DIR] [--cpu]
+#   bash benchmarks/gpu/run.sh [--wheels DIR] [--out DIR] [--cpu] [--tests-timeout S] [--budget-s S] [-- BENCH_ARGS]
 #
 # It runs with the machine's own python, torch and CUDA (torch is never reinstalled). What the image lacks comes from
 # a folder of wheels that benchmarks/gpu/fetch_wheels.sh downloads beforehand on a networked machine (default:
 # benchmarks/gpu/wheels; installed into a folder of its own, without dependencies, and put first on PYTHONPATH).
 # --cpu is the dry run: the same tests on the CPU (GENRM_GPU_TESTS_ON=cpu) and the benchmark's --dry-run.
-# Writes DIR/tests.log, DIR/benchmark.log, DIR/benchmark.json and DIR/summary.md (default DIR: runs/gpu); exits
-# non-zero when a test or the benchmark failed.
+# On a lent machine whose time is counted: --tests-timeout stops the tests after S seconds (default 300), and
+# --budget-s has the benchmark start no measurement after S seconds (default: none), reporting what it measured.
+# What follows -- goes to benchmarks/gpu_judge.py as it is (--max-tokens 128, --shapes qwen3-0.6b, ...).
+# Writes DIR/tests.log, DIR/benchmark.log, DIR/benchmark.json (rewritten after every row) and DIR/summary.md
+# (default DIR: runs/gpu); exits non-zero when a test or the benchmark failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 wheels=benchmarks/gpu/wheels
 out=runs/gpu
 cpu=0
+tests_timeout=300
+budget=0
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --wheels) wheels="$2"; shift ;;
     --out) out="$2"; shift ;;
     --cpu) cpu=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --tests-timeout) tests_timeout="$2"; shift ;;
+    --budget-s) budget="$2"; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -56,9 +65,11 @@ else
   bench_args=()
 fi
 
-"$py" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tee "$out/tests.log"
+timeout "$tests_timeout" "$py" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tee "$out/tests.log"
 tests_rc=${PIPESTATUS[0]}
-PYTHONUNBUFFERED=1 "$py" benchmarks/gpu_judge.py "${bench_args[@]}" --json "$out/benchmark.json" 2>&1 \
+[ "$tests_rc" = 124 ] && echo "run.sh: the tests were stopped after $tests_timeout s" | tee -a "$out/tests.log"
+PYTHONUNBUFFERED=1 "$py" benchmarks/gpu_judge.py "${bench_args[@]}" --budget-s "$budget" --json "$out/benchmark.json" \
+  "${extra[@]}" 2>&1 \
   | tee "$out/benchmark.log"
 bench_rc=${PIPESTATUS[0]}
 
@@ -73,7 +84,7 @@ bench_rc=${PIPESTATUS[0]}
   "$py" -c "import torch, transformers, trl; print(f'torch {torch.__version__}, CUDA {torch.version.cuda}, ' \
 f'transformers {transformers.__version__}, trl {trl.__version__}')"
   echo
-  echo "tests (exit $tests_rc): $(grep -E '(passed|failed|error)' "$out/tests.log" | tail -n 1)"
+  echo "tests (exit $tests_rc): $(grep -E '(passed|failed|error|stopped)' "$out/tests.log" | tail -n 1)"
   echo
   echo "benchmark (exit $bench_rc):"
   echo

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
-from genrm.cli.data import answer_format_option, judge_backend_options, judge_from_args
+from genrm.cli.data import answer_format_option, concurrency_option, judge_backend_options, judge_from_args
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir, output_file
 
@@ -140,7 +140,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
                            args.worst, skipped, progress=not args.quiet,
-                           answer_format=args.answer_format or DEFAULT_SCORING_FORMAT)  # fmt: skip
+                           answer_format=args.answer_format or DEFAULT_SCORING_FORMAT,
+                           concurrency=args.concurrency)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1
@@ -281,6 +282,7 @@ def register(sub: Any) -> None:
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
     run.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
+    concurrency_option(run)
     _response_audit_options(run)
     run.set_defaults(handler=_cmd_run)
 

@@ -27,6 +27,7 @@ from genrm.choices import (
     SYNTHETIC_FAMILIES,
 )
 from genrm.cli.lists import ListValues
+from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
@@ -199,6 +200,7 @@ def judge_from_args(
     options = EngineOptions(
         SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
         device=args.device, image_dir=input_folder(data_file), image_budget=args.judge_image_pixels or None,
+        max_batch_size=args.max_batch_size,
     )  # fmt: skip
     spec = judge_spec_from_args(args)
     if method is not None:
@@ -228,7 +230,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 2
     try:
         report, checks = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
-                                  progress=not args.quiet, answer_format=args.answer_format)  # fmt: skip
+                                  progress=not args.quiet, answer_format=args.answer_format,
+                                  concurrency=args.concurrency)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())
@@ -484,6 +487,14 @@ def _pixels(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--judge-image-pixels must be ")) from None
 
 
+def concurrency_option(parser: argparse.ArgumentParser) -> None:
+    """``--concurrency N``: the example groups judged at once (their requests share the judge's batches)."""
+    from genrm.evaluation import DEFAULT_CONCURRENCY
+
+    parser.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
+                        help=f"inputs judged at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
+
+
 def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     """The options that name a judge: ``--judge SPEC``, or ``--backend`` and what it needs (read by
     :func:`judge_from_args`)."""
@@ -503,6 +514,9 @@ def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
     parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
+    parser.add_argument("--max-batch-size", type=positive_int, default=16, metavar="N",
+                        help="most prompts decoded together by a judge in process (transformers; default: 16; "
+                        "raise it on a GPU)")  # fmt: skip
     parser.add_argument(
         "--judge-image-pixels", type=_pixels, default=DEFAULT_IMAGE_BUDGET, metavar="PIXELS",
         help=f"most pixels of an image the judge is shown: larger ones are scaled down to it (default: "
@@ -660,6 +674,7 @@ def register(sub: Any) -> None:
     answer_format_option(evaluation)
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
+    concurrency_option(evaluation)
     evaluation.add_argument("--json", metavar="OUT", type=output_file, help="also write the table as JSON")
     evaluation.add_argument("--answers", metavar="OUT.jsonl", type=output_file,
                             help="also write what was right in each answer, one line per example")  # fmt: skip

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from genrm import __version__
 from genrm.cli.lists import ListValues
+from genrm.cli.numbers import positive_int, share
 from genrm.cli.paths import input_file, output_dir, output_file
 
 #: One representative pair of calls per verifier (rubric side, scoring side), run by ``genrm verify --examples``.
@@ -93,17 +94,6 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
     return 0
 
 
-def share(text: str) -> float:
-    """A share in [0, 1] given on the command line; raises ArgumentTypeError otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text}")
-    return value
-
-
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
@@ -146,9 +136,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
     from genrm.training.tiny_model import TinyModelConfig, save_tiny_judge, save_tiny_vlm_judge
 
+    if args.hidden_size % args.heads or args.heads % args.kv_heads:
+        print(f"genrm tiny-model: error: --hidden-size {args.hidden_size} must be a multiple of --heads {args.heads}, "
+              f"and --heads of --kv-heads {args.kv_heads}", file=sys.stderr)  # fmt: skip
+        return 2
     config = TinyModelConfig(
-        vocab_size=args.vocab_size, hidden_size=args.hidden_size, intermediate_size=2 * args.hidden_size,
-        num_hidden_layers=args.layers, seed=args.seed,
+        vocab_size=args.vocab_size, hidden_size=args.hidden_size,
+        intermediate_size=args.intermediate_size or 2 * args.hidden_size, num_hidden_layers=args.layers,
+        num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, seed=args.seed,
     )  # fmt: skip
     out = (save_tiny_vlm_judge if args.vision else save_tiny_judge)(args.output, config)
     print(f"saved a tiny {'vision-language ' if args.vision else ''}judge (untrained) to {out}")
@@ -231,7 +226,17 @@ def make_parser() -> argparse.ArgumentParser:
     defaults = TinyModelConfig()
     tiny.add_argument("--vocab-size", type=int, default=defaults.vocab_size, help="tokenizer vocabulary (%(default)s)")
     tiny.add_argument("--hidden-size", type=int, default=defaults.hidden_size, help="model width (%(default)s)")
-    tiny.add_argument("--layers", type=int, default=defaults.num_hidden_layers, help="decoder layers (%(default)s)")
+    tiny.add_argument("--layers", type=positive_int, default=defaults.num_hidden_layers,
+                      help="decoder layers (%(default)s)")  # fmt: skip
+    tiny.add_argument("--heads", type=positive_int, default=defaults.num_attention_heads,
+                      help="query heads, each hidden-size / heads wide (%(default)s)")  # fmt: skip
+    tiny.add_argument("--kv-heads", type=positive_int, default=defaults.num_key_value_heads,
+                      help="key-value heads, a divisor of --heads (%(default)s)")  # fmt: skip
+    tiny.add_argument(
+        "--intermediate-size",
+        type=positive_int,
+        help="the MLP's width (default: twice --hidden-size; Qwen3's own models use three times)",
+    )
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
     tiny.add_argument("--vision", action="store_true",
                       help="a vision-language judge (LLaVA layout: a tiny CLIP encoder before the decoder), which the "

@@ -35,6 +35,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
+from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
 from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.evaluation.reliability import check_answer, judge_examples
@@ -253,6 +254,7 @@ def audit_setting(
     worst: int = 10,
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> SettingResult:
     """Judge every example of the audit set under ``setting`` and measure accuracy and false positives.
 
@@ -265,13 +267,14 @@ def audit_setting(
         worst: how many of the worst false positives to keep.
         progress: show a progress bar.
         answer_format: the version of the answer format the judge is asked for.
+        concurrency: inputs judged at once (>= 1).
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r:.40}; valid: {', '.join(SETTINGS)}")
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"the false-positive margin must be in [0, 1), got {margin}")
     exposure = SETTINGS[setting]
-    answers = judge_examples(judge, examples, exposure, progress, answer_format)
+    answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
     regular_checks, by_category = [], {name: [] for name in ABNORMAL}
     by_attack: dict[str, list[list[CriterionAudit]]] = {name: [] for name in ATTACKS}
     by_key: dict[str, list[list[CriterionAudit]]] = {name: [] for name in MASTER_KEYS}
@@ -327,12 +330,14 @@ def run_audit(
     skipped: dict[str, str] | None = None,
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> AuditReport:
-    """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`), asking for ``answer_format``;
-    ``skipped`` says why some settings were left out (a text-only backend cannot show the image)."""
+    """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`), asking for ``answer_format``,
+    ``concurrency`` inputs at once; ``skipped`` says why some settings were left out (a text-only backend cannot show
+    the image)."""
     abnormal = {name: sum(e.category == name for e in examples) for name in (*ABNORMAL, MASTER_KEY)}
-    results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress, answer_format)
-               for s in settings]  # fmt: skip
+    results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress, answer_format,
+                             concurrency) for s in settings]  # fmt: skip
     return AuditReport(
         judge=judge.name, regular_responses=sum(e.category == "regular" for e in examples),
         abnormal_responses=abnormal, margin=margin, settings=results, skipped=dict(skipped or {}),

@@ -18,6 +18,7 @@ A failed form counts against every finer measure of the same answer: an unreadab
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pydantic import BaseModel
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
+from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.answers import AnswerLine
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
@@ -162,29 +164,46 @@ def judge_examples(
     exposure: Exposure = "minimal",
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> list[ParsedJudgement]:
     """Judge every example with ``judge`` under ``exposure``, asking for ``answer_format``; the parsed answers, in
     the order of ``examples``.
 
     Examples of the same input are judged as one group (one request, a shared prompt prefix); the image is shown only
-    under the ``vlm`` exposure.
+    under the ``vlm`` exposure. Up to ``concurrency`` groups (>= 1) are judged at once, so that a judge in process
+    decodes them in one batch and a served one has them in flight together.
     """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     from tqdm import tqdm
 
     groups: dict[str, list[int]] = {}
     for index, example in enumerate(examples):
         groups.setdefault(example.input_id, []).append(index)
-    answers: list[ParsedJudgement | None] = [None] * len(examples)
     bar = tqdm(total=len(examples), unit="answer", desc=f"judging ({judge.name}, {exposure})", disable=not progress)
-    for indices in groups.values():
-        first = examples[indices[0]]
-        image = first.image if exposure == "vlm" else None
-        request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
-                               exposure, answer_format)  # fmt: skip
-        for index, parsed in zip(indices, run_blocking(judge.judge_group(request)), strict=True):
-            answers[index] = parsed
-        bar.update(len(indices))
-    bar.close()
+
+    async def judge_all() -> list[list[ParsedJudgement]]:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(indices: list[int]) -> list[ParsedJudgement]:
+            first = examples[indices[0]]
+            image = first.image if exposure == "vlm" else None
+            request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
+                                   exposure, answer_format)  # fmt: skip
+            async with gate:
+                parsed = await judge.judge_group(request)
+            bar.update(len(indices))
+            return parsed
+
+        return list(await asyncio.gather(*(one(indices) for indices in groups.values())))
+
+    answers: list[ParsedJudgement | None] = [None] * len(examples)
+    try:
+        for indices, parsed in zip(groups.values(), run_blocking(judge_all()), strict=True):
+            for index, answer in zip(indices, parsed, strict=True):
+                answers[index] = answer
+    finally:
+        bar.close()
     return [a if a is not None else ParsedJudgement("backend_error", "no answer") for a in answers]
 
 
@@ -195,13 +214,14 @@ def evaluate(
     argument_threshold: float = 0.9,
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> tuple[ReliabilityReport, list[AnswerCheck]]:
-    """Judge every example with ``judge`` (:func:`judge_examples`, asking for ``answer_format``) and build the
-    reliability table.
+    """Judge every example with ``judge`` (:func:`judge_examples`, asking for ``answer_format``, ``concurrency``
+    groups at once) and build the reliability table.
 
     Returns the report and the per-answer checks, in the order of ``examples``.
     """
-    answers = judge_examples(judge, examples, exposure, progress, answer_format)
+    answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
     checks = [check_answer(parsed, example, argument_threshold) for parsed, example in zip(answers, examples,
                                                                                            strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks

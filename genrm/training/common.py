@@ -34,6 +34,11 @@ class JudgeDataArguments:
         default=False,
         metadata={"help": "when model_name_or_path does not exist, save the untrained tiny judge there first"},
     )
+    tiny_model_shape: str = field(
+        default="{}",
+        metadata={"help": "the shape of the model build_tiny_model saves, as a JSON object of TinyModelConfig fields, "
+                  'e.g. {"hidden_size": 768, "num_hidden_layers": 12} (default: the tiny judge\'s)'},
+    )  # fmt: skip
     merge_lora: bool = field(
         default=True, metadata={"help": "with LoRA, save the merged model (adapter in adapter/) so servers load it"}
     )
@@ -88,10 +93,30 @@ def ensure_base_model(path: str | None, data: JudgeDataArguments) -> str:
     if data.build_tiny_model and not Path(path).exists():
         from genrm.training.tiny_model import save_tiny_judge, save_tiny_vlm_judge
 
+        config = tiny_model_config(data.tiny_model_shape)
         vision = data.shows_images()
         logger.info("saving the untrained tiny %sjudge to %s", "vision-language " if vision else "", path)
-        (save_tiny_vlm_judge if vision else save_tiny_judge)(path)
+        (save_tiny_vlm_judge if vision else save_tiny_judge)(path, config)
     return path
+
+
+def tiny_model_config(shape: str) -> Any:
+    """The :class:`~genrm.training.tiny_model.TinyModelConfig` of a recipe's ``tiny_model_shape`` (a JSON object of
+    its fields; the MLP twice the width unless given); ValueError names a field that is not one of them."""
+    import dataclasses
+
+    from genrm.training.tiny_model import TinyModelConfig
+
+    try:
+        fields = json.loads(shape)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"tiny_model_shape is not a JSON object: {exc}") from None
+    known = {f.name for f in dataclasses.fields(TinyModelConfig)}
+    if not isinstance(fields, dict) or set(fields) - known:
+        raise ValueError(f"tiny_model_shape takes a JSON object of {', '.join(sorted(known))}; got {shape:.200}")
+    if "hidden_size" in fields and "intermediate_size" not in fields:
+        fields["intermediate_size"] = 2 * fields["hidden_size"]
+    return TinyModelConfig(**fields)
 
 
 def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code: bool = False) -> Any:
