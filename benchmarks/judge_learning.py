@@ -170,6 +170,11 @@ def _history(run: Path) -> list[dict[str, Any]]:
     return json.loads((run / "log_history.json").read_text())
 
 
+def _steps(run: Path) -> int:
+    """The steps a run made (fewer than asked for when its time share ran out)."""
+    return max((e.get("step", 0) for e in _history(run)), default=0)
+
+
 def _seconds_per_step(run: Path) -> float:
     history = _history(run)
     final = next(e for e in reversed(history) if "train_runtime" in e)
@@ -222,6 +227,13 @@ class Clock:
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
 
+    def share(self, fraction: float) -> list[str]:
+        """``genrm train`` flags that stop a training run after ``fraction`` (0-1) of the time left (none without a
+        deadline): a run started before the deadline must not spend the rest of the study's time."""
+        if self.deadline is None:
+            return []
+        return ["--stop_after_s", f"{max(1.0, fraction * (self.deadline - time.time())):.0f}"]
+
     def allows(self, step: str, result: dict[str, Any]) -> bool:
         """Whether ``step`` may start now; named in ``result["skipped"]`` when it may not."""
         if self.deadline is not None and time.time() >= self.deadline:
@@ -264,9 +276,10 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
             "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
             "--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", "100",
-            "--save_only_model", "true"], sft, data / "train.jsonl")  # fmt: skip
+            "--save_only_model", "true", *clock.share(0.4)], sft, data / "train.jsonl")  # fmt: skip
     result["sft_loss"] = [(e["step"], e["loss"]) for e in _history(sft) if "loss" in e]
     result["seconds_per_step"]["SFT"] = _seconds_per_step(sft)
+    result["steps_done"] = {"SFT": _steps(sft)}
     save(result)
     # 2. the curve: each checkpoint's criterion-level accuracy on the test split
     for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
@@ -279,12 +292,13 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
         prompts, result["rlvr_prompts"] = _rlvr_prompts(sft, data, args, root)
         _train(["train", "rlvr", "--config", str(args.rlvr_config), "--model_name_or_path", str(sft), "--train_file",
                 str(prompts), "--output_dir", str(rlvr), "--max_steps", str(args.rlvr_steps), "--learning_rate",
-                str(args.rlvr_lr), "--logging_steps", "2", "--save_strategy", "no", *flags], rlvr,
+                str(args.rlvr_lr), "--logging_steps", "2", "--save_strategy", "no", *flags, *clock.share(0.4)], rlvr,
                prompts)  # fmt: skip
         logged = [e for e in _history(rlvr) if "loss" in e]
         result["rlvr_rewards"] = [(e["step"], e.get(FORMAT_REWARD), e.get(CONTENT_REWARD)) for e in logged]
         result["rlvr_no_spread"] = [(e["step"], e.get(NO_SPREAD)) for e in logged]
         result["seconds_per_step"]["RLVR"] = _seconds_per_step(rlvr)
+        result["steps_done"]["RLVR"] = _steps(rlvr)
         save(result)
     trained = [("SFT", sft)] + ([("RLVR", rlvr)] if "rlvr_prompts" in result else [])
     # 4. the tables: SFT and RLVR first (what was learned), base after (what it started from); then RLVR against its
@@ -311,7 +325,7 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
         # (always trained again: the negatives' file is rebuilt with the data, under the same name)
         _run(["train", "sft", *sft_recipe, "--model_name_or_path", str(sft), "--train_file", str(train_file),
               "--output_dir", str(folder), "--max_steps", str(args.loop_steps), "--learning_rate", str(args.loop_lr),
-              "--warmup_steps", "0", "--logging_steps", "10", "--save_strategy", "no"])  # fmt: skip
+              "--warmup_steps", "0", "--logging_steps", "10", "--save_strategy", "no", *clock.share(0.3)])  # fmt: skip
         keys = _master_key_fp(str(folder), audit, args, root / f"audit-{arm}")
         keys["criterion_level"] = _table(str(folder), data / "test.jsonl", args,
                                          root / f"{arm}-test.eval.json")["Criterion-level"]  # fmt: skip
@@ -452,7 +466,9 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
                      f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
     lines.append("")
     for stage in ("SFT", "RLVR"):
-        lines.append(f"{stage}: {_cell([r['seconds_per_step'].get(stage) for r in results.values()])} s/step")
+        done = [str(r.get("steps_done", {}).get(stage, "none")) for r in results.values()]
+        lines.append(f"{stage}: {_cell([r['seconds_per_step'].get(stage) for r in results.values()])} s/step; steps "
+                     f"made per seed: {', '.join(done)}")  # fmt: skip
     no_spread = [_spread([100 * v for _, v in r.get("rlvr_no_spread", []) if v is not None])[0]
                  for r in results.values()]  # fmt: skip
     lines.append(

@@ -82,6 +82,30 @@ def test_lora_sft_saves_a_merged_judge_and_its_adapter(tmp_path, tiny_judge_dir)
     assert not (out / "training_curves.png").exists()
 
 
+def test_a_run_held_to_a_time_budget_stops_after_the_step_that_spends_it_and_saves(tmp_path, tiny_judge_dir,
+                                                                                  monkeypatch):  # fmt: skip
+    import trl
+
+    out = tmp_path / "sft"
+    step = trl.SFTTrainer.training_step
+    clock = {"now": 0.0}
+
+    def step_of_ten_seconds(self, *a, **k):  # the clock the budget reads moves 10 s a step
+        clock["now"] += 10.0
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(trl.SFTTrainer, "training_step", step_of_ten_seconds)
+    monkeypatch.setattr("time.monotonic", lambda: clock["now"])
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
+            "--output_dir", str(out), "--max_steps", "50", "--max_examples", "16", "--logging_steps", "1",
+            "--save_strategy", "no", "--plot", "false", "--stop_after_s", "25"]  # fmt: skip
+    assert main(args) == 0
+    logged = [e["step"] for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    assert logged == [1, 2, 3]  # 30 s at the end of step 3: the first step to reach 25
+    assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
+    assert main([*args[:-1], "0"]) == 2  # a budget of no time is refused
+
+
 def test_a_run_stopped_midway_keeps_its_checkpoint_says_so_and_resumes(tmp_path, tiny_judge_dir, monkeypatch, capsys):
     import trl
 

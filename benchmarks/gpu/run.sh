@@ -36,6 +36,10 @@ done
 py="${PYTHON:-python3}"
 "$py" -c "import torch" 2>/dev/null || { echo "run.sh: $py has no torch; this runs with the machine's own" >&2; exit 2; }
 mkdir -p "$out" || exit 2
+if [ "$cpu" = 0 ]; then  # before anything is installed: a machine without CUDA is refused at once
+  "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    || { echo "run.sh: torch sees no CUDA device (--cpu runs the dry run)" >&2; exit 2; }
+fi
 
 if ls "$wheels"/*.whl >/dev/null 2>&1; then
   site="$(mktemp -d)/site"
@@ -60,8 +64,6 @@ if [ "$cpu" = 1 ]; then
   export GENRM_GPU_TESTS_ON=cpu
   bench_args=(--dry-run)
 else
-  "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
-    || { echo "run.sh: torch sees no CUDA device (--cpu runs the dry run)" >&2; exit 2; }
   bench_args=()
 fi
 
@@ -89,7 +91,7 @@ f'transformers {transformers.__version__}, trl {trl.__version__}')"
   echo "benchmark (exit $bench_rc):"
   echo
   echo '```'
-  grep -E '^(shape|qwen3|tiny) ' "$out/benchmark.log"
+  grep -E '^(shape|qwen3-|tiny) ' "$out/benchmark.log"
   echo '```'
   echo
   grep -E '^summary:' "$out/benchmark.log"

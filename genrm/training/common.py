@@ -42,6 +42,11 @@ class JudgeDataArguments:
     merge_lora: bool = field(
         default=True, metadata={"help": "with LoRA, save the merged model (adapter in adapter/) so servers load it"}
     )
+    stop_after_s: float | None = field(
+        default=None,
+        metadata={"help": "stop after this many seconds of training, at the end of the step under way, and save the "
+                  "model as it is then (the steps done are in log_history.json); default: max_steps decides"},
+    )  # fmt: skip
     plot: bool = field(default=True, metadata={"help": "save training_curves.png next to the run"})
 
     def checked_exposure(self) -> Exposure:
@@ -232,13 +237,40 @@ def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
 
 def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[str], title: str) -> Path:
     """Run ``trainer``, save the model (:func:`save_judge`) and, when ``data.plot``, its curves; returns the output
-    dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's)."""
+    dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's), and
+    optionally ``stop_after_s`` (:func:`stop_after`)."""
+    seconds = getattr(data, "stop_after_s", None)
+    if seconds is not None:
+        trainer.add_callback(stop_after(seconds))
     trainer.train(resume_from_checkpoint=resume_point(trainer.args.resume_from_checkpoint, trainer.args.output_dir))
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
         plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)
     logger.info("saved the model to %s", out)
     return out
+
+
+def stop_after(seconds: float) -> Any:
+    """A ``transformers.TrainerCallback`` that ends training at the end of the first step that finishes ``seconds``
+    (> 0) or more after training began (a run held to a time budget keeps the steps it made)."""
+    import time
+
+    from transformers import TrainerCallback
+
+    if not seconds > 0:
+        raise ValueError(f"stop_after_s must be a positive number of seconds, got {seconds}")
+
+    class StopAfter(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.deadline = time.monotonic() + seconds
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.monotonic() >= self.deadline:
+                logger.info("stop_after_s: %g s of training reached at step %d; stopping", seconds, state.global_step)
+                control.should_training_stop = True
+            return control
+
+    return StopAfter()
 
 
 def records_dataset(
