@@ -25,6 +25,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from genrm.cli import main as genrm  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
 
 def _audit(audit: str, out: Path, backend: list[str], settings: list[str]) -> tuple[dict, float]:
@@ -79,7 +80,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.inputs:
         args.audit = _held_out_audit(args.inputs)
-    responses = sum(1 for line in Path(args.audit).read_text().splitlines() if line.strip())
+    responses = sum(1 for line in read_jsonl_lines(args.audit) if line.strip())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         judge = args.judge

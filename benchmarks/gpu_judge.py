@@ -38,6 +38,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from genrm.engine.types import ChatRequest, SamplingSettings  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
 EXAMPLES = _HERE.parent / "datasets" / "examples" / "reward_core.jsonl"
 G = 8  # responses per group, as a GRPO group
@@ -77,7 +78,7 @@ def requests(count: int, constrained: bool, tag: int) -> list[ChatRequest]:
     from genrm.methods.rubric.prompts import build_group_prompts
 
     out: list[ChatRequest] = []
-    for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
+    for line in read_jsonl_lines(EXAMPLES):
         instance = Instance.model_validate_json(line)
         plans = plan_rubric(instance.rubric, instance.task_type)
         schema = scoring_json_schema(plans) if constrained else None

@@ -71,6 +71,7 @@ sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() !=
 
 from genrm.choices import SCORING_FORMATS  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
 MEASURES = ["Schema", "Criterion", "Execution", "Arguments", "Credit", "Criterion-level", "Sample-level"]
 STAGES = ["base", "SFT", "RLVR"]
@@ -139,7 +140,7 @@ def _batching(args: argparse.Namespace) -> list[str]:
 
 
 def _lines(path: Path) -> int:
-    return len(path.read_text(encoding="utf-8").splitlines())
+    return len(read_jsonl_lines(path))
 
 
 def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path) -> dict[str, float | int | None]:
@@ -159,7 +160,7 @@ def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path)
 def _keys_audit(data: Path, keys: list[str]) -> Path:
     """The master-key responses of the held-out ``keys`` in the test split's audit, alone (the rest of the audit is
     not what this study measures, and judging it would take most of the study's time)."""
-    lines = [line for line in (data / "audit_test.jsonl").read_text().splitlines()
+    lines = [line for line in read_jsonl_lines(data / "audit_test.jsonl")
              if (row := json.loads(line))["category"] == "master_key" and row["attack"] in keys]  # fmt: skip
     path = data / "audit_test_held_out_keys.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -185,8 +186,8 @@ def _with_negatives(data: Path, share: float) -> None:
     """The train split with the audit's negatives, repeated until they are at least about ``share`` (0-1) of the
     examples (a short continuation sees too few of a small set to learn anything), and how they came out
     (``negatives.json``: their count, master keys among them, their share of the file)."""
-    train = (data / "train.jsonl").read_text().splitlines()
-    negatives = (data / "negatives.jsonl").read_text().splitlines()
+    train = read_jsonl_lines(data / "train.jsonl")
+    negatives = read_jsonl_lines(data / "negatives.jsonl")
     copies = max(1, round(share * len(train) / ((1 - share) * len(negatives)))) if negatives else 0
     (data / "train_plus_negatives.jsonl").write_text("\n".join(train + negatives * copies) + "\n", encoding="utf-8")
     master_keys = sum("-master_key-" in json.loads(line)["id"] for line in negatives)

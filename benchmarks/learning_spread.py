@@ -33,6 +33,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from genrm.cli import main as genrm  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
 # The thresholds the suite asserts: keep in step with the tests named above.
 POLICY_THRESHOLD = 0.05
@@ -140,7 +141,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        instances = read_instances((_ROOT / "datasets" / "policy_rl" / "yes_no.jsonl").read_text().splitlines())
+        instances = read_instances(read_jsonl_lines(_ROOT / "datasets" / "policy_rl" / "yes_no.jsonl"))
         policy = save_tiny_policy(root / "policy", [i.prompt for i in instances] + ["yes", "no"])
         runs = [policy_run(policy, root / f"rl{s}", s, False, args.policy_steps) for s in range(args.policy_seeds)]
         again = args.repeats if runs else 0

@@ -29,6 +29,7 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 from genrm.engine.local import LocalEngine  # noqa: E402
 from genrm.engine.types import ChatRequest, SamplingSettings  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.answer_schema import scoring_json_schema  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
 from genrm.methods.rubric.planning import plan_rubric  # noqa: E402
@@ -44,7 +45,7 @@ _passes = itertools.count()
 def _groups(count: int, constrained: bool) -> list[list[ChatRequest]]:
     # Each pass's questions are new (a pass number leads them), as in training, where every group is a new question:
     # the judge's kept prefixes then help only with what is truly shared, the system message.
-    lines = EXAMPLES.read_text(encoding="utf-8").splitlines()[:count]
+    lines = read_jsonl_lines(EXAMPLES)[:count]
     groups, tag = [], next(_passes)
     for instance in (Instance.model_validate_json(line) for line in lines):
         plans = plan_rubric(instance.rubric, instance.task_type)

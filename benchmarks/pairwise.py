@@ -21,6 +21,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.pairwise.models import PairExample  # noqa: E402
 from genrm.methods.pairwise.prompts import pair_request  # noqa: E402
 from genrm.methods.pairwise.scene_judge import colour_judge  # noqa: E402
@@ -35,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     from genrm.training.tiny_model import build_tokenizer
 
-    pairs = [PairExample.model_validate_json(line) for line in PAIRS.read_text().splitlines()]
+    pairs = [PairExample.model_validate_json(line) for line in read_jsonl_lines(PAIRS)]
     judge = functools.partial(colour_judge, base_dir=PAIRS.parent)
     requests = [pair_request(p) for p in pairs]
     answers = [judge(r) for r in requests]

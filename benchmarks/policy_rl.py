@@ -30,6 +30,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
 from policy_rl.rubric_reward import RubricReward  # noqa: E402
 from policy_rl.scorers import JudgeScorer, ServerScorer  # noqa: E402
@@ -85,7 +86,7 @@ def grpo_share(kind: str, model: str | None, policy: str, steps: int, workdir: P
 
 def _groups(count: int, run: int) -> list[Instance]:
     # Each run's responses differ (a reasoning block the extractor skips), so no verifier result is reused.
-    instances = [Instance.model_validate_json(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
+    instances = [Instance.model_validate_json(line) for line in read_jsonl_lines(EXAMPLES)]
     return [i.model_copy(update={"responses": [f"<think>run {run}, sample {k}</think>{r}"
                                                for k, r in enumerate((i.responses * G)[:G])]})
             for i in (instances * count)[:count]]  # fmt: skip
@@ -154,7 +155,7 @@ def main() -> None:
             from policy_rl.data import read_instances
             from policy_rl.tiny_policy import save_tiny_policy
 
-            prompts = read_instances(PROMPTS.read_text(encoding="utf-8").splitlines())
+            prompts = read_instances(read_jsonl_lines(PROMPTS))
             policy = str(save_tiny_policy(workdir / "policy", [i.prompt for i in prompts] + ["yes", "no"]))
         model = args.judge_model
         if model is None:

@@ -35,6 +35,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS, copies_criterion  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.judge_output import parse_judge_output  # noqa: E402
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge  # noqa: E402
 from genrm.methods.rubric.models import Instance, Rubric  # noqa: E402
@@ -197,7 +198,7 @@ def main() -> int:
     print(f"{'mean per criterion':<16}" + "".join(f" {'':>13} {per_criterion[f]:>15.1f}" for f in SCORING_FORMATS))
     print("where an rlr3 expr_verify item's ~tokens go: " + ", ".join(f"{k} {v}" for k, v in _token_split().items()))
 
-    instances = [Instance.model_validate_json(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
+    instances = [Instance.model_validate_json(line) for line in read_jsonl_lines(EXAMPLES)]
     example_share = _shared_share(instances)
     long_group = [instance.model_copy(update={"responses": ["x " * 750] * G}) for instance in instances[:10]]
     long_share = _shared_share(long_group)

@@ -57,6 +57,7 @@ import httpx  # noqa: E402
 
 from benchmarks.loopback import closed_loop, free_port, split_cores, start_server  # noqa: E402
 from genrm.engine import Judge  # noqa: E402
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
 from genrm.methods.rubric.method import PreparedInstance, RubricMethod  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
@@ -116,7 +117,7 @@ def _start(
 
 def _bodies() -> list[bytes]:
     bodies = []
-    for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
+    for line in read_jsonl_lines(EXAMPLES):
         instance = Instance.model_validate_json(line)
         responses = (instance.responses * G)[:G]
         bodies.append(('{"groups": [' + instance.model_copy(update={"responses": responses}).model_dump_json() + "]}")

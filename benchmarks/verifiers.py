@@ -47,6 +47,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from verifiers import (  # noqa: E402
     VerifyConfig,
     bbox_verify,
@@ -249,7 +250,7 @@ def _extracted(text: str) -> str:
 
 
 def _inputs(path: Path, kind: str) -> list[tuple[str, str, bool | None]]:
-    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cases = [json.loads(line) for line in read_jsonl_lines(path) if line.strip()]
     if kind == "groups":  # one target and the case's prediction with the next cases' (mostly wrong ones)
         return [(c["gold"], cases[(i + k) % len(cases)]["pred"], None) for i, c in enumerate(cases)
                 for k in range(GROUP)]  # fmt: skip

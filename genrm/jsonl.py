@@ -1,13 +1,35 @@
-"""Reading JSONL files of pydantic models, with one wording for a refused line wherever a command reads one."""
+"""Reading JSONL files: lines split on ``\\n`` alone, and pydantic models with one wording for a refused line wherever
+a command reads one.
+
+A JSONL record ends at ``\\n`` and nowhere else: JSON keeps U+2028, U+2029, U+0085 and other characters that
+``str.splitlines`` treats as line ends raw inside its strings (and our writers write text as it is, not escaped), so a
+reader that splits on them cuts a record in two. Every JSONL text the project reads is split by :func:`jsonl_lines`
+(or read from an open file, whose iteration splits on ``\\n`` and ``\\r``, which JSON never holds raw).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The records of a JSONL ``text``: split on ``\\n`` alone (a ``\\r`` before it is dropped), blank ones kept so
+    that line numbers stay the file's."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_jsonl_lines(path: str | Path) -> list[str]:
+    """The records of the JSONL file at ``path`` (UTF-8), as :func:`jsonl_lines` splits them."""
+    return jsonl_lines(Path(path).read_text(encoding="utf-8"))
 
 
 def read_models(lines: Iterable[str], model: type[M], source: str = "") -> list[M]:

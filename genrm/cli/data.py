@@ -81,9 +81,10 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
 def _cmd_from_audit(args: argparse.Namespace) -> int:
     from genrm.data.judge_data import write_jsonl
     from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, category_counts, read_audit, select, training_examples
+    from genrm.jsonl import read_jsonl_lines
 
     try:
-        audit = read_audit(Path(args.audit).read_text(encoding="utf-8").splitlines())
+        audit = read_audit(read_jsonl_lines(args.audit))
         chosen = select(audit, args.categories or NEGATIVE_CATEGORIES, args.exclude or ())
         if args.not_in:
             shared = sorted({e.input_id for e in chosen} & {e.input_id for e in _read(args.not_in)})

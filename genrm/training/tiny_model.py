@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from genrm.choices import SCORING_FORMATS
+from genrm.jsonl import read_jsonl_lines
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
@@ -131,7 +132,7 @@ def example_instances() -> list[Instance]:
     path = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "reward_core.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"the example set is not at {path}; pass a corpus of instances instead")
-    return [Instance.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [Instance.model_validate_json(line) for line in read_jsonl_lines(path) if line]
 
 
 def build_tokenizer(

@@ -1,0 +1,74 @@
+"""JSONL is split on ``\\n`` alone: U+2028, U+2029 and U+0085 inside a record's strings are content, whatever writes
+the file and whatever reads it (``str.splitlines`` cut such a record in two, and ``genrm data from-audit`` refused the
+audit ``genrm audit build`` had just written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from genrm.cli.main import main
+from genrm.jsonl import jsonl_lines, read_jsonl_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Characters ``str.splitlines`` ends a line at that JSON keeps raw inside a string.
+SEPARATORS = "\u2028\u2029\u0085\x1c\x1d\x1e\x0b\x0c"
+
+
+def _with_separators(text: str) -> str:
+    return text.replace(" ", f" {SEPARATORS} ", 1)
+
+
+def _records(path: Path) -> list[dict]:
+    """Every record of ``path``, split as a JSONL reader must; each must parse."""
+    return [json.loads(line) for line in read_jsonl_lines(path) if line.strip()]
+
+
+@pytest.mark.parametrize("text", ['{"a": "x\u2028y"}\n{"b": "\u0085"}\n', '{"a": "x\u2028y"}\r\n{"b": "\u0085"}'])
+def test_a_record_ends_at_a_newline_and_nowhere_else(text):
+    assert [json.loads(line) for line in jsonl_lines(text)] == [{"a": "x\u2028y"}, {"b": "\u0085"}]
+    assert len(text.splitlines()) > 2  # what the old readers did
+
+
+def test_every_command_writes_and_reads_records_holding_line_separators(tmp_path, capsys):
+    examples = tmp_path / "examples.jsonl"
+    source = (ROOT / "datasets" / "judge_synth" / "test.jsonl").read_text(encoding="utf-8").split("\n")[:40]
+    lines = []
+    for line in source:
+        record = json.loads(line)
+        record["response"] = _with_separators(record["response"])
+        record["prompt"] = _with_separators(record["prompt"])
+        lines.append(json.dumps(record, ensure_ascii=False))  # raw, as the project's writers write text
+    examples.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert "\u2028" in examples.read_text(encoding="utf-8")
+
+    audit, negatives, hard, answers = (tmp_path / name for name in ("audit.jsonl", "neg.jsonl", "hard.jsonl", "a.jsonl"))
+    assert main(["audit", "build", str(examples), "-o", str(audit)]) == 0
+    assert main(["data", "from-audit", str(audit), "-o", str(negatives)]) == 0
+    assert main(["eval", str(examples), "--answers", str(answers), "-q"]) == 0
+    assert main(["data", "hard", str(examples), "--answers", str(answers), "-o", str(hard)]) == 0
+    records = {}
+    for job in ("sft", "rlvr"):
+        records[job] = tmp_path / f"{job}.jsonl"
+        assert main(["data", job, str(negatives), "-o", str(records[job])]) == 0
+    assert main(["audit", "run", str(audit), "-o", str(tmp_path / "run"), "--settings", "default", "-q"]) == 0
+
+    instances = tmp_path / "instances.jsonl"
+    instance = json.loads((ROOT / "datasets" / "examples" / "reward_core.jsonl").read_text().split("\n")[0])
+    instance["responses"] = [_with_separators(r) for r in instance["responses"]]
+    instances.write_text(json.dumps(instance, ensure_ascii=False) + "\n", encoding="utf-8")
+    rewards, policy = tmp_path / "rewards.jsonl", tmp_path / "policy"
+    assert main(["score", str(instances), "-o", str(rewards), "-q"]) == 0
+    assert main(["policy-data", str(instances), "-o", str(policy)]) == 0
+    capsys.readouterr()
+
+    written = [audit, negatives, hard, answers, *records.values(), rewards]
+    for path in written:
+        assert _records(path), path  # every record parses: none was cut at a separator
+    assert len(_records(answers)) == len(lines) and len(_records(rewards)) == 1
+    assert all(row["rewards"] is not None for row in _records(rewards))
+    # the separators reached the records as content, in the files that carry the text
+    assert any(any(c in json.dumps(_records(path), ensure_ascii=False) for c in SEPARATORS)
+               for path in (audit, negatives, records["sft"]))  # fmt: skip
