@@ -44,7 +44,7 @@ def test_every_command_writes_and_reads_records_holding_line_separators(tmp_path
     examples.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert "\u2028" in examples.read_text(encoding="utf-8")
 
-    audit, negatives, hard, answers = (tmp_path / name for name in ("audit.jsonl", "neg.jsonl", "hard.jsonl", "a.jsonl"))
+    audit, negatives, hard, answers = (tmp_path / n for n in ("audit.jsonl", "neg.jsonl", "hard.jsonl", "a.jsonl"))
     assert main(["audit", "build", str(examples), "-o", str(audit)]) == 0
     assert main(["data", "from-audit", str(audit), "-o", str(negatives)]) == 0
     assert main(["eval", str(examples), "--answers", str(answers), "-q"]) == 0
