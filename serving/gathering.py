@@ -9,12 +9,21 @@ many responses its group had. A group judged short of ``size`` is said to be par
 Responses meet when their instances are the same: the instance (of the server's reward method) without its
 responses. A group that reaches ``size`` is judged at once, and the next response of that instance starts a new
 group. What is gathered lives in this process: the responses of a group must reach the same server.
+
+**A retry is not a new response.** A client that timed out and sends its query again (same instance, same response
+text) while the group it first joined is open, being judged, or was judged in the last ``retain_s`` seconds, gets
+that group's result for its response, and the group keeps its members: it is never judged with a duplicate in place
+of a missing member. What tells a retry from a policy that sampled the same text twice (which is a member of its
+own, and common) is that the first request's client has gone: its connection closed (the route passes an event that
+is set when it does). A text that is held by a request still waiting is a new member.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,11 +51,28 @@ class Gathered:
 
 
 @dataclass
+class _Waiter:
+    index: int
+    future: asyncio.Future[Gathered]
+    gone: asyncio.Event | None  # set when its request's client has left
+
+
+@dataclass
 class _Open:
     instance: Instance
     responses: list[str] = field(default_factory=list)
-    waiters: list[asyncio.Future[Gathered]] = field(default_factory=list)
+    waiters: list[_Waiter] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
+    outcome: tuple[Any, BaseException | None] | None = None  # (result, error) once judged
+    closed_at: float | None = None
+
+    def abandoned(self, response: str) -> int | None:
+        """The place of ``response`` in the group when every request that holds it has gone (a retry takes it)."""
+        for index, text in enumerate(self.responses):
+            holders = [w for w in self.waiters if w.index == index]
+            if text == response and holders and all(w.gone is not None and w.gone.is_set() for w in holders):
+                return index
+        return None
 
 
 def _retrieve(future: asyncio.Future[Gathered]) -> None:
@@ -68,37 +94,75 @@ class GroupGatherer:
         size: responses per group (the trainer's samples per prompt), at least 1.
         wait_s: longest a response waits for the rest of its group, s (> 0).
         judge: judges a whole group; its exceptions reach every request of the group.
-        max_open: most groups open at once; past it, :meth:`submit` raises GatherFull.
+        max_open: most groups open at once; past it, :meth:`submit` raises GatherFull. As many closed groups are
+            kept for retries, at most.
+        retain_s: how long a closed group answers retries, s (default: 4 x ``wait_s``, at least 120).
     """
 
-    def __init__(self, size: int, wait_s: float, judge: Judge, max_open: int = 4096) -> None:
+    def __init__(
+        self, size: int, wait_s: float, judge: Judge, max_open: int = 4096, retain_s: float | None = None
+    ) -> None:
         if size < 1 or not wait_s > 0:
             raise ValueError(f"size must be >= 1 and wait_s > 0, got {size} and {wait_s}")
         self.size, self.wait_s, self.max_open = size, wait_s, max_open
+        # how long a judged group answers retries: a client's time-out and its resend fit in it
+        self.retain_s = retain_s if retain_s is not None else max(120.0, 4 * wait_s)
         self._judge = judge
         self._open: dict[str, _Open] = {}
+        self._closed: OrderedDict[int, tuple[str, _Open]] = OrderedDict()  # being judged or judged, oldest first
         self._tasks: set[asyncio.Task[None]] = set()
 
     def open_groups(self) -> int:
         """Groups waiting for responses now."""
         return len(self._open)
 
-    async def submit(self, instance: Instance, response: str) -> Gathered:
-        """Add one response of ``instance`` and wait for its group's result."""
+    async def submit(self, instance: Instance, response: str, gone: asyncio.Event | None = None) -> Gathered:
+        """Add one response of ``instance`` and wait for its group's result. ``gone`` is set when this request's
+        client leaves; a later request with the same text then takes its place instead of joining as a new one."""
         key = instance_key(instance)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(0, loop.create_future(), gone)
+        waiter.future.add_done_callback(_retrieve)  # a request that went away leaves no "never retrieved" warning
+        retried = self._retried(key, response)
+        if retried is not None:
+            group, waiter.index = retried
+            group.waiters.append(waiter)
+            if group.outcome is not None:
+                self._answer(group, [waiter])
+            return await asyncio.shield(waiter.future)
         group = self._open.get(key)
         if group is None:
             if len(self._open) >= self.max_open:
                 raise GatherFull(f"{len(self._open)} groups are waiting for responses; at most {self.max_open}")
             group = self._open[key] = _Open(instance)
-            group.timer = asyncio.get_running_loop().call_later(self.wait_s, self._close, key, group)
-        waiter: asyncio.Future[Gathered] = asyncio.get_running_loop().create_future()
-        waiter.add_done_callback(_retrieve)  # a request that went away leaves no "never retrieved" warning
+            group.timer = loop.call_later(self.wait_s, self._close, key, group)
+        waiter.index = len(group.responses)
         group.responses.append(response)
         group.waiters.append(waiter)
         if len(group.responses) >= self.size:
             self._close(key, group)
-        return await asyncio.shield(waiter)
+        return await asyncio.shield(waiter.future)
+
+    def _retried(self, key: str, response: str) -> tuple[_Open, int] | None:
+        """The group and place a retry of ``response`` takes: the open group's, else the newest closed group's that
+        holds it for requests that have all gone."""
+        self._forget_old()
+        candidates = [self._open[key]] if key in self._open else []
+        candidates += [group for held, group in reversed(self._closed.values()) if held == key]
+        for group in candidates:
+            index = group.abandoned(response)
+            if index is not None:
+                return group, index
+        return None
+
+    def _forget_old(self) -> None:
+        now = time.monotonic()
+        while self._closed:
+            _, (_, oldest) = next(iter(self._closed.items()))
+            done = oldest.outcome is not None
+            if len(self._closed) <= self.max_open and not (done and now - (oldest.closed_at or now) > self.retain_s):
+                break
+            self._closed.popitem(last=False)
 
     def _close(self, key: str, group: _Open) -> None:
         if self._open.get(key) is not group:
@@ -106,6 +170,8 @@ class GroupGatherer:
         del self._open[key]
         if group.timer is not None:
             group.timer.cancel()
+        group.closed_at = time.monotonic()
+        self._closed[id(group)] = (key, group)
         task = asyncio.get_running_loop().create_task(self._run(group))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -113,16 +179,23 @@ class GroupGatherer:
     async def _run(self, group: _Open) -> None:
         instance = group.instance.model_copy(update={"responses": list(group.responses)})
         try:
-            result = await self._judge(instance)
+            group.outcome = (await self._judge(instance), None)
         except Exception as exc:  # noqa: BLE001 - each waiting request reports it
-            for waiter in group.waiters:
-                if not waiter.done():
-                    waiter.set_exception(exc)
-            return
+            group.outcome = (None, exc)
+        group.closed_at = time.monotonic()
+        self._answer(group, group.waiters)
+
+    def _answer(self, group: _Open, waiters: list[_Waiter]) -> None:
+        assert group.outcome is not None
+        result, error = group.outcome
         size = len(group.responses)
-        for index, waiter in enumerate(group.waiters):
-            if not waiter.done():
-                waiter.set_result(Gathered(result, index, size, size < self.size))
+        for waiter in waiters:
+            if waiter.future.done():
+                continue
+            if error is not None:
+                waiter.future.set_exception(error)
+            else:
+                waiter.future.set_result(Gathered(result, waiter.index, size, size < self.size))
 
     async def aclose(self) -> None:
         """Judge every open group now and wait for all judging to finish (server shutdown)."""

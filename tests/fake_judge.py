@@ -191,3 +191,17 @@ class ServeProcess:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
+
+
+async def with_app(settings, run):
+    """``await run(http)`` with an HTTP client of the reward server app of ``settings``, served in this process
+    (ASGI, its lifespan run around the call)."""
+    import httpx
+
+    from serving.app import create_app
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+            return await run(http)

@@ -147,14 +147,15 @@ def test_list_values(span, items):
 def test_coordinates():
     assert extract_coords("[1, 2, 3, 4] and (5.5, 6, 7, 8)", 4) == [[1, 2, 3, 4], [5.5, 6, 7, 8]]
     assert extract_coords("[[201, 602], [449, 618]]", 2) == [[201, 602], [449, 618]]
-    assert extract_coords("[1, 2, 3, 4]", 2) == []  # a box is not two points
-    assert extract_coords("[1, 2]", 4) == []
+    # a box given for a point is kept as written, for the verifier to count as the miss it is (never dropped)
+    assert extract_coords("[1, 2, 3, 4]", 2) == [[1, 2, 3, 4]]
+    assert extract_coords("[1, 2]", 4) == [[1, 2]]
+    assert extract_coords("(3) and [7]", 4) == []  # a lone number in brackets is numbering, not a box
 
 
-def test_no_span_gives_empty_predictions():
-    for name in REGISTRY:
-        value = extract_prediction(name, None)["predict"]
-        assert value in ("", [])
+def test_no_span_gives_no_prediction_never_the_empty_value():
+    for name in REGISTRY:  # '' or [] would meet an empty target
+        assert extract_prediction(name, None)["predict"] is None
     with pytest.raises(ValueError, match="unknown verifier .color_verify"):
         extract_prediction("color_verify", None)
 
@@ -167,4 +168,5 @@ def test_any_text_yields_a_span_or_none_and_predictions_of_the_right_type(text):
     assert span is None or (span.text.strip() and len(span.text) <= 5_000)
     for name in REGISTRY:
         value = extract_prediction(name, span)["predict"]
-        assert isinstance(value, str if name in ("text_verify", "expr_verify", "time_verify") else list)
+        kind = str if name in ("text_verify", "expr_verify", "time_verify") else list
+        assert value is None or isinstance(value, kind)

@@ -79,7 +79,7 @@ def test_no_final_answer_removes_every_final_answer_form_the_rule_extractor_know
     assert "12" not in made.response  # the value is gone with the answer forms
     assert "Multiplying sets by price gives the cost." in made.response  # the analysis without a value stays
     assert [label.credit for label in made.labels] == [0.0, 0.0]
-    assert made.labels[0].call == "expr_verify(predict='')"
+    assert made.labels[0].call == "expr_verify(predict=None)"  # no value stated, never the empty value
 
 
 def test_leak_check_catches_a_planted_leak():

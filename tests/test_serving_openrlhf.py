@@ -11,11 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_judge import ServeProcess
+from fake_judge import ServeProcess, with_app
 
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.scoring import score_instance
-from serving.app import create_app
 from serving.openrlhf import SpecialTail, read_query
 from serving.settings import ServerSettings
 
@@ -82,14 +81,6 @@ async def _post_each(http: httpx.AsyncClient, instance: Instance, responses: lis
     return list(await asyncio.gather(*(http.post("/get_reward", json=body) for body in bodies)))
 
 
-async def _with_app(settings: ServerSettings, run):
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
-            return await run(http)
-
-
 @pytest.mark.anyio
 async def test_single_query_requests_are_gathered_into_their_group():
     box = _example("box-001")
@@ -99,14 +90,14 @@ async def test_single_query_requests_are_gathered_into_their_group():
     async def run(http):
         return await _post_each(http, box, box.responses)
 
-    answers = await _with_app(ServerSettings(group_size=len(box.responses), group_wait_s=30), run)
+    answers = await with_app(ServerSettings(group_size=len(box.responses), group_wait_s=30), run)
     assert [a.status_code for a in answers] == [200] * len(box.responses)
     assert [a.json()["rewards"][0] for a in answers] == pytest.approx(expected)
     logs = [a.json()["extra_logs"] for a in answers]
     assert {log["group_size"][0] for log in logs} == {4.0} and {log["group_partial"][0] for log in logs} == {0.0}
     assert {log["special_tokens_cut"][0] for log in logs} == {1.0}
     # without gathering, each request is a group of one: other rewards
-    alone = await _with_app(ServerSettings(), run)
+    alone = await with_app(ServerSettings(), run)
     assert [a.json()["rewards"][0] for a in alone] != pytest.approx(expected)
 
 
@@ -118,7 +109,7 @@ async def test_a_group_that_stays_short_is_judged_with_what_came_and_said_partia
     async def run(http):
         return await _post_each(http, box, short.responses)
 
-    answers = await _with_app(ServerSettings(group_size=4, group_wait_s=0.3), run)
+    answers = await with_app(ServerSettings(group_size=4, group_wait_s=0.3), run)
     assert [a.json()["rewards"][0] for a in answers] == pytest.approx(score_instance(short).rewards)
     assert {a.json()["extra_logs"]["group_partial"][0] for a in answers} == {1.0}
     assert {a.json()["extra_logs"]["group_size"][0] for a in answers} == {2.0}
@@ -133,7 +124,7 @@ async def test_empty_slices_are_answered_and_refusals_are_logged(caplog):
         return empty, lost
 
     with caplog.at_level(logging.WARNING, logger="genrm.serving.access"):
-        empty, lost = await _with_app(ServerSettings(group_size=4), run)
+        empty, lost = await with_app(ServerSettings(group_size=4), run)
     # OpenRLHF 0.9 posts the empty slice of a one-query batch to every reward server but the first
     assert empty.status_code == 200 and empty.json()["rewards"] == []
     assert lost.status_code == 422

@@ -26,7 +26,7 @@ def _run(name: str, arguments: dict[str, Any]) -> float:
     rubric = {p.name: arguments[p.name] for p in spec.rubric_params if arguments[p.name] is not None}
     scoring = {p.name: arguments[p.name] for p in spec.scoring_params if arguments[p.name] is not None}
     if "predict" not in scoring:
-        scoring["predict"] = None  # reported as "no prediction was given" (score 0), not as a missing keyword
+        scoring["predict"] = None  # reported as "the response states no value" (score 0), not as a missing keyword
     return raise_for_failure(run_verifier(name, rubric, scoring, config))
 
 

@@ -57,6 +57,7 @@ path 3, when ``i`` is the only symbol on both sides and they differ as written, 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -424,12 +425,24 @@ def _said(text: str, is_prediction: bool) -> tuple[str, tuple[str, str, str]]:
     return stated, (relation, words, sentence_words)
 
 
+@functools.cache
+def call_keywords() -> frozenset[str]:
+    """The keyword names of every verifier's two signatures (``predict``, ``target``, ``tformat`` ...)."""
+    from verifiers.registry import REGISTRY  # the registry imports this module's check
+
+    return frozenset(p.name for spec in REGISTRY.values() for p in (*spec.rubric_params, *spec.scoring_params))
+
+
 def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
     whatever the values (one function at different arguments; a relation before a value or words after it that change
     it, not on both sides alike; both sides carry units, and not the same), or None."""
     # delimiters and a box around the whole are looked through first: \boxed{\neq 5} states a bound as \neq 5 does
     (target_name, read_target), (pred_name, predict) = read_named(bare(target)), read_named(bare(predict))
+    if pred_name is not None and pred_name.strip().lower() in call_keywords():
+        # predict='12' is call syntax a response wrote, not an equation naming a quantity: content, never a keyword
+        raise PredictionError(f"the prediction is written as a verifier's keyword ({pred_name.strip()}=...), which is "
+                              "call syntax, not an answer")  # fmt: skip
     target, predict = bare(read_target) or bare(target), bare(predict)
     if different_arguments(target_name, pred_name):
         return target, predict, f"they name different quantities ({target_name} and {pred_name})"

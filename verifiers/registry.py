@@ -389,10 +389,11 @@ def _convert(param: Param, value: Any, side: Side) -> Any:
         if not isinstance(value, bool):
             raise error(f"{where} must be True or False")
         return value
+    if value is None and side == "scoring" and param.required:
+        # predict=None: the response states no value, which no target is met by (not even an empty one)
+        raise PredictionError(f"{param.name} is None: the response states no value")
     if param.kind == "str":
         text = value if side == "rubric" else _as_text(value)
-        if value is None and side == "scoring":
-            raise PredictionError(f"{param.name} is None: no prediction was given")
         if not isinstance(text, str):
             raise error(f"{where} must be a string")
         return text

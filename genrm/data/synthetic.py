@@ -77,7 +77,7 @@ def _arithmetic(rng: random.Random) -> _Input:
                   {"essential[0]": {"predict": str(wrong)}, "additional[0]": 1.0},
                   f"The boxed answer is {wrong}.", {"additional[0]": f"It computes {a} x {b}."}),
         _Response(f"We multiply the rows by the {item} in each row, then by the number of {containers}.",
-                  {"essential[0]": {"predict": ""}, "additional[0]": 0.5},
+                  {"essential[0]": {"predict": None}, "additional[0]": 0.5},
                   "The response describes a method but gives no number.",
                   {"additional[0]": "It names the multiplication but does not carry it out."}),
     ]  # fmt: skip
@@ -116,7 +116,7 @@ def _choice(rng: random.Random) -> _Input:
         _Response(f"{answer}", {"essential[0]": {"predict": answer}}, f"A bare letter {answer}."),
         _Response(f"I think it is ({wrong}) {options[letters.index(wrong)]}.", {"essential[0]": {"predict": wrong}},
                   f"The response picks option {wrong}."),
-        _Response("It depends on how you read the question.", {"essential[0]": {"predict": ""}},
+        _Response("It depends on how you read the question.", {"essential[0]": {"predict": None}},
                   "No option is chosen."),
     ]  # fmt: skip
     return _Input(
@@ -150,7 +150,7 @@ def _ocr(rng: random.Random) -> _Input:
                   f"The response copies the sign as {typo}.", {"additional[0]": "It does not say where the sign is."}),
         _Response(f"The sign {place} reads {other}.", {"essential[0]": {"predict": other}, "additional[0]": 1.0},
                   f"The response copies the sign as {other}.", {"additional[0]": "It says where the sign is."}),
-        _Response("The sign is too blurry to read.", {"essential[0]": {"predict": ""}, "additional[0]": 0.0},
+        _Response("The sign is too blurry to read.", {"essential[0]": {"predict": None}, "additional[0]": 0.0},
                   "The response gives no text.", {"additional[0]": "No place is given."}),
     ]  # fmt: skip
     return _Input(
@@ -190,7 +190,8 @@ def _time(rng: random.Random) -> _Input:
                   {"essential[0]": {"predict": right, "pformat": pformat}}, f"The response gives {right}."),
         _Response(f"{wrong}", {"essential[0]": {"predict": wrong, "pformat": wrong_format}},
                   f"The response gives {wrong}."),
-        _Response("The poster does not say clearly.", {"essential[0]": {"predict": ""}}, "No time or date is given."),
+        _Response("The poster does not say clearly.", {"essential[0]": {"predict": None}},
+                  "No time or date is given."),
     ]  # fmt: skip
     return _Input(prompt, "time", [_criterion(criterion, f"time_verify(target='{target}', tformat='{tformat}')", 3)],
                   [], responses)  # fmt: skip
@@ -211,7 +212,7 @@ def _parts(rng: random.Random) -> _Input:
         _Response(f"Part numbers: {listed}, {extra}.", {"essential[0]": {"predict": [*parts, extra]},
                   "additional[0]": 1.0}, "The response adds a number that is not on the label.",
                   {"additional[0]": "Every listed number appears."}),
-        _Response("There are several part numbers on the label.", {"essential[0]": {"predict": []},
+        _Response("There are several part numbers on the label.", {"essential[0]": {"predict": None},
                   "additional[0]": 0.0}, "No part number is given.", {"additional[0]": "No number is listed."}),
     ]  # fmt: skip
     return _Input(
@@ -270,7 +271,7 @@ def _grounding(rng: random.Random) -> _Input:
                   {"essential[0]": {"predict": right + wrong}, "additional[0]": 0.0},
                   f"The response gives two {criterion}es." if criterion == "box" else "The response gives two points.",
                   {"additional[0]": "No colour is named."}),
-        _Response(f"I cannot find the {obj}.", {"essential[0]": {"predict": []}, "additional[0]": 0.0},
+        _Response(f"I cannot find the {obj}.", {"essential[0]": {"predict": None}, "additional[0]": 0.0},
                   f"No {criterion} is given.", {"additional[0]": "No colour is named."}),
     ]  # fmt: skip
     return _Input(
@@ -289,10 +290,11 @@ FAMILIES: dict[SyntheticFamily, Callable[[random.Random], _Input]] = {
 def _label(plan: Any, value: Any, rationale: str) -> CriterionLabel:
     if plan.verifier is None:
         return CriterionLabel(path=plan.path, credit=float(value), rationale=rationale)
-    keywords = {key: item for key, item in value.items() if item is not None}
+    # predict=None is kept: the response states no value (never the empty value, which says there is none)
+    keywords = {key: item for key, item in value.items() if item is not None or key == "predict"}
     call = format_call(plan.verifier, keywords)
     if not rationale:
-        found = keywords.get("predict") not in ("", [])
+        found = keywords.get("predict") is not None
         rationale = "Read from the final answer." if found else "The response gives no final answer for this."
     result = verify_call_result(plan.criterion.reference, call)
     if result.status not in ("ok", "unparseable_pred"):

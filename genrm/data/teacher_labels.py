@@ -115,7 +115,7 @@ async def label_instance(
                 report.teacher_failures.setdefault(judge.name, Counter())[parsed.failure] += 1
                 scores.append(None)
             else:
-                scores.append(execute(parsed, plans))
+                scores.append(execute(parsed, plans, response=response))
         labels, chosen, reason = [], Counter[int](), ""
         for k in range(len(plans)):
             rationales = [j.criteria[k].rationale if j.criteria else "" for j in judgements]

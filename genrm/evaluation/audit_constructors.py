@@ -52,7 +52,7 @@ from genrm.evaluation.master_keys import MASTER_KEYS, keyed
 from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
 from verifiers import format_call, get_spec, parse_call, verify_call_result
-from verifiers.registry import ValueKind, empty_prediction
+from verifiers.registry import ValueKind
 
 #: Highest verifier credit a changed value may keep to count as wrong.
 MAX_WRONG_CREDIT = 0.5
@@ -107,9 +107,10 @@ _OPTION = re.compile(r"\(([A-J])\)\s*([^()]*?)(?=\s*\([A-J]\)|\.\s|\.$|\?|$)")
 
 
 def empty_keywords(verifier: str) -> dict[str, Any]:
-    """The scoring-side keywords of "the response states no value" for ``verifier`` (the registry's empty prediction,
-    without the optional keywords it leaves unset)."""
-    return {key: value for key, value in empty_prediction(get_spec(verifier)).items() if value is not None}
+    """The scoring-side keywords of "the response states no value" for ``verifier``: ``predict=None`` (never the
+    empty value, which says there is none and meets an empty target)."""
+    get_spec(verifier)  # an unknown verifier is refused
+    return {"predict": None}
 
 
 def label_for(plan: CriterionPlan, keywords: dict[str, Any] | float, rationale: str) -> CriterionLabel:
@@ -120,7 +121,8 @@ def label_for(plan: CriterionPlan, keywords: dict[str, Any] | float, rationale: 
     """
     if plan.verifier is None:
         return CriterionLabel(path=plan.path, credit=float(keywords), rationale=rationale)  # type: ignore[arg-type]
-    call = format_call(plan.verifier, {k: v for k, v in keywords.items() if v is not None})  # type: ignore[union-attr]
+    kept = {k: v for k, v in keywords.items() if v is not None or k == "predict"}  # type: ignore[union-attr]
+    call = format_call(plan.verifier, kept)
     result = verify_call_result(plan.criterion.reference, call)
     if not result.is_verdict:
         raise ValueError(f"{plan.path}: {call} cannot be judged: {result.reason}")

@@ -33,7 +33,7 @@ from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.evaluation.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
 from genrm.methods.answer_json import extract_json_object
-from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import get_spec
 
@@ -41,7 +41,7 @@ _ANNOTATION = {
     "type": "object",
     "properties": {
         "criterion": {"type": "string"},
-        "value": {"type": "string"},
+        "value": {"type": ["string", "null"]},  # null: the response states no value
         "credit": {"enum": [0, 0.5, 1]},
         "rationale": {"type": "string"},
     },
@@ -103,7 +103,8 @@ _GENERATOR_SYSTEM = (
     "First write the rewritten response for the assigned failure type. Then evaluate the rewritten response against "
     "every checklist criterion as a strict human grader: for each criterion, in order, record the exact value the "
     "response states (for a list, boxes or points write it as a JSON list; if the response does not address the "
-    "criterion or states no specific value, use an empty string), and assign a credit of 0, 0.5 or 1 with a brief "
+    "criterion or states no specific value, write null; an empty string or [] only when it says there is none), and "
+    "assign a credit of 0, 0.5 or 1 with a brief "
     "rationale. Partial correctness is allowed: an abnormal response does not need to fail every criterion.\n\n"
     'Answer with one JSON object: {"response": "...", "annotations": [{"criterion": "...", "value": "...", '
     '"credit": 0, "rationale": "..."}, ...]}.'
@@ -147,8 +148,16 @@ def check_prompt(
     return ChatPrompt(_CHECKER_SYSTEM, user)
 
 
-def _keywords(plan: CriterionPlan, value: str) -> dict[str, Any]:
+def _keywords(plan: CriterionPlan, value: str | None, response: str) -> dict[str, Any]:
+    # null: the response states no value. An empty value ('' or []) says there is none, which only a response whose
+    # final answer says so can mean (a generator of the older protocol wrote '' for both)
+    if value is None:
+        return {"predict": None}
     value = value.strip()
+    if value in ("", "[]"):
+        span = final_answer_span(response)
+        if span is None or not states_emptiness(span.text):
+            return {"predict": None}
     if get_spec(plan.verifier).list_valued:
         if not value:
             return {"predict": []}
@@ -162,8 +171,9 @@ def _keywords(plan: CriterionPlan, value: str) -> dict[str, Any]:
     return {"predict": value}
 
 
-def annotation_labels(base: AuditExample, annotations: Any) -> list[CriterionLabel]:
-    """Labels from the generator's annotations, one per criterion in order; ValueError says what cannot be read."""
+def annotation_labels(base: AuditExample, annotations: Any, response: str) -> list[CriterionLabel]:
+    """Labels from the generator's annotations of ``response``, one per criterion in order; ValueError says what
+    cannot be read."""
     plans = plans_of(base)
     if not isinstance(annotations, list) or len(annotations) != len(plans):
         raise ValueError(f"expected {len(plans)} annotations, one per criterion")
@@ -178,7 +188,8 @@ def annotation_labels(base: AuditExample, annotations: Any) -> list[CriterionLab
                 raise ValueError(f"{plan.path}: the credit {credit!r:.20} is not 0, 0.5 or 1")
             labels.append(label_for(plan, float(credit), rationale))
         else:
-            labels.append(label_for(plan, _keywords(plan, str(note.get("value", ""))), rationale))
+            value = note.get("value", "")
+            labels.append(label_for(plan, _keywords(plan, None if value is None else str(value), response), rationale))
     return labels
 
 
@@ -195,7 +206,7 @@ async def llm_candidate(
         return "generator answer unreadable"
     response = answer["response"][:100_000]
     try:
-        labels = annotation_labels(base, answer.get("annotations"))
+        labels = annotation_labels(base, answer.get("annotations"), response)
     except ValueError as exc:
         return f"annotation unreadable: {exc}"
     plans = plans_of(base)

@@ -206,7 +206,7 @@ class AuditReport(BaseModel):
 
 def criterion_audits(example: AuditExample, parsed: ParsedJudgement, exposure: Exposure) -> list[CriterionAudit]:
     """Per criterion of one judged response: the deserved credit (its label) and what the judge's answer earns."""
-    scores = execute(parsed, example.plans(exposure))
+    scores = execute(parsed, example.plans(exposure), response=example.response)
     judged = parsed.criteria if parsed.failure is None else [None] * len(scores)
     audits = []
     for plan, label, score, answer in zip(plans_of(example), example.labels, scores, judged, strict=True):

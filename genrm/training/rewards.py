@@ -44,9 +44,9 @@ def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -
     """How well ``predicted_call`` extracts the label's value, in [0, 1], judged by ``plan``'s verifier.
 
     The label's scoring-side values become the rubric-side target (``predict`` → ``target``, ``pformat`` →
-    ``tformat``), with the rubric's own options kept (``ignore_case`` ...). A label with an empty prediction (the
-    response has no answer for this criterion) is matched only by an empty prediction. Never raises: an unreadable
-    call scores 0.
+    ``tformat``), with the rubric's own options kept (``ignore_case`` ...). A label of ``predict=None`` (the response
+    states no value for this criterion) is matched only by ``predict=None``, and one of the empty value (the response
+    says there is none) only by the empty value. Never raises: an unreadable call scores 0.
     """
     if plan.verifier is None:
         raise ValueError(f"{plan.path} is fuzzy; arguments are checked on verifiable criteria only")
@@ -55,8 +55,11 @@ def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -
         predicted = parse_call(predicted_call, side="scoring").as_dict()
     except VerifierError:
         return 0.0
-    if _empty(label.get("predict")):
-        return 1.0 if _empty(predicted.get("predict")) else 0.0
+    wanted, given = label.get("predict"), predicted.get("predict")
+    if wanted is None:  # the response states no value: only predict=None reads it right
+        return 1.0 if given is None else 0.0
+    if _empty(wanted):  # the response says there is none: only the empty value reads it right
+        return 1.0 if given is not None and _empty(given) else 0.0
     rubric_side = get_spec(plan.verifier).target_of_prediction(plan.target_kwargs, label)
     result = run_verifier(plan.verifier, rubric_side, predicted)
     return result.score if result.status == "ok" else 0.0

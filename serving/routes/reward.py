@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import GroupInstance, GroupResult
 from genrm.methods.columns import refuse_advantage_penalty
@@ -39,16 +39,31 @@ async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupRe
     return result
 
 
-async def _gathered(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
+async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client of ``request`` leaves (its body is read: what comes next is the disconnect)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
+
+
+async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     state.check_limits(groups, _WHERE)
     groups = await state.resolve_images(groups, _WHERE)  # a refused image is this request's error, not its group's
     state.prepare(groups, _WHERE)  # a bad instance is this request's error, found before anything waits
     empty = [group.model_copy(update={"responses": []}) for group in groups]
+    # a client that leaves and sends the same query again is retrying: the gatherer answers it from the group it
+    # first joined (serving.gathering), which it can tell only by knowing that this client has gone
+    gone = asyncio.Event()
+    watcher = asyncio.create_task(_watch_disconnect(request, gone))
     try:
-        shares = await asyncio.gather(*(state.gatherer.submit(bare, text) for group, bare in zip(groups, empty,
+        shares = await asyncio.gather(*(state.gatherer.submit(bare, text, gone) for group, bare in zip(groups, empty,
                                         strict=True) for text in group.responses))  # fmt: skip
     except GatherFull as exc:
         raise RequestError(503, ["server"], str(exc), "busy", {"Retry-After": "1"}) from None
+    finally:
+        watcher.cancel()
     out, at = [], 0
     for group in groups:
         out.append(list(shares[at : at + len(group.responses)]))
@@ -81,7 +96,7 @@ def _refuse_unknown(state: ServerState, by_query: list[Gathered]) -> None:
     response_model=RewardResponse,
     responses={409: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
 )
-async def get_reward(body: RewardRequest, state: State) -> Response:
+async def get_reward(body: RewardRequest, state: State, request: Request) -> Response:
     """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size`` set,
     gathered across requests)."""
     try:  # a penalty on the advantage is not a reward: OpenRLHF would train without it
@@ -97,7 +112,7 @@ async def get_reward(body: RewardRequest, state: State) -> Response:
         raise RequestError(422, exc.loc, str(exc), exc.kind) from None
     if len(groups) > state.settings.max_groups:
         raise RequestError(422, _WHERE, f"{len(groups)} groups; at most {state.settings.max_groups}", "limit")
-    shares = await (_gathered(state, groups) if state.gatherer is not None else _together(state, groups))
+    shares = await (_gathered(state, groups, request) if state.gatherer is not None else _together(state, groups))
     by_query: list[Any] = [None] * len(body.query)
     for group_positions, group_shares in zip(positions, shares, strict=True):
         for position, share in zip(group_positions, group_shares, strict=True):

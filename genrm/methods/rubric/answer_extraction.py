@@ -11,9 +11,16 @@ that never states a final answer gets nothing.
 3. ``answer``: the same for the last line that says ``answer:``, ``answer is`` or ``answer =``;
 4. ``short_response``: the whole response, when it has at most ``SHORT_RESPONSE_CHARS`` characters.
 
-Otherwise there is no span. :func:`extract_prediction` then gives the empty value a judge writes for a response that
-states none (``''``, ``[]``); the rule judge itself calls the verifier with no prediction (``predict=None``: score 0),
-since an empty value would match an empty target.
+Otherwise there is no span.
+
+**No value stated** is its own value, ``predict=None``, which every verifier scores 0 whatever the target; it is never
+the empty value (``''``, ``[]``), which matches an empty target (``bbox_verify(target=[])``: the object is not in the
+image). :func:`extract_prediction` gives it when there is no span; when the span reads as nothing (no box in
+``\\boxed{banana}``, nothing left of ``.``) unless the span says there is nothing (``none``, ``[]``, ``no such
+object``, ``it is not in the image``: :func:`states_emptiness`), which is the empty value; and when the response
+states **several final answers** that read differently for the criterion's verifier: two boxes, two final-answer
+lines, a box and a final-answer line (``\\boxed{8} or maybe \\boxed{12}``; the same value written twice is one
+answer). Several answer lines count only where there is no box and no final-answer line.
 
 Every verifiable criterion of a rubric reads the same span: dates, times and coordinates are searched for inside it,
 while text, expressions and lists take the whole of it. The rule backend therefore suits rubrics with one answer per
@@ -31,8 +38,9 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
   parser (no ``pformat``) reads whole or refuses;
 - ``list_verify``: a JSON list in the span, else its items split on semicolons, commas, new lines or a final
   ``and``, with bullets and numbering removed;
-- ``bbox_verify`` / ``point_verify``: every bracketed or parenthesized group of 4 (boxes) or 2 (points) numbers in
-  the span.
+- ``bbox_verify`` / ``point_verify``: every bracketed or parenthesized group of two or more numbers in the span, as
+  written: a group of the wrong size (``[5, 5, 5]`` among boxes) is left for the verifier, which counts it as a miss,
+  never dropped.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from verifiers import get_spec
+from verifiers import format_call, get_spec, verify_call_result
+from verifiers.expr import call_keywords
 from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
 
@@ -59,8 +68,21 @@ _ANSWER_LINE = re.compile(r"\banswer\s*(?:is\b|:|=)\s*(?P<rest>.*)$", re.IGNOREC
 _OPTION_LEAD = re.compile(r"^(?:(?:option|choice)\s+)?(?:\(\s*[A-Z]\s*\)|[A-Z](?:\s*[.:)]|$))", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _NUM = r"-?\d+(?:\.\d+)?"
-_GROUP4 = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*[\])]")
-_GROUP2 = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*[\])]")
+_GROUP = re.compile(rf"[\[(]\s*{_NUM}(?:\s*,\s*{_NUM})+\s*[\])]")
+_NUMBER = re.compile(_NUM)
+# a final-answer line that states one (Final answer: 12; not "we now compute the final answer by ...")
+_FINAL_STATED = re.compile(r"final\s+answer\b\s*(?:is\b|:|=|-)\s*(?P<rest>.*)$", re.IGNORECASE)
+# a span that says there is nothing: what meets an empty target (an object that is not in the image)
+_EMPTINESS = re.compile(
+    r"(?:\[\s*\]|\(\s*\)|\{\s*\}|none|nothing|empty|null|n/?a|no\b.*|(?:there|it|they|this|that|the\s+\w+)"
+    r"(?:\s+is|\s+are|'s|'re)\s+(?:not\b|no\b|none\b|nothing\b|absent\b).*|there\s+(?:isn't|aren't)\b.*"
+    r"|(?:not\s+(?:present|visible|shown|found|there|in\s+the\s+(?:image|picture|scene)))\b.*"
+    r"|.*\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:appear|exist)\b.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_MAX_EMPTINESS_CHARS = 120
+# more different final answers than this are several whatever they read as (each comparison may run a verifier)
+_MAX_OTHER_ANSWERS = 4
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 # A UTC offset after a time belongs to it: dropping it would pay 18:15 +05:00 for a target of 18:15 +0000.
 _OFFSET = r"(?:\s*(?:Z\b|(?:UTC|GMT)(?:\s*[+-]\d{1,2}(?::?\d{2})?)?|[+-]\d{2}:?\d{2}\b))?"
@@ -82,32 +104,48 @@ _TIME_PATTERNS = (
 
 @dataclass(frozen=True, slots=True)
 class AnswerSpan:
-    """The final answer as written in the response, and the rule that found it."""
+    """The final answer as written in the response, the rule that found it, and the other final answers the response
+    states (other boxes and final-answer lines, as written; :func:`extract_prediction` decides whether they read as
+    the same value)."""
 
     text: str
     source: SpanSource
+    others: tuple[str, ...] = ()
+
+
+def _all_boxed(text: str) -> list[str]:
+    """The content of every balanced ``\\boxed{...}`` (``\\fbox``), in order of where they open; one pass over the
+    text (a response of many unclosed boxes costs no more than its length)."""
+    openers = {match.end() - 1 for match in _BOXED.finditer(text)}  # where each box's brace is
+    stack: list[tuple[int, bool]] = []
+    found: list[tuple[int, str]] = []
+    for index, char in enumerate(text):
+        if char == "{":
+            stack.append((index + 1, index in openers))
+        elif char == "}" and stack:
+            start, boxed = stack.pop()
+            if boxed:
+                found.append((start, text[start:index]))
+    return [content for _, content in sorted(found)]
 
 
 def _last_boxed(text: str) -> str | None:
-    starts = [m.end() for m in _BOXED.finditer(text)]
-    for start in reversed(starts):
-        depth, i = 1, start
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            return text[start : i - 1]
-    return None
+    boxes = _all_boxed(text)
+    return boxes[-1] if boxes else None
 
 
-def _answer_line(lines: list[str], pattern: re.Pattern[str]) -> str | None:
-    for n in range(len(lines) - 1, -1, -1):
-        match = pattern.search(lines[n])
+def _answer_lines(lines: list[str], pattern: re.Pattern[str]) -> list[str]:
+    """What every line matching ``pattern`` states, in order: the rest of the line, or when that is empty the lines
+    that follow up to a blank one (a line stating nothing at all is left out)."""
+    found = []
+    for n, line in enumerate(lines):
+        match = pattern.search(line)
         if match is None:
             continue
         rest = match.group("rest").strip()
         if rest.strip("*_ :"):
-            return rest
+            found.append(rest)
+            continue
         following: list[str] = []
         for line in lines[n + 1 : n + 1 + _MAX_FOLLOWING_LINES]:
             if not line.strip():
@@ -115,8 +153,24 @@ def _answer_line(lines: list[str], pattern: re.Pattern[str]) -> str | None:
                     break
                 continue
             following.append(line)
-        return "\n".join(following) if following else None
-    return None
+        if following:
+            found.append("\n".join(following))
+    return found
+
+
+def _answer_line(lines: list[str], pattern: re.Pattern[str]) -> str | None:
+    found = _answer_lines(lines, pattern)
+    return found[-1] if found else None
+
+
+def _stated_answers(text: str, lines: list[str], source: SpanSource) -> list[str]:
+    """Every final answer the response states, as written: its boxes and final-answer lines (a line holding a box
+    counts as that box), or, when it has neither, its answer lines."""
+    boxes = _all_boxed(text)
+    finals = [rest for rest in _answer_lines(lines, _FINAL_STATED) if not _all_boxed(rest)]
+    if boxes or finals or source != "answer":
+        return boxes + finals
+    return _answer_lines(lines, _ANSWER_LINE)
 
 
 def final_answer_span(response: str) -> AnswerSpan | None:
@@ -130,7 +184,7 @@ def final_answer_span(response: str) -> AnswerSpan | None:
     if boxed is not None:
         found = (boxed, "boxed")
     else:
-        lines = text.splitlines()
+        lines = text.split("\n")
         for pattern, source in ((_FINAL_LINE, "final_answer"), (_ANSWER_LINE, "answer")):
             rest = _answer_line(lines, pattern)
             if rest is not None:
@@ -140,7 +194,14 @@ def final_answer_span(response: str) -> AnswerSpan | None:
             found = (text, "short_response")
     if found is None or not found[0] or not found[0].strip():
         return None
-    return AnswerSpan(found[0].strip()[:MAX_SPAN_CHARS], found[1])
+    chosen = found[0].strip()[:MAX_SPAN_CHARS]
+    seen, others = {chosen}, []
+    for answer in _stated_answers(text, text.split("\n"), found[1]):
+        answer = answer.strip()[:MAX_SPAN_CHARS]
+        if answer and answer not in seen:
+            seen.add(answer)
+            others.append(answer)
+    return AnswerSpan(chosen, found[1], tuple(others))
 
 
 def clean_text(span: str) -> str:
@@ -168,15 +229,35 @@ def _last_top_level_equals(text: str) -> int | None:
     return found
 
 
+def _equations(text: str) -> int:
+    """How many of ``text``'s top-level parts (split at commas, semicolons and ``and`` outside brackets) hold an
+    ``=``: ``x = 8, y = 12`` holds two equations, ``x = 2 + 3 = 5`` one."""
+    count, holds = 0, False
+    depths = bracket_depths(text)
+    for index, (char, depth) in enumerate(zip(text, depths, strict=True)):
+        if depth:
+            continue
+        if char in ",;" or (text.startswith(" and ", index) and char == " "):
+            count, holds = count + holds, False
+        elif char == "=":
+            holds = True
+    return count + holds
+
+
 def extract_expr(span: str) -> str:
-    """The value an ``expr_verify`` criterion reads from a final answer span (module docstring)."""
+    """The value an ``expr_verify`` criterion reads from a final answer span (module docstring): the right-hand side
+    of its equation, unless it states several (``x = 8, y = 12``) or writes a verifier's keyword (``predict='12'``,
+    call syntax, which is content): then the whole span, for the verifier to read or refuse."""
     text = clean_text(span)
     if _OPTION_LEAD.match(text):
         return text
     equals = _last_top_level_equals(text)
-    if equals is not None:
-        text = clean_text(text[equals + 1 :])
-    return text
+    if equals is None:
+        return text
+    left = text[:equals].split()
+    if (left and left[-1].casefold() in call_keywords()) or _equations(text) > 1:
+        return text
+    return clean_text(text[equals + 1 :])
 
 
 def extract_time(span: str) -> str:
@@ -218,24 +299,69 @@ def extract_list(span: str) -> list[str]:
     return [item for item in items if item]
 
 
-def _numbers(match: re.Match[str]) -> list[float | int]:
-    return [int(v) if re.fullmatch(r"-?\d+", v) else float(v) for v in match.groups()]
-
-
 def extract_coords(span: str, size: int) -> list[list[float | int]]:
-    """Every group of ``size`` (4 for boxes, 2 for points) numbers in brackets or parentheses, in order."""
-    pattern = _GROUP4 if size == 4 else _GROUP2
-    return [_numbers(m) for m in pattern.finditer(span)]
+    """Every group of two or more numbers in brackets or parentheses, in order and as written: a group of another
+    size than ``size`` (4 for boxes, 2 for points) is kept, for the verifier to count as the miss it is."""
+    del size  # the verifier checks each group's size; the reader never drops one
+    return [[int(v) if re.fullmatch(r"-?\d+", v) else float(v) for v in _NUMBER.findall(m.group(0))]
+            for m in _GROUP.finditer(span)]  # fmt: skip
+
+
+def states_emptiness(span: str) -> bool:
+    """Whether a final answer says there is nothing (``none``, ``[]``, ``no such object``, ``it is not in the
+    image``): the one answer an empty target (``[]``, ``''``) is met by."""
+    text = clean_text(span)
+    return len(text) <= _MAX_EMPTINESS_CHARS and _EMPTINESS.fullmatch(text.strip().rstrip(".!")) is not None
+
+
+def _read(verifier: str, text: str) -> Any:
+    spec = get_spec(verifier)
+    return extract_coords(text, spec.arity) if spec.arity is not None else _READERS[spec.value](text)
+
+
+def _reads_alike(verifier: str, first: str, second: str) -> bool:
+    """Whether two final answers state the same value for ``verifier``: the same reading, or (expressions)
+    equivalent by ``expr_verify``."""
+    a, b = _read(verifier, first), _read(verifier, second)
+    if isinstance(a, str) and isinstance(b, str):
+        a, b = " ".join(a.split()).casefold(), " ".join(b.split()).casefold()
+        if a == b:
+            return True
+        if get_spec(verifier).value == "expression" and a and b:
+            result = verify_call_result(
+                format_call("expr_verify", {"target": a}), format_call("expr_verify", {"predict": b})
+            )
+            return result.status == "ok" and result.score == 1.0
+        return False
+    if isinstance(a, list) and isinstance(b, list) and all(isinstance(v, str) for v in a + b):
+        return sorted(" ".join(v.split()).casefold() for v in a) == sorted(" ".join(v.split()).casefold() for v in b)
+    return a == b
+
+
+def read_prediction(verifier: str, span: AnswerSpan | None) -> tuple[dict[str, Any], str]:
+    """The scoring-side keywords of ``verifier`` for a final answer span, and where they come from: ``predict=None``
+    (no value stated: score 0 whatever the target) when there is no span, when the response states several final
+    answers that read differently, or when the span reads as the empty value without saying there is nothing."""
+    spec = get_spec(verifier)  # an unknown verifier is refused whatever the span
+    if span is None:
+        return {"predict": None}, "no final answer found"
+    where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}"
+    if len(span.others) > _MAX_OTHER_ANSWERS:
+        return {"predict": None}, f"{len(span.others) + 1} final answers"
+    different = [other for other in span.others if not _reads_alike(verifier, span.text, other)]
+    if different:
+        return {"predict": None}, f"several final answers: {span.text!r:.40} and {different[0]!r:.40}"
+    value = _read(verifier, span.text)
+    if spec.list_valued and spec.arity is None and len(value) == 1 and states_emptiness(span.text):
+        value = []  # "none" for a list: the empty list, not a list of the word
+    if value in ("", []) and not states_emptiness(span.text):
+        return {"predict": None}, f"no value in the {span.source.replace('_', ' ')} span {span.text!r:.80}"
+    return {"predict": value}, where
 
 
 def extract_prediction(verifier: str, span: AnswerSpan | None) -> dict[str, Any]:
-    """The scoring-side keywords of ``verifier`` for a final answer span; empty values when there is no span."""
-    spec = get_spec(verifier)
-    if span is None:
-        return {"predict": [] if spec.list_valued else ""}
-    if spec.arity is not None:
-        return {"predict": extract_coords(span.text, spec.arity)}
-    return {"predict": _READERS[spec.value](span.text)}
+    """The scoring-side keywords of ``verifier`` for a final answer span (:func:`read_prediction`)."""
+    return read_prediction(verifier, span)[0]
 
 
 #: How a final answer is read for each kind of prediction (coordinates are read by arity, see extract_prediction).

@@ -11,7 +11,8 @@ Backends that constrain generation to a JSON schema (SGLang and vLLM through ``r
   still one decoding step per token);
 - a fuzzy criterion's ``credit`` is one of 0, 0.5, 1; a verifiable one's is a string matching a call of that
   criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
-  without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain;
+  without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain, or
+  ``predict=None`` for a response that states no value;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
   XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
   free-text fields, and why the rubric schema of the teachers (``genrm.data.teacher_rubrics``) bounds no string.
@@ -73,6 +74,8 @@ def call_pattern(verifier: str) -> str:
             value = _coords_pattern(spec.arity)  # a coordinates keyword: the registry gives its arity
         else:
             value = _KIND_PATTERNS[param.kind]
+        if param.name == "predict":  # predict=None: the response states no value (scores 0 whatever the target)
+            value = f"(?:None|{value})"
         piece = f"{param.name}={value}"
         if param.required:
             pieces.append(piece if not pieces else f"{_SEP}{piece}")

@@ -5,6 +5,12 @@ rubric plan) and run by the verifier library; a fuzzy criterion's credit (0, 0.5
 judge failed on, or whose check could not judge (a bad target, an internal error), has score ``None`` and says why:
 it is never silently counted as 0 or 1. An unreadable prediction and a check past the deadline are verdicts of the
 verifier and score 0.
+
+A prediction of ``predict=None`` is the response stating no value (score 0 whatever the target). The empty value
+(``''``, ``[]``) is the response saying there is none, which an empty target is met by; a judge trained before
+``predict=None`` existed wrote the empty value for both, so when the response is known an empty prediction counts
+only where the response's final answer says there is nothing
+(:func:`genrm.methods.rubric.answer_extraction.states_emptiness`), and is read as ``predict=None`` otherwise.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import VerifierError, VerifyConfig, parse_call, run_verifier
@@ -36,22 +43,35 @@ class CriterionScore:
     extracted: str | float | None = None
 
 
-def _run_call(plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None) -> CriterionScore:
+def _run_call(
+    plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None, says_none: bool | None
+) -> CriterionScore:
     # The parser has checked that a model judge's call parses and names the plan's verifier (parsing again hits its
     # cache); a call that still cannot be read is a failed judgement, never an error of the whole group.
     try:
         prediction = parse_call(str(judged.call), side="scoring")
     except VerifierError as exc:
         return CriterionScore(plan, None, exc.status, f"{plan.path}: {exc}", judged.call)
-    result = run_verifier(str(plan.verifier), plan.target_kwargs, prediction.as_dict(), config)
+    keywords = prediction.as_dict()
+    if says_none is False and keywords.get("predict") in ("", [], ()):
+        keywords["predict"] = None  # an empty value where the response does not say there is none: no value stated
+    result = run_verifier(str(plan.verifier), plan.target_kwargs, keywords, config)
     score = result.score if result.is_verdict else None
     return CriterionScore(plan, score, result.status, result.reason, judged.call)
 
 
 def execute(
-    parsed: ParsedJudgement, plans: Sequence[CriterionPlan], config: VerifyConfig | None = None
+    parsed: ParsedJudgement,
+    plans: Sequence[CriterionPlan],
+    config: VerifyConfig | None = None,
+    response: str | None = None,
 ) -> list[CriterionScore]:
-    """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring)."""
+    """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring); with the
+    ``response`` judged, an empty prediction counts only where it says there is nothing."""
+    says_none = None
+    if isinstance(response, str):
+        span = final_answer_span(response)
+        says_none = span is not None and states_emptiness(span.text)
     if parsed.failure is not None:
         return [CriterionScore(plan, None, parsed.failure, parsed.reason) for plan in plans]
     scores = []
@@ -62,5 +82,5 @@ def execute(
         elif plan.verifier is None:
             scores.append(CriterionScore(plan, judged.credit, "ok", f"judge credit {judged.credit:g}", judged.credit))
         else:
-            scores.append(_run_call(plan, judged, config))
+            scores.append(_run_call(plan, judged, config, says_none))
     return scores

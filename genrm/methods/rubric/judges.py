@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 from genrm.choices import DEFAULT_SCORING_FORMAT, Exposure, ScoringFormat
 from genrm.engine import Engine, Judge, Reader, Reply, ask
 from genrm.engine.types import ChatRequest
-from genrm.methods.rubric.answer_extraction import AnswerSpan, extract_prediction, final_answer_span
+from genrm.methods.rubric.answer_extraction import AnswerSpan, final_answer_span, read_prediction
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.planning import CriterionPlan
@@ -86,16 +86,11 @@ def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJu
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
-    if span is None:
-        # no prediction, not the empty one: '' or [] would match an empty target ([] for an object that is not in the
-        # image) and pay a response that answers nothing
-        keywords: dict[str, object] = {"predict": None}
-    else:
-        keywords = {
-            key: without_control_characters(value) for key, value in extract_prediction(plan.verifier, span).items()
-        }
+    # no value stated is predict=None (score 0), never '' or [], which would match an empty target ([] for an object
+    # that is not in the image) and pay a response that answers nothing
+    read, where = read_prediction(plan.verifier, span)
+    keywords = {key: without_control_characters(value) for key, value in read.items()}
     call = format_call(plan.verifier, keywords)
-    where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}" if span else "no final answer found"
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
 
 
@@ -103,9 +98,9 @@ class RuleJudge:
     """The non-parametric judge: reads each response's final answer by fixed rules
     (:mod:`genrm.methods.rubric.answer_extraction`).
 
-    Verifiable criteria get a scoring-side call with what the rules extract (``predict=None`` when the response has
-    no final answer, which scores 0 whatever the target); fuzzy criteria come back ``unscored``, so a reward that
-    depends on them is unknown rather than guessed. The rubric's targets are never read.
+    Verifiable criteria get a scoring-side call with what the rules extract (``predict=None`` when the response states
+    no value, or several final answers, which scores 0 whatever the target); fuzzy criteria come back ``unscored``, so
+    a reward that depends on them is unknown rather than guessed. The rubric's targets are never read.
     """
 
     name = model = "rule"

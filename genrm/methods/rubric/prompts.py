@@ -77,7 +77,8 @@ _TOOL_CREDIT = f"""- credit:
   - tool items: the item's tool called on its scoring side with the value the response states, as a Python call
     with literal arguments: strings in single quotes with no quotes or backslashes inside (write math in plain
     notation: 3/4, sqrt(2), 9π), lists in brackets. Only copy the value; do not judge whether it is right.
-    When the response states no such value, call the tool with an empty value ('' or [])."""
+    When the response states no such value, call the tool with predict=None; only when it says there is none (no such
+    object, "none", []) call it with an empty value ('' or [])."""
 _FUZZY_ITEM = f"""- rationale: one short sentence on why the credit.
 - credit: {_CREDIT_SCALE}."""
 _THOUGHT = 'Start with "thought": at most two sentences on the response as a whole.'
@@ -92,7 +93,8 @@ _ITEM_EXAMPLE["brief"] = _ITEM_EXAMPLE["compact"]
 _BRIEF_TOOL = (
     'Per item, in order: "rationale", one short sentence, and "credit": for a reference item 0, 0.5 or 1; for a tool '
     "item, the item's tool called with the value the response states, literal arguments (strings in single quotes, "
-    "lists in brackets; '' or [] when it states none). Only copy the value; do not judge it."
+    "lists in brackets; predict=None when it states no value, '' or [] only when it says there is none). Only copy "
+    "the value; do not judge it."
 )
 _BRIEF_FUZZY = 'Per item, in order: "rationale", one short sentence, and "credit": 0, 0.5 or 1.'
 

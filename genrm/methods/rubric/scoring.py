@@ -121,7 +121,7 @@ def score_group(
     responses = instance.responses
     if len(judgements) != len(responses):
         raise ValueError(f"{len(judgements)} judgements for {len(responses)} responses")
-    scores = _execute_all(judgements, plans, config.verify)
+    scores = _execute_all(judgements, plans, config.verify, responses)
     references = _references(instance)
     violations = [
         format_violations(r, instance.prompt, references, config.format) if config.check_format else []
@@ -151,16 +151,21 @@ def score_group(
 
 
 def _execute_all(
-    judgements: Sequence[ParsedJudgement], plans: Sequence[CriterionPlan], verify: VerifyConfig
+    judgements: Sequence[ParsedJudgement],
+    plans: Sequence[CriterionPlan],
+    verify: VerifyConfig,
+    responses: Sequence[object],
 ) -> list[list[CriterionScore]]:
     # Checks that wait for expression workers run concurrently, one thread per worker, so that a group's hostile
     # expressions cost its slowest check per worker rather than their sum; each thread keeps the caller's context
     # (the server's tenant and budget). In-process checks are fast and stay in this thread.
     if len(judgements) < 2 or not any(uses_workers(plan.verifier) for plan in plans):
-        return [execute(parsed, plans, verify) for parsed in judgements]
+        pairs = zip(judgements, responses, strict=True)
+        return [execute(parsed, plans, verify, response) for parsed, response in pairs]  # type: ignore[arg-type]
     with ThreadPoolExecutor(max_workers=min(len(judgements), expression_workers())) as pool:
         futures = [
-            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify) for parsed in judgements
+            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response)
+            for parsed, response in zip(judgements, responses, strict=True)
         ]
         return [future.result() for future in futures]
 

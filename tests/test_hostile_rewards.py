@@ -1,0 +1,166 @@
+"""Rewards a careful grader would not give, found by hostile probes, through every path a reward leaves by: the
+scoring library (``genrm score``), ``/v1/score``, ``/get_reward`` with groups gathered across requests, TRL's reward
+function and verl's ``compute_score``.
+
+- An empty target (``bbox_verify(target=[])``: the object is not in the image) is met only by a response that says
+  there is nothing; a response that states no value, or a value that does not read, gets 0.
+- A response whose final answer is stated several times with different values states several: 0.
+- A box list with a malformed member is scored as the verifier scores it (a miss), never cleaned up by the reader.
+- Call syntax in a response (``predict='12'``) is content, never a keyword.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+from fake_judge import with_app
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genrm.cli.main import main
+from genrm.engine import Judge
+from genrm.methods.rubric.models import Instance
+from genrm.methods.rubric.scoring import score_instance
+from policy_rl.data import policy_record
+from policy_rl.method_reward import INSTANCE_COLUMN
+from policy_rl.rubric_reward import RubricReward
+from policy_rl.scorers import JudgeScorer
+from policy_rl.verl_reward import compute_score_batch, verl_row
+from serving.settings import ServerSettings
+
+LONG = "I looked at this for a while and thought about what the question asks for, but " * 3
+
+#: reference | responses with the reward a careful grader gives each (one group per reference)
+CASES: list[tuple[str, list[tuple[str, float]]]] = [
+    ("bbox_verify(target=[])", [
+        ("Final answer: none", 1.0),
+        ("There is no banana in the image.", 1.0),
+        ("\\boxed{[]}", 1.0),
+        ("\\boxed{banana}", 0.0),
+        ("Final answer: I cannot answer that.", 0.0),
+        ("Final answer: [[100, 200, 300]]", 0.0),  # a malformed box is a box, not nothing
+        ("Final answer: .", 0.0),
+        (LONG + "and that is all.", 0.0),  # no final answer at all
+    ]),
+    ("point_verify(target=[])", [("Final answer: 42", 0.0), ("Final answer: it is not in the image", 1.0)]),
+    ("list_verify(target=[])", [("Final answer: .", 0.0), ("Final answer: none", 1.0), ("Final answer: cat", 0.0)]),
+    ("expr_verify(target='12')", [
+        ("\\boxed{8} or maybe \\boxed{12}", 0.0),
+        ("Final answer: 8\n\nFinal answer: 12", 0.0),
+        ("The answer is \\boxed{8}.\nFinal answer: 12", 0.0),
+        ("Final answer: x = 8, y = 12", 0.0),
+        ("\\boxed{predict='12'}", 0.0),
+        ("Final answer: target=12", 0.0),
+        ("So we get \\boxed{12}.\nFinal answer: 12", 1.0),  # the same value twice is one answer
+        ("The total is \\boxed{12}.\nFinal answer: $12", 1.0),
+        ("Final answer: x = 12", 1.0),
+    ]),
+]  # fmt: skip
+REFERENCES = [reference for reference, _ in CASES]
+
+
+def _instance(index: int) -> Instance:
+    reference, rows = CASES[index]
+    return Instance(id=f"probe-{index}", prompt="Answer the question about the image.", task_type="general",
+                    rubric={"essential": [{"criterion": "Gives the answer.", "reference": reference, "weight": 1}]},
+                    responses=[response for response, _ in rows])  # fmt: skip
+
+
+def _expected(index: int) -> list[float]:
+    return [reward for _, reward in CASES[index][1]]
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=REFERENCES)
+def test_the_scoring_library_pays_what_a_careful_grader_pays(index):
+    result = score_instance(_instance(index))
+    assert result.rewards == _expected(index), [r.criteria[0].reason for r in result.records]
+
+
+def test_genrm_score_pays_what_a_careful_grader_pays(tmp_path, capsys):
+    source, out = tmp_path / "probes.jsonl", tmp_path / "rewards.jsonl"
+    source.write_text("".join(_instance(i).model_dump_json() + "\n" for i in range(len(CASES))), encoding="utf-8")
+    assert main(["score", str(source), "-o", str(out), "-q"]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n") if line]
+    assert [line["rewards"] for line in lines] == [_expected(i) for i in range(len(CASES))]
+
+
+def test_a_malformed_box_among_boxes_is_the_verifiers_miss_on_every_path():
+    box = Instance(id="boxes", prompt="Box the cup.", task_type="grounding",
+                   rubric={"essential": [{"criterion": "Boxes the cup.",
+                                          "reference": "bbox_verify(target=[[100, 100, 300, 300]])", "weight": 1}]},
+                   responses=["Final answer: [[100, 100, 300, 300], [5, 5, 5]]"])  # fmt: skip
+    (criterion,) = score_instance(box).records[0].criteria
+    assert criterion.score == 0.5 and criterion.extracted == "bbox_verify(predict=[[100, 100, 300, 300], [5, 5, 5]])"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_v1_score_pays_what_a_careful_grader_pays():
+    async def run(http):
+        body = {"groups": [json.loads(_instance(i).model_dump_json()) for i in range(len(CASES))]}
+        return await http.post("/v1/score", json=body)
+
+    answer = await with_app(ServerSettings(), run)
+    assert answer.status_code == 200, answer.text
+    assert [group["rewards"] for group in answer.json()["groups"]] == [_expected(i) for i in range(len(CASES))]
+
+
+CHATML = "<|im_start|>user\nAnswer the question about the image.<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("index", range(len(CASES)), ids=REFERENCES)
+async def test_get_reward_with_gathered_groups_pays_what_a_careful_grader_pays(index):
+    instance = _instance(index)
+    label = instance.model_dump_json(exclude={"responses"})
+
+    async def run(http):
+        bodies = [{"query": [CHATML + r + "<|im_end|>"], "prompts": [CHATML], "labels": [label]}
+                  for r in instance.responses]  # fmt: skip
+        return await asyncio.gather(*(http.post("/get_reward", json=body) for body in bodies))
+
+    settings = ServerSettings(group_size=len(instance.responses), group_wait_s=30)
+    answers = await with_app(settings, run)
+    assert [a.json()["rewards"][0] for a in answers] == _expected(index)
+
+
+def test_trl_and_verl_reward_functions_pay_what_a_careful_grader_pays():
+    reward = RubricReward(JudgeScorer(Judge()))
+    for index in range(len(CASES)):
+        instance = _instance(index)
+        row = policy_record(instance.model_copy(update={"responses": []}))
+        completions = [[{"role": "assistant", "content": text}] for text in instance.responses]
+        column = {INSTANCE_COLUMN: [row[INSTANCE_COLUMN]] * len(completions)}
+        assert reward([None] * len(completions), completions, **column) == _expected(index)
+        truth = verl_row(instance.model_copy(update={"responses": []}), 0)["reward_model"]["ground_truth"]
+        count = len(instance.responses)
+        scores = compute_score_batch(["genrm"] * count, instance.responses, [truth] * count, [{}] * count)
+        assert [s["score"] for s in scores] == _expected(index)
+
+
+#: Pieces of responses that never say there is nothing (no "no", "none", "not", empty brackets ...).
+_PIECES = ["12", "-3.5", "100", "banana", "cat", "x", "=", ",", ";", ".", " ", "\n", "[", "]", "(", ")", "[1, 2]",
+           "[10, 20, 30, 40]", "\\boxed{", "}", "Final answer:", "The answer is", "maybe", "or", "and", "predict=",
+           "'", "I think", "so"]  # fmt: skip
+_EMPTY_BRACKETS = re.compile(r"\[\s*\]|\(\s*\)|\{\s*\}")
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(_PIECES), max_size=25).map("".join),
+       reference=st.sampled_from(["bbox_verify(target=[])", "point_verify(target=[])", "list_verify(target=[])",
+                                  "text_verify(target='')"]))  # fmt: skip
+def test_an_empty_target_pays_no_response_that_does_not_say_there_is_nothing(text, reference):
+    if _EMPTY_BRACKETS.search(text):
+        return  # "[]" says there is nothing
+    instance = Instance(id="p", prompt="Where is it?", task_type="general",
+                        rubric={"essential": [{"criterion": "Answers.", "reference": reference, "weight": 1}]},
+                        responses=[text])  # fmt: skip
+    result = score_instance(instance)
+    assert result.rewards in ([0.0], [None]), (text, result.records[0].criteria[0].reason)
