@@ -130,7 +130,7 @@ def test_each_constructor_yields_the_category_it_claims(built, regular):
             "circumlocution", "symbolic_bluff", "injection"
         ):  # fmt: skip
             assert all(lab.credit == 0.0 for lab in example.labels)
-            assert all(parse_call(lab.call, side="scoring").as_dict()["predict"] in ("", []) for lab in example.labels
+            assert all(parse_call(lab.call, side="scoring").as_dict()["predict"] is None for lab in example.labels
                        if lab.call)  # fmt: skip
         if example.category == "irrelevant":
             assert example.response in {r for i, r in responses if i != example.input_id}

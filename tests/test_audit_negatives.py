@@ -36,7 +36,7 @@ def test_abnormal_responses_become_examples_labelled_with_the_credit_they_deserv
     assert len(records.read_text().splitlines()) == len(written)
     answer = json.loads(json.loads(records.read_text().splitlines()[written.index(alone)])["completion"][0]["content"])
     # the judge is taught to extract nothing for the verifier (which then gives 0) and to give the fuzzy criterion 0
-    assert [item["credit"] for item in answer["essential"] + answer["additional"]] == ["text_verify(predict='')", 0]
+    assert [item["credit"] for item in answer["essential"] + answer["additional"]] == ["text_verify(predict=None)", 0]
 
 
 def test_an_audit_of_test_inputs_an_unknown_name_and_nothing_kept_are_refused(tmp_path, capsys):

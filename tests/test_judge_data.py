@@ -39,7 +39,7 @@ def test_every_family_verifier_and_kind_of_response_is_covered(examples):
     assert {e.input_id.split("-")[1] for e in examples} == set(FAMILIES)
     credits = [label.credit for e in examples for label in e.labels]
     assert 0.0 in credits and 1.0 in credits and any(0.0 < c < 1.0 for c in credits)
-    assert any(label.call and "predict=''" in label.call for e in examples for label in e.labels)
+    assert any(label.call and "predict=None" in label.call for e in examples for label in e.labels)  # no value
 
 
 def test_labelled_answers_are_what_a_constrained_judge_can_write(examples):

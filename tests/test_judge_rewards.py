@@ -89,11 +89,15 @@ def test_wrong_values_wrong_credits_and_wrong_forms_lose_content():
     assert content_reward("{not json", expr) == 0.0
 
 
-def test_an_empty_label_is_matched_only_by_an_empty_prediction():
-    empty = next(e for e in EXAMPLES if e.labels[0].call and "predict=''" in e.labels[0].call)
-    plan, call = empty.plans()[0], empty.labels[0].call
+def test_no_value_is_matched_only_by_no_value_and_the_empty_value_only_by_the_empty_value():
+    none = next(e for e in EXAMPLES if e.labels[0].call and "predict=None" in e.labels[0].call)
+    plan, call = none.plans()[0], none.labels[0].call
     assert arguments_score(plan, call, call) == 1.0
-    assert arguments_score(plan, call, call.replace("''", "'7'")) == 0.0
+    assert arguments_score(plan, call, call.replace("None", "'7'")) == 0.0
+    assert arguments_score(plan, call, call.replace("None", "''")) == 0.0  # "there is none" is a value
+    empty = call.replace("None", "''")
+    assert arguments_score(plan, empty, empty) == 1.0
+    assert arguments_score(plan, empty, call) == 0.0
 
 
 def test_trl_reward_functions_read_conversational_completions():
