@@ -61,7 +61,6 @@ SHORT_RESPONSE_CHARS = 200
 MAX_SPAN_CHARS = 5_000
 _MAX_FOLLOWING_LINES = 50
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _FINAL_LINE = re.compile(r"final\s+answer\b\s*(?:is\b|:|=|-)?\s*(?P<rest>.*)$", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"\banswer\s*(?:is\b|:|=)\s*(?P<rest>.*)$", re.IGNORECASE)
@@ -173,9 +172,20 @@ def _stated_answers(text: str, lines: list[str], source: SpanSource) -> list[str
     return _answer_lines(lines, _ANSWER_LINE)
 
 
+def without_thinking(text: str) -> str:
+    """``text`` with every ``<think>...</think>`` block (any case, the nearest closing tag) replaced by a space, as
+    ``re.sub(r"<think>.*?</think>", " ", text, flags=re.DOTALL | re.IGNORECASE)`` does, in one pass: the pattern took
+    1.4 s over 40,000 unclosed ``<think>`` tags."""
+    lower, out, at = text.lower(), [], 0
+    while (start := lower.find("<think>", at)) >= 0 and (end := lower.find("</think>", start + 7)) >= 0:
+        out += [text[at:start], " "]
+        at = end + len("</think>")
+    return "".join(out) + text[at:]
+
+
 def final_answer_span(response: str) -> AnswerSpan | None:
     """The response's final answer by the precedence rules of the module docstring, or None when there is none."""
-    text = _THINK.sub(" ", response)
+    text = without_thinking(response)
     if "</think>" in text.lower():
         text = text[text.lower().rindex("</think>") + len("</think>") :]
     text = text.strip()
