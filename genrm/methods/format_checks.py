@@ -24,7 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+|([^\w\s])\1*|\S")
-_MATH_OR_CODE = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
+# LaTeX math and code, as (opening, closing) in the order a match is tried at each position: what
+# ``re.sub(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", " ", text, flags=re.DOTALL)``
+# removes, which took 4.6-5.3 s over 40,000 unclosed ``\(`` (and held the GIL): :func:`without_math_or_code` does it
+# in one pass.
+_MATH_OR_CODE = (("```", "```"), ("`", "`"), ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SCRIPTS: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = (
     ("Latin", ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0x24F))),
     ("Han", ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FFFF))),
@@ -100,10 +104,35 @@ def _script(code: int) -> str | None:
     return None
 
 
+def without_math_or_code(text: str) -> str:
+    """``text`` with each span of LaTeX math or code (:data:`_MATH_OR_CODE`: the leftmost span first, the first kind
+    that closes at a position, closed at its nearest closing) replaced by a space; time linear in the length, since
+    where each closing comes next is looked up once and kept until the scan passes it."""
+    out: list[str] = []
+    kept = 0  # text[kept:index] is copied out unchanged when a span starts at index
+    index = 0
+    closing_at = [-1] * len(_MATH_OR_CODE)  # where the next closing of each kind is (-2: none up to the end)
+    while index < len(text):
+        for kind, (opening, closing) in enumerate(_MATH_OR_CODE):
+            if not text.startswith(opening, index) or closing_at[kind] == -2:
+                continue
+            after = index + len(opening)
+            if closing_at[kind] < after:
+                found = text.find(closing, after)
+                closing_at[kind] = found if found >= 0 else -2
+            if closing_at[kind] >= after:
+                out += [text[kept:index], " "]
+                index = kept = closing_at[kind] + len(closing)
+                break
+        else:
+            index += 1
+    return "".join(out) + text[kept:]
+
+
 def script_counts(text: str) -> Counter[str]:
     """Letters per script in ``text``, outside LaTeX math and code."""
     counts: Counter[str] = Counter()
-    for ch in _MATH_OR_CODE.sub(" ", text):
+    for ch in without_math_or_code(text):
         if ch.isalpha():
             script = _script(ord(ch))
             if script is not None:
