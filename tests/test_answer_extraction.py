@@ -186,7 +186,26 @@ def _old_last_boxed(text: str):  # the quadratic scan this module had, for compa
     return None
 
 
-_PIECES = st.sampled_from(["\\boxed{", "\\fbox {", "{", "}", "x", "12", " ", "<think>", "</think>", "<THINK>", "\n"])
+_PIECES = st.sampled_from(
+    [
+        "\\boxed{",
+        "\\fbox {",
+        "{",
+        "}",
+        "x",
+        "12",
+        " ",
+        "<think>",
+        "</think>",
+        "<THINK>",
+        "\n",
+        "```",
+        "`",
+        "json",
+        "JSON",
+        "{}",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -194,10 +213,13 @@ _PIECES = st.sampled_from(["\\boxed{", "\\fbox {", "{", "}", "x", "12", " ", "<t
 def test_the_one_pass_scans_read_as_the_patterns_they_replace(text):
     import re
 
-    from genrm.methods.rubric.answer_extraction import _last_boxed, without_thinking
+    from genrm.methods.answer_json import fenced_blocks, without_thinking
+    from genrm.methods.rubric.answer_extraction import _last_boxed
 
     assert _last_boxed(text) == _old_last_boxed(text)
     assert without_thinking(text) == re.sub(r"<think>.*?</think>", " ", text, flags=re.DOTALL | re.IGNORECASE)
+    fences = re.findall(r"```(?:json)?\s*\n?(.*?)```", text, re.DOTALL | re.IGNORECASE)
+    assert [block.lstrip() for block in fenced_blocks(text)] == [block.lstrip() for block in fences]
 
 
 def test_hostile_spans_are_read_in_time_linear_in_their_length():

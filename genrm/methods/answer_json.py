@@ -7,7 +7,6 @@ it; all of that is accepted. Checking the object against a method's answer model
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -22,15 +21,39 @@ M = TypeVar("M", bound=BaseModel)
 #: The most characters of a judge's output that are read.
 MAX_OUTPUT_CHARS = 200_000
 _MAX_JSON_STARTS = 64
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-def _strip_reasoning(text: str) -> str:
-    text = _THINK.sub(" ", text)
-    if "</think>" in text.lower():  # an opening tag cut off by the prompt template: keep what follows the close
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
+def without_thinking(text: str) -> str:
+    """``text`` with every ``<think>...</think>`` block (any case, the nearest closing tag) replaced by a space, as
+    ``re.sub(r"<think>.*?</think>", " ", text, flags=re.DOTALL | re.IGNORECASE)`` does, in one pass: the pattern took
+    1.4 s over 40,000 unclosed ``<think>`` tags."""
+    lower, out, at = text.lower(), [], 0
+    while (start := lower.find("<think>", at)) >= 0 and (end := lower.find("</think>", start + 7)) >= 0:
+        out += [text[at:start], " "]
+        at = end + len("</think>")
+    return "".join(out) + text[at:]
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without its reasoning: every ``<think>...</think>`` block, and everything up to a closing tag left
+    without its opening (one cut off by the prompt template: what follows the close is the answer)."""
+    text = without_thinking(text)
+    lower = text.lower()
+    if "</think>" in lower:
+        text = text[lower.rindex("</think>") + len("</think>") :]
     return text
+
+
+def fenced_blocks(text: str) -> list[str]:
+    """The contents of the code fences of ``text`` (```` ``` ```` to the next ```` ``` ````, a ``json`` tag dropped),
+    as ``re.findall(r"```(?:json)?\\s*\\n?(.*?)```", text, re.DOTALL | re.IGNORECASE)`` finds them up to white
+    space at the start, in one pass."""
+    blocks, at = [], 0
+    while (start := text.find("```", at)) >= 0 and (end := text.find("```", start + 3)) >= 0:
+        inner = text[start + 3 : end]
+        blocks.append(inner[4:] if inner[:4].lower() == "json" else inner)
+        at = end + 3
+    return blocks
 
 
 def extract_json_object(text: str) -> dict | None:
@@ -41,8 +64,8 @@ def extract_json_object(text: str) -> dict | None:
     from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
     constrained model write them (a tab or newline in a rationale), and they say nothing about the verdict.
     """
-    text = _strip_reasoning(text[:MAX_OUTPUT_CHARS])
-    for block in reversed(_FENCE.findall(text)):
+    text = strip_reasoning(text[:MAX_OUTPUT_CHARS])
+    for block in reversed(fenced_blocks(text)):
         try:
             value = json.loads(block, strict=False)
         except (ValueError, RecursionError):
