@@ -1,0 +1,45 @@
+"""The judge-learning study's time budget (``benchmarks/judge_learning.py --budget-s``): steps start only while it
+lasts, training runs get a share of what is left, and a study stopped by it reports what it measured and names what
+it skipped."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _study():
+    spec = importlib.util.spec_from_file_location("judge_learning", ROOT / "benchmarks" / "judge_learning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_steps_start_only_while_the_budget_lasts_and_training_gets_a_share_of_what_is_left():
+    study = _study()
+    assert study.Clock(None).share(0.4) == [] and study.Clock(None).allows("SFT", {})
+    flag, seconds = study.Clock(time.time() + 100).share(0.4)
+    assert flag == "--stop_after_s" and 39 <= float(seconds) <= 40
+    result = {}
+    assert not study.Clock(time.time() - 1).allows("RLVR", result) and result["skipped"] == ["RLVR"]
+
+
+def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_it_skipped():
+    study = _study()
+    measured = {measure: 70.0 for measure in study.MEASURES}
+    seed = {"tables": {"SFT|test": measured}, "curve": [(125, 43.3), (250, 69.4)], "whole_test": {},
+            "master_key_fp": {}, "seconds_per_step": {"SFT": 0.22}, "steps_done": {"SFT": 500},
+            "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
+            "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
+    args = argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
+                              answer_format="brief", device="cpu", held_out_keys=["period"], loop_steps=4,
+                              loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+    report = study._report({0: seed}, args)
+    assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
+    assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
+    assert "RLVR prompts: no seed reached RLVR" in report and "| 0 | not measured |" in report
+    assert "Skipped for the budget: seed 0: RLVR, base on test" in report
