@@ -14,8 +14,8 @@ instance's image first, under the operator's policy (:class:`ImagePolicy`, from 
 - anything else (``file:``, ``gopher:``, a ``data:`` URI of another type): refused.
 
 Then the bytes are decoded whole (at most ``max_image_bytes`` bytes and ``max_image_pixels`` pixels, checked before
-decoding), and the judge is sent them as a data URI: PNG, JPEG, WebP and GIF as they came, any other format Pillow
-reads re-encoded as PNG (:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
+decoding), and the judge is sent them as a data URI as they came: only PNG, JPEG, WebP and GIF are opened, never a
+format Pillow would guess (:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
 :class:`ImageRefused`, which the server answers 413 (over a limit) or 422 naming the field; nothing of that request is
 judged. Each distinct image of a request is read once, and recently read data URIs and files are remembered
 (:class:`ImageResolver`), so the G requests of a gathered group do not decode one image G times.

@@ -5,7 +5,8 @@ HTTP (SGLang, an OpenAI-compatible endpoint) is only ever sent image bytes, as a
 never a path or a URL for its host to open. Training and a judge run in process (the transformers backend) read the
 pixels here. A URL is not fetched: training must not depend on the network, so
 the message says to download it first. Every image is checked before it is decoded: at most :data:`MAX_IMAGE_BYTES`
-of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb fails with a message, not an out-of-memory).
+of file and :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb fails with a message, not an out-of-memory), and
+only the formats of :data:`IMAGE_FORMATS` are opened (PNG, JPEG, WebP, GIF): Pillow never guesses another.
 
 Needs Pillow.
 """
@@ -26,7 +27,12 @@ if TYPE_CHECKING:
 MAX_IMAGE_BYTES = 20_000_000
 #: Largest image decoded, in pixels (width x height): 8192 x 8192.
 MAX_IMAGE_PIXELS = 8192 * 8192
+#: The formats an image is opened as, each with its media type: every judge's image loader reads them, and Pillow is
+#: never asked to guess another (an EPS sent as ``data:image/png`` would reach its EPS plugin, which runs Ghostscript
+#: where it is installed, and rarer decoders have their own costs).
+IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
+_NOT_A_FORMAT = f"not a readable image of the formats read ({', '.join(IMAGE_FORMATS)})"
 _DATA_URI = re.compile(r"data:image/[a-zA-Z0-9.+-]+;base64,", re.ASCII)
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://", re.ASCII)
 
@@ -99,12 +105,14 @@ def load_image(reference: str, base_dir: Path | None = None) -> Image:
 
     data = _encoded_bytes(reference, base_dir)
     try:
-        with PILImage.open(io.BytesIO(data)) as image:
+        with PILImage.open(io.BytesIO(data), formats=list(IMAGE_FORMATS)) as image:
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
                 raise ImageTooLarge(f"image is {width}x{height} pixels, more than {MAX_IMAGE_PIXELS}")
             return image.convert("RGB")
-    except (UnidentifiedImageError, OSError, PILImage.DecompressionBombError) as exc:
+    except UnidentifiedImageError:
+        raise ImageError(_NOT_A_FORMAT) from None
+    except (OSError, PILImage.DecompressionBombError) as exc:
         raise ImageError(f"not a readable image: {exc}") from None
 
 
@@ -162,36 +170,31 @@ def _resized_data_uri(image: Image, budget: int) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-#: Formats whose bytes are sent on as they came once they decode (every judge's image loader reads them); any other
-#: readable format is sent re-encoded as PNG.
-SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
-
-
 def checked_image_data_uri(data: bytes, max_pixels: int | None = None, budget: int | None = None) -> str:
-    """``data`` as a data URI that any judge can read, after decoding it whole: its own bytes for a format in
-    :data:`SENT_AS_IS`, else re-encoded as PNG; an image of more than ``budget`` pixels (None: no budget) is scaled
-    down to it first (:func:`within_budget`) and re-encoded (a JPEG as a JPEG, anything else as a PNG).
+    """``data`` as a data URI that any judge can read, after decoding it whole: its own bytes (one of
+    :data:`IMAGE_FORMATS`); an image of more than ``budget`` pixels (None: no budget) is scaled down to it first
+    (:func:`within_budget`) and re-encoded (a JPEG as a JPEG, anything else as a PNG).
 
     Raises:
-        ImageError: not an image Pillow reads, a truncated or corrupt one, or more than ``max_pixels`` pixels
-            (default :data:`MAX_IMAGE_PIXELS`; checked from the header, before the pixels are decoded).
+        ImageError: not an image of :data:`IMAGE_FORMATS`, a truncated or corrupt one, or more than ``max_pixels``
+            pixels (default :data:`MAX_IMAGE_PIXELS`; checked from the header, before the pixels are decoded).
     """
     from PIL import Image as PILImage
     from PIL import UnidentifiedImageError
 
     max_pixels = MAX_IMAGE_PIXELS if max_pixels is None else max_pixels
     try:
-        with PILImage.open(io.BytesIO(data)) as image:
+        with PILImage.open(io.BytesIO(data), formats=list(IMAGE_FORMATS)) as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageTooLarge(f"image is {width}x{height} pixels, more than {max_pixels}")
             image.load()  # decodes every pixel: junk after a valid header fails here, not in the judge
             if budget is not None and width * height > budget:
                 return _resized_data_uri(image, budget)
-            kind = SENT_AS_IS.get(image.format or "")
-            if kind is None:
-                return png_data_uri(image.convert("RGBA" if "A" in image.getbands() else "RGB"))
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as exc:
+            kind = IMAGE_FORMATS[str(image.format)]
+    except UnidentifiedImageError:
+        raise ImageError(_NOT_A_FORMAT) from None
+    except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as exc:
         if isinstance(exc, ImageError):
             raise
         raise ImageError(f"not a readable image: {exc}") from None
@@ -271,7 +274,7 @@ def _fits(data: bytes, budget: int) -> bool:
     from PIL import Image as PILImage
 
     try:
-        with PILImage.open(io.BytesIO(data)) as image:
+        with PILImage.open(io.BytesIO(data), formats=list(IMAGE_FORMATS)) as image:
             width, height = image.size
     except Exception:  # noqa: BLE001 - any failure to read the header means: check it whole
         return False
