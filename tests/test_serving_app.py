@@ -149,6 +149,16 @@ async def test_backend_down_is_503_with_retry_after():
     assert health.status_code == 503 and health.json()["backend_reachable"] is False
 
 
+async def test_health_without_the_key_says_only_up_or_down():
+    # the judge's own words can name its internal address: only a request with the server's key reads them
+    async with served(ServerSettings(api_key="s3cret"), backend=_down_backend()) as http:
+        anonymous = await http.get("/health")
+        keyed = await http.get("/health", headers={"Authorization": "Bearer s3cret"})
+    assert anonymous.status_code == keyed.status_code == 503
+    assert anonymous.json() == {"status": "unavailable", "backend": "scripted", "backend_reachable": False, "detail": ""}
+    assert keyed.json()["detail"] == "connection refused"
+
+
 async def test_judge_failures_are_null_rewards_with_reasons(tmp_path):
     settings = ServerSettings(record_log=tmp_path / "log.jsonl")
     async with served(settings, backend=_garbage_backend()) as http:
