@@ -34,25 +34,37 @@ class RecordLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         fence_torn_tail(self.path)
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the server's life
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, request_id: str, instances: Sequence[Instance], results: Sequence[InstanceResult]) -> None:
-        """Append one line per group and make it durable (flush + fsync) before returning."""
+        """Append one line per group and make it durable (fsync) before returning: whole lines or nothing. A write
+        that fails part way (a full disk) is cut back to where the batch began and the error raised, so the next
+        batch never starts glued to a torn line."""
         now = time.time()
         lines = "".join(
             json_line({"time": now, "request_id": request_id, "instance": instance.model_dump(mode="json"),
                        "result": result.model_dump(mode="json")}) + "\n"
             for instance, result in zip(instances, results, strict=True)
-        )  # fmt: skip
+        ).encode("utf-8")  # fmt: skip
         with self._lock:
-            self._file.write(lines)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            if self._fd is None:
+                raise ValueError(f"the record log {self.path} is closed")
+            start = os.fstat(self._fd).st_size
+            try:
+                view = memoryview(lines)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                os.fsync(self._fd)
+            except OSError:
+                os.ftruncate(self._fd, start)  # nothing of the batch stays: whole lines or nothing
+                raise
 
     def close(self) -> None:
         """Close the file (later writes raise)."""
         with self._lock:
-            self._file.close()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def fence_torn_tail(path: Path) -> int:

@@ -101,6 +101,36 @@ async def test_a_torn_last_line_is_fenced_before_the_next_group_is_logged(tmp_pa
     assert fence_torn_tail(log) == 0  # a whole file is left alone
 
 
+async def test_a_full_disk_leaves_no_part_of_a_batch_and_the_next_batch_starts_on_a_line_of_its_own(
+    tmp_path, monkeypatch
+):
+    import errno
+    import os
+
+    import serving.record_log
+
+    log = tmp_path / "log.jsonl"
+    real_write, calls = os.write, []
+
+    def full_disk(fd, data):  # the first 100 bytes go, then the disk is full
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[:100]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async with served(ServerSettings(record_log=log)) as http:
+        assert (await http.post("/v1/score", json={"groups": [GROUP]})).status_code == 200
+        before = log.read_bytes()
+        monkeypatch.setattr(serving.record_log.os, "write", full_disk)
+        with pytest.raises(OSError, match="No space left"):  # the client gets an error, and nothing is logged
+            await http.post("/v1/score", json={"groups": [GROUP]})
+        monkeypatch.setattr(serving.record_log.os, "write", real_write)
+        assert log.read_bytes() == before  # the 100 bytes written were cut back
+        assert (await http.post("/v1/score", json={"groups": [GROUP]})).status_code == 200
+    lines = log.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(lines) == 2 and all(json.loads(line)["instance"]["id"] == "g1" for line in lines)
+
+
 def test_an_empty_api_key_is_refused():
     with pytest.raises(ValidationError, match="api_key is empty"):
         ServerSettings(api_key="")
