@@ -127,14 +127,18 @@ class ServerState:
 
     async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any]) -> None:
         """Refuse (413) a request whose groups would ask the judge more calls or bytes than the settings allow
-        (:mod:`serving.judge_cost`); nothing of it has been sent."""
+        (:mod:`serving.judge_cost`), as soon as the groups planned so far pass it; nothing of it has been sent."""
         if self.judge.engine is None:
             return
-        settings, total = self.settings, JudgeCost()
+        settings, total, planned = self.settings, JudgeCost(), 0
         for group in prepared:
             total.add(await planned_cost(self.method, group, self.judge))
+            planned += 1
+            if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
+                break  # over the limit already: the rest of the request is not planned
         if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
-            raise RequestError(413, where, f"this request would send the judge {total.calls} calls carrying "
+            least = "at least " if planned < len(prepared) else ""
+            raise RequestError(413, where, f"this request would send the judge {least}{total.calls} calls carrying "
                                f"{total.bytes} bytes (images count once per call that shows them); a request may "
                                f"send at most {settings.max_judge_calls} calls and {settings.max_judge_bytes} bytes "
                                "(max_judge_calls, max_judge_bytes): send fewer responses or groups per request, or "

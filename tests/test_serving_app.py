@@ -155,7 +155,12 @@ async def test_health_without_the_key_says_only_up_or_down():
         anonymous = await http.get("/health")
         keyed = await http.get("/health", headers={"Authorization": "Bearer s3cret"})
     assert anonymous.status_code == keyed.status_code == 503
-    assert anonymous.json() == {"status": "unavailable", "backend": "scripted", "backend_reachable": False, "detail": ""}
+    assert anonymous.json() == {
+        "status": "unavailable",
+        "backend": "scripted",
+        "backend_reachable": False,
+        "detail": "",
+    }
     assert keyed.json()["detail"] == "connection refused"
 
 
@@ -252,3 +257,25 @@ def test_client_gone_mid_request_loses_nothing(tmp_path):
         assert later.status_code == 200 and later.json()["groups"][0]["rewards"] == [1.0, 0.0, 0.0]
     # The abandoned request was still scored and logged: a client that leaves does not lose its work.
     assert sorted(e["instance"]["id"] for e in read_records(tmp_path / "log.jsonl")) == ["g1", "g2"]
+
+
+async def test_judge_cost_planning_stops_once_the_request_is_over_the_limit(monkeypatch):
+    import serving.state
+
+    planned, real = [], serving.state.planned_cost
+
+    async def counted(*args, **kwargs):
+        planned.append(1)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(serving.state, "planned_cost", counted)
+    backend = Judge(ScriptedEngine(lambda request: "{}"))
+    groups = [dict(GROUP, id=f"g{k}") for k in range(50)]
+    async with served(ServerSettings(max_judge_calls=1), backend=backend) as http:
+        refused = await http.post("/v1/score", json={"groups": groups})
+    assert (
+        refused.status_code == 413
+    message = refused.json()["detail"][0]["msg"]
+    assert refused.status_code == 413 and f"at least {len(GROUP['responses'])} calls" in message, refused.text
+    ), refused.text
+    assert len(planned) == 1  # the 49 other groups were never planned
