@@ -273,9 +273,6 @@ async def test_judge_cost_planning_stops_once_the_request_is_over_the_limit(monk
     groups = [dict(GROUP, id=f"g{k}") for k in range(50)]
     async with served(ServerSettings(max_judge_calls=1), backend=backend) as http:
         refused = await http.post("/v1/score", json={"groups": groups})
-    assert (
-        refused.status_code == 413
     message = refused.json()["detail"][0]["msg"]
     assert refused.status_code == 413 and f"at least {len(GROUP['responses'])} calls" in message, refused.text
-    ), refused.text
     assert len(planned) == 1  # the 49 other groups were never planned
