@@ -30,6 +30,7 @@ import hashlib
 import ipaddress
 import socket
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,7 @@ class ImagePolicy:
             address.
         max_bytes: largest encoded image, bytes (> 0).
         max_pixels: largest image, width x height pixels (> 0).
-        fetch_timeout_s: time limit of one URL fetch, s (> 0).
+        fetch_timeout_s: time limit of one URL fetch as a whole, s (> 0).
     """
 
     image_dir: Path | None = None
@@ -130,6 +131,9 @@ def _fetch(url: str, policy: ImagePolicy) -> bytes:
     except ValueError as exc:
         raise ImageRefused(f"image URL has a bad port: {exc}") from None
     _checked_host(parts.hostname, port, policy)
+    # one deadline for the whole fetch, checked as each piece arrives: a host that drips a byte a second within every
+    # read's time limit held a 2 s fetch for 30 s (a read under way can add at most its own limit)
+    deadline = time.monotonic() + policy.fetch_timeout_s
     try:
         with httpx.stream("GET", url, timeout=policy.fetch_timeout_s, follow_redirects=False) as response:
             if response.is_redirect:
@@ -139,6 +143,9 @@ def _fetch(url: str, policy: ImagePolicy) -> bytes:
                 raise ImageRefused(f"image URL answered HTTP {response.status_code}")
             chunks, size = [], 0
             for chunk in response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise ImageRefused(f"image at the URL did not arrive within {policy.fetch_timeout_s:g} s "
+                                       "(image_fetch_timeout_s, for the whole fetch)")  # fmt: skip
                 size += len(chunk)
                 if size > policy.max_bytes:
                     raise ImageRefused(f"image at the URL is larger than {policy.max_bytes} bytes", 413)

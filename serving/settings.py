@@ -149,7 +149,7 @@ class ServerSettings(BaseSettings):
         "reserved address (refused by default)",
     )
     image_fetch_timeout_s: float = Field(
-        ImagePolicy.fetch_timeout_s, gt=0.0, le=300.0, description="time limit of one image URL fetch, s"
+        ImagePolicy.fetch_timeout_s, gt=0.0, le=300.0, description="time limit of one image URL fetch as a whole, s"
     )
     judge_image_pixels: int = Field(
         DEFAULT_IMAGE_BUDGET, ge=0, le=2**30,

@@ -156,6 +156,34 @@ def test_urls_are_fetched_only_from_allowed_hosts_and_public_addresses_unless_al
     assert too_big.status_code == 413 and too_big.json()["detail"][0]["loc"] == ["body", "groups", 0, "image"]
 
 
+def test_a_url_that_drips_its_bytes_is_refused_when_the_whole_fetch_passes_its_time():
+    import asyncio
+    import time
+
+    from fastapi.responses import StreamingResponse
+
+    from serving.images import ImagePolicy, ImageRefused, _fetch
+
+    app = FastAPI()
+
+    @app.get("/drip.png")
+    async def drip() -> StreamingResponse:
+        async def bytes_slowly():
+            for _ in range(120):  # a byte every 0.1 s: every read is quick, the whole takes 12 s
+                yield b"\0"
+                await asyncio.sleep(0.1)
+
+        return StreamingResponse(bytes_slowly(), media_type="image/png")
+
+    policy = ImagePolicy(url_hosts=("localhost",), private_addresses=True, fetch_timeout_s=1.0)
+    with AppServer(app) as host:
+        started = time.monotonic()
+        with pytest.raises(ImageRefused, match="did not arrive within 1 s"):
+            _fetch(f"{host.root.replace('127.0.0.1', 'localhost')}/drip.png", policy)
+        elapsed = time.monotonic() - started
+    assert elapsed < 6  # about 1 s; each read took 0.1 s, so the 12 s the drip lasts was never waited for
+
+
 def _png_of(width: int, height: int) -> bytes:
     # noise from a fixed seed: a PNG of about 3 bytes a pixel, where a flat colour would compress to nothing
     import random
