@@ -340,7 +340,7 @@ _NOT_SETTINGS = ("seeds", "out", "results", "quick", "jobs", "budget_s", "deadli
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+    return {k: _relative(v) for k, v in vars(args).items() if k not in _NOT_SETTINGS}
 
 
 def _saved_seed(seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -411,12 +411,22 @@ def _seeds_side_by_side(args: argparse.Namespace, deadline: float | None) -> dic
     return dict(sorted(results.items()))
 
 
+def _relative(value: Any) -> Any:
+    """A path inside the project as relative to it (results name no machine's folders); anything else as it is."""
+    if isinstance(value, (str, Path)) and Path(value).is_absolute():
+        try:
+            return str(Path(value).resolve().relative_to(_ROOT))
+        except ValueError:
+            return str(value)
+    return str(value) if isinstance(value, Path) else value
+
+
 def _write(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
     """The report, the JSON and the figure of the seeds in ``results``, in ``--results``; returns the report."""
     out = Path(args.results)
     report = _report(results, args)
     (out / "judge_learning.md").write_text(report + "\n", encoding="utf-8")
-    record = {"settings": vars(args), "results": results}
+    record = {"settings": {key: _relative(value) for key, value in vars(args).items()}, "results": results}
     (out / "judge_learning.json").write_text(json.dumps(record, indent=1, default=str))
     _figure(results, out / "judge_learning.png")
     return report
