@@ -141,6 +141,24 @@ def test_a_missing_input_is_one_line_naming_it(args):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["score", "datasets/examples/reward_core.jsonl", "--ouput", "r.jsonl"],
+         "genrm score: error: unrecognized arguments: --ouput r.jsonl (--ouput: did you mean --output?)"),
+        (["data", "synthetic", "-o", "out", "--inptus", "3"], "genrm data synthetic: error: unrecognized arguments: "
+                                                               "--inptus 3 (--inptus: did you mean --inputs?)"),
+        (["verify", "--exmples"], "genrm verify: error: unrecognized arguments: --exmples (--exmples: did you mean "
+                                  "--examples?)"),
+        (["score", "datasets/examples/reward_core.jsonl", "--zzz"],
+         "genrm score: error: unrecognized arguments: --zzz"),
+    ],
+)  # fmt: skip
+def test_an_unknown_option_is_refused_by_its_subcommand_with_the_closest_one(args, said):
+    done = _genrm(*args)
+    assert done.returncode == 2 and said in done.stderr and "usage: genrm " + args[0] in done.stderr, done.stderr
+
+
 def test_train_help_helps_and_a_missing_recipe_is_one_line():
     helped = _genrm("train", "--help")
     assert helped.returncode == 0 and "usage: genrm train" in helped.stdout and "sft" in helped.stdout

@@ -270,10 +270,35 @@ def _register_plugins(sub: argparse._SubParsersAction) -> None:
             sub.add_parser(entry.name, help=f"unavailable: {exc}; install the matching extra (e.g. .[serve])")
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """Exit with the usage error of the (sub)command ``args`` chose for ``unknown`` arguments, naming the closest
+    option it has for each mistyped one (``--ouput``: did you mean ``--output``?)."""
+    import difflib
+
+    chosen = parser
+    while True:  # down the subcommands that were chosen (genrm data synthetic ...)
+        subcommands = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subcommands[0].dest, None) if subcommands else None
+        if name is None or name not in subcommands[0].choices:
+            break
+        chosen = subcommands[0].choices[name]
+    options = [option for action in chosen._actions for option in action.option_strings]
+    hints = []
+    for word in unknown:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{word.split('=', 1)[0]}: did you mean {close[0]}?")
+    chosen.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``genrm`` command line; returns the process exit code (2 for a usage error, 0 after ``--help``)."""
     try:
-        args = make_parser().parse_args(argv)
+        parser = make_parser()
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the subcommand that got them, with the closest option it has
+            _refuse_unknown(parser, args, unknown)
     except SystemExit as stop:  # argparse has printed the usage error or the help; the code is what it exits with
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     try:
