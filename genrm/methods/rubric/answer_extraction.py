@@ -13,14 +13,17 @@ that never states a final answer gets nothing.
 
 Otherwise there is no span.
 
-**No value stated** is its own value, ``predict=None``, which every verifier scores 0 whatever the target; it is never
-the empty value (``''``, ``[]``), which matches an empty target (``bbox_verify(target=[])``: the object is not in the
-image). :func:`extract_prediction` gives it when there is no span; when the span reads as nothing (no box in
-``\\boxed{banana}``, nothing left of ``.``) unless the span says there is nothing (``none``, ``[]``, ``no such
-object``, ``it is not in the image``: :func:`states_emptiness`), which is the empty value; and when the response
-states **several final answers** that read differently for the criterion's verifier: two boxes, two final-answer
-lines, a box and a final-answer line (``\\boxed{8} or maybe \\boxed{12}``; the same value written twice is one
-answer). Several answer lines count only where there is no box and no final-answer line.
+**No value stated** is its own value, ``predict=None``, which every verifier scores 0 whatever the target. It is
+never the empty value (``''``, ``[]``), which matches an empty target (``bbox_verify(target=[])``: the object is not
+in the image) and which a span gives only when it says there is nothing (``none``, ``[]``, ``no such object``, ``it
+is not in the image``: :func:`states_emptiness`). :func:`read_prediction` gives ``predict=None``:
+
+- when there is no span;
+- when the span reads as nothing for the verifier without saying so (no box in ``\\boxed{banana}``, nothing left of
+  ``.``);
+- when the response states **several final answers** that read differently for the criterion's verifier: two boxes,
+  two final-answer lines, a box and a final-answer line (``\\boxed{8} or maybe \\boxed{12}``; the same value written
+  twice is one answer). Several answer lines count only where there is no box and no final-answer line.
 
 Every verifiable criterion of a rubric reads the same span: dates, times and coordinates are searched for inside it,
 while text, expressions and lists take the whole of it. The rule backend therefore suits rubrics with one answer per
@@ -29,9 +32,11 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
 **The prediction of each verifier**, read from the span:
 
 - ``text_verify``: the span without surrounding quotes, bold markers, ``$`` and a final period;
-- ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``; else the
-  span. Words stay: the verifier reads a sentence itself (``about 3.5 km`` states 3.5 km), and refuses one whose
-  words change its value (``at least 5``, ``not 5``, ``3/4 of them``) or that states several values;
+- ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``, unless
+  the span holds several equations (``x = 8, y = 12``) or writes a verifier's keyword (``predict='12'``: call syntax,
+  which is content); else the span. Words stay: the verifier reads a sentence itself (``about 3.5 km`` states
+  3.5 km), and refuses one whose words change its value (``at least 5``, ``not 5``, ``3/4 of them``) or that states
+  several values;
 - ``time_verify``: the first date or time found in the span, with its UTC offset (``18:15``, ``18:15 +05:00``,
   ``6:15 PM``, ``2024-03-01``, ``1 March 2024``, ``March 1, 2024``, ``01/03/2024``), when nothing else in the span
   moves it (a second date or time, ``not``, ``after``, ``tomorrow``, ``plus``); else the span, which the verifier's
