@@ -7,7 +7,7 @@
 # a folder of wheels that benchmarks/gpu/fetch_wheels.sh downloads beforehand on a networked machine (default:
 # benchmarks/gpu/wheels; installed into a folder of its own, without dependencies, and put first on PYTHONPATH).
 # --cpu is the dry run: the same tests on the CPU (GENRM_GPU_TESTS_ON=cpu) and the benchmark's --dry-run.
-# On a lent machine whose time is counted: --tests-timeout stops the tests after S seconds (default 300), and
+# On a machine whose time is counted: --tests-timeout stops the tests after S seconds (default 300), and
 # --budget-s has the benchmark start no measurement after S seconds (default: none), reporting what it measured.
 # What follows -- goes to benchmarks/gpu_judge.py as it is (--max-tokens 128, --shapes qwen3-0.6b, ...).
 # Writes DIR/tests.log, DIR/benchmark.log, DIR/benchmark.json (rewritten after every row) and DIR/summary.md
