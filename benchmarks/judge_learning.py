@@ -374,7 +374,7 @@ def _kept_seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock
 def _seeds_side_by_side(args: argparse.Namespace, deadline: float | None) -> dict[int, dict[str, Any]]:
     """Every seed in a process of its own, ``--jobs`` at a time, on the one device; the report rewritten from their
     ``seed-N.json`` as they go. Returns each seed's result (as far as it got)."""
-    argv = [a for a in sys.argv[1:]]
+    argv = list(sys.argv[1:])
     pending, running, results = list(args.seeds), {}, {}
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}

@@ -163,4 +163,26 @@ def test_an_empty_target_pays_no_response_that_does_not_say_there_is_nothing(tex
                         rubric={"essential": [{"criterion": "Answers.", "reference": reference, "weight": 1}]},
                         responses=[text])  # fmt: skip
     result = score_instance(instance)
-    assert result.rewards in ([0.0], [None]), (text, result.records[0].criteria[0].reason)
+    assert result.rewards == [0.0], (text, result.records[0].criteria[0].reason)
+
+
+@pytest.mark.parametrize(
+    "response, reward",
+    [("Final answer: none", 1.0), ("There is no banana in the image.", 1.0), ("\\boxed{banana}", 0.0),
+     ("Final answer: I cannot answer that.", 0.0), (LONG + "and that is all.", 0.0)],
+)  # fmt: skip
+def test_an_old_judges_empty_value_counts_only_where_the_response_says_there_is_nothing(response, reward):
+    from genrm.methods.rubric.execution import execute
+    from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
+    from genrm.methods.rubric.models import Rubric
+    from genrm.methods.rubric.planning import plan_rubric
+
+    rubric = Rubric.model_validate({"essential": [{"criterion": "Boxes the banana.",
+                                                   "reference": "bbox_verify(target=[])", "weight": 1}]})  # fmt: skip
+    (plan,) = plan_rubric(rubric)
+    # a judge trained before predict=None existed writes [] for "states no value" and "says there is none" alike
+    old = ParsedJudgement(None, "", criteria=[CriterionJudgement(plan, call="bbox_verify(predict=[])")])
+    (score,) = execute(old, [plan], response=response)
+    assert score.score == reward, score.reason
+    (unread,) = execute(old, [plan])  # without the response, the call is taken as written
+    assert unread.score == 1.0

@@ -110,8 +110,8 @@ _TIME_PATTERNS = (
 @dataclass(frozen=True, slots=True)
 class AnswerSpan:
     """The final answer as written in the response, the rule that found it, and the other final answers the response
-    states (other boxes and final-answer lines, as written; :func:`extract_prediction` decides whether they read as
-    the same value)."""
+    states (other boxes and final-answer lines, as written; :func:`read_prediction` decides whether they read as the
+    same value)."""
 
     text: str
     source: SpanSource
@@ -168,10 +168,9 @@ def _answer_line(lines: list[str], pattern: re.Pattern[str]) -> str | None:
     return found[-1] if found else None
 
 
-def _stated_answers(text: str, lines: list[str], source: SpanSource) -> list[str]:
-    """Every final answer the response states, as written: its boxes and final-answer lines (a line holding a box
+def _stated_answers(boxes: list[str], lines: list[str], source: SpanSource) -> list[str]:
+    """Every final answer the response states, as written: its ``boxes`` and final-answer lines (a line holding a box
     counts as that box), or, when it has neither, its answer lines."""
-    boxes = _all_boxed(text)
     finals = [rest for rest in _answer_lines(lines, _FINAL_STATED) if not _all_boxed(rest)]
     if boxes or finals or source != "answer":
         return boxes + finals
@@ -182,11 +181,10 @@ def final_answer_span(response: str) -> AnswerSpan | None:
     """The response's final answer by the precedence rules of the module docstring, or None when there is none."""
     text = strip_reasoning(response).strip()
     found: tuple[str | None, SpanSource] | None = None
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        found = (boxed, "boxed")
+    boxes, lines = _all_boxed(text), text.split("\n")  # read once: the span and the other answers both need them
+    if boxes:
+        found = (boxes[-1], "boxed")
     else:
-        lines = text.split("\n")
         for pattern, source in ((_FINAL_LINE, "final_answer"), (_ANSWER_LINE, "answer")):
             rest = _answer_line(lines, pattern)
             if rest is not None:
@@ -198,7 +196,7 @@ def final_answer_span(response: str) -> AnswerSpan | None:
         return None
     chosen = found[0].strip()[:MAX_SPAN_CHARS]
     seen, others = {chosen}, []
-    for answer in _stated_answers(text, text.split("\n"), found[1]):
+    for answer in _stated_answers(boxes, lines, found[1]):
         answer = answer.strip()[:MAX_SPAN_CHARS]
         if answer and answer not in seen:
             seen.add(answer)

@@ -43,8 +43,13 @@ class CriterionScore:
     extracted: str | float | None = None
 
 
+def _says_none(response: str) -> bool:
+    span = final_answer_span(response)
+    return span is not None and states_emptiness(span.text)
+
+
 def _run_call(
-    plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None, says_none: bool | None
+    plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None, response: str | None
 ) -> CriterionScore:
     # The parser has checked that a model judge's call parses and names the plan's verifier (parsing again hits its
     # cache); a call that still cannot be read is a failed judgement, never an error of the whole group.
@@ -53,7 +58,8 @@ def _run_call(
     except VerifierError as exc:
         return CriterionScore(plan, None, exc.status, f"{plan.path}: {exc}", judged.call)
     keywords = prediction.as_dict()
-    if says_none is False and keywords.get("predict") in ("", [], ()):
+    # the response is read only for an empty prediction (the rare case), not for every call
+    if keywords.get("predict") in ("", [], ()) and isinstance(response, str) and not _says_none(response):
         keywords["predict"] = None  # an empty value where the response does not say there is none: no value stated
     result = run_verifier(str(plan.verifier), plan.target_kwargs, keywords, config)
     score = result.score if result.is_verdict else None
@@ -68,10 +74,6 @@ def execute(
 ) -> list[CriterionScore]:
     """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring); with the
     ``response`` judged, an empty prediction counts only where it says there is nothing."""
-    says_none = None
-    if isinstance(response, str):
-        span = final_answer_span(response)
-        says_none = span is not None and states_emptiness(span.text)
     if parsed.failure is not None:
         return [CriterionScore(plan, None, parsed.failure, parsed.reason) for plan in plans]
     scores = []
@@ -82,5 +84,5 @@ def execute(
         elif plan.verifier is None:
             scores.append(CriterionScore(plan, judged.credit, "ok", f"judge credit {judged.credit:g}", judged.credit))
         else:
-            scores.append(_run_call(plan, judged, config, says_none))
+            scores.append(_run_call(plan, judged, config, response))
     return scores
