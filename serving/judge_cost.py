@@ -10,6 +10,7 @@ cost is ``1 + parse_retries`` times its plan.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,3 +73,22 @@ async def planned_cost(method: RewardMethod, prepared: object, judge: Judge) -> 
     planner = _Planner(judge.engine)
     await judge_prepared(method, prepared, Judge(planner, parse_retries=0, label=judge.label))
     return planner.cost
+
+
+def plan_request(
+    method: RewardMethod, prepared: Sequence[object], judge: Judge, max_calls: int, max_bytes: int
+) -> tuple[JudgeCost, int]:
+    """The cost of judging the groups ``prepared`` in order, planned until it passes ``max_calls`` or ``max_bytes``
+    (the rest is not planned), and how many groups were planned. Blocking, with an event loop of its own: planning
+    builds every prompt, which for a large request is seconds of CPU that must not run on the server's loop."""
+
+    async def plan() -> tuple[JudgeCost, int]:
+        total, planned = JudgeCost(), 0
+        for group in prepared:
+            total.add(await planned_cost(method, group, judge))
+            planned += 1
+            if total.calls > max_calls or total.bytes > max_bytes:
+                break
+        return total, planned
+
+    return asyncio.run(plan())

@@ -36,8 +36,16 @@ def score_request_model(instance_model: type[BaseModel]) -> type[BaseModel]:
 def score_response_model(result_model: type[GroupResult]) -> type[BaseModel]:
     """The answer of ``POST /v1/score`` for a method's result model: ``{"groups": [result, ...]}``, in request
     order."""
-    return create_model("ScoreResponse", __doc__="One result per group, in request order.",
-                        groups=(list[result_model], ...))  # type: ignore[valid-type]  # fmt: skip
+    return create_model(
+        "ScoreResponse",
+        __doc__="One result per group, in request order.",
+        groups=(list[result_model], ...),  # type: ignore[valid-type]
+        records_omitted=(
+            str | None,
+            Field(None, description="why every group's records were left out (the answer would have been too "
+                  "large; see serving.answers); null when they are all here"),
+        ),
+    )  # fmt: skip
 
 
 class VerifyRequest(BaseModel):

@@ -170,6 +170,11 @@ class ServerSettings(BaseSettings):
         description="most bytes of messages and images one request may plan to send the judge (an image counts once "
         "per call that shows it); more: 413",
     )  # fmt: skip
+    max_answer_ratio: float = Field(
+        10.0, gt=0.0, le=10_000.0,
+        description="most bytes of a /v1/score answer per byte of its request (at least 256 KiB): past it the answer "
+        "holds every reward without records, and says so",
+    )  # fmt: skip
     max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
     batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
     log_level: Literal["debug", "info", "warning", "error"] = "info"

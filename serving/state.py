@@ -20,7 +20,7 @@ from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, MethodIn
 from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
 from serving.images import ImageRefused, ImageResolver
-from serving.judge_cost import JudgeCost, planned_cost
+from serving.judge_cost import plan_request
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.record_log import RecordLog
@@ -130,12 +130,10 @@ class ServerState:
         (:mod:`serving.judge_cost`), as soon as the groups planned so far pass it; nothing of it has been sent."""
         if self.judge.engine is None:
             return
-        settings, total, planned = self.settings, JudgeCost(), 0
-        for group in prepared:
-            total.add(await planned_cost(self.method, group, self.judge))
-            planned += 1
-            if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
-                break  # over the limit already: the rest of the request is not planned
+        settings = self.settings
+        total, planned = await anyio.to_thread.run_sync(plan_request, self.method, prepared, self.judge,
+                                                        settings.max_judge_calls, settings.max_judge_bytes,
+                                                        limiter=self.limiter(False))  # fmt: skip
         if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
             least = "at least " if planned < len(prepared) else ""
             raise RequestError(413, where, f"this request would send the judge {least}{total.calls} calls carrying "
@@ -165,9 +163,9 @@ class ServerState:
     ) -> list[GroupResult]:
         """Every group's result, in order: limits checked, images read (unless ``images_read``: the caller did), text
         made safe to send, every group prepared and the judge's cost planned before anything is judged (a bad group
-        refuses the whole request), then judged together, counted and logged."""
+        refuses the whole request), then judged together and counted. The caller logs what it answered
+        (:meth:`record`)."""
         self.check_limits(groups, where)
-        received = groups  # logged as the client sent them: its own image references, its own text
         if not images_read:
             groups = await self.resolve_images(groups, where)
         groups, replaced = safe_responses(groups)
@@ -180,9 +178,13 @@ class ServerState:
                 result.replaced_text = indices
         for result in results:
             self.metrics.observe_result(result, self.method.tally(result))
-        if self.log is not None:
-            await anyio.to_thread.run_sync(self.log.write, request_id, received, results)
         return results
+
+    async def record(self, received: Sequence[GroupInstance], results: Sequence[GroupResult]) -> None:
+        """Log groups as the client sent them with their results as answered, once the answer is decided: a group
+        whose client is refused is never logged (off the event loop; nothing when the server keeps no log)."""
+        if self.log is not None:
+            await anyio.to_thread.run_sync(self.log.write, uuid.uuid4().hex, received, results)
 
 
 def safe_responses(groups: Sequence[GroupInstance]) -> tuple[list[GroupInstance], list[list[int]]]:

@@ -260,15 +260,15 @@ def test_client_gone_mid_request_loses_nothing(tmp_path):
 
 
 async def test_judge_cost_planning_stops_once_the_request_is_over_the_limit(monkeypatch):
-    import serving.state
+    import serving.judge_cost
 
-    planned, real = [], serving.state.planned_cost
+    planned, real = [], serving.judge_cost.planned_cost
 
     async def counted(*args, **kwargs):
         planned.append(1)
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(serving.state, "planned_cost", counted)
+    monkeypatch.setattr(serving.judge_cost, "planned_cost", counted)
     backend = Judge(ScriptedEngine(lambda request: "{}"))
     groups = [dict(GROUP, id=f"g{k}") for k in range(50)]
     async with served(ServerSettings(max_judge_calls=1), backend=backend) as http:

@@ -43,6 +43,8 @@ def judge_payload_router(method: AnswersJudgePayloads) -> APIRouter:
         instance = await state.resolve_image(instance, ["body", "image_path"])
         (result,) = await state.score([instance], ["body"], images_read=True)
         failure_reward = state.settings.judge_payload_failure_reward
-        return JSONResponse(method.payload_reply(body, result, failure_reward))
+        reply = method.payload_reply(body, result, failure_reward)
+        await state.record([instance], [result])
+        return JSONResponse(reply)
 
     return router

@@ -30,8 +30,11 @@ _WHERE = ["body", "labels"]
 
 
 async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupResult:
-    """Score one gathered group (the gatherer's judge function); warns when it is short of the group size."""
+    """Score one gathered group (the gatherer's judge function); warns when it is short of the group size. The group
+    is logged only when every reward of it is known: otherwise some of its clients are refused."""
     (result,) = await state.score([instance], _WHERE, images_read=True)
+    if result.rewards is not None and all(reward is not None for reward in result.rewards):
+        await state.record([instance], [result])
     settings = state.settings
     if len(instance.responses) < (settings.group_size or 0):
         logger.warning("group %r judged with %d of %d responses: the rest did not come within %g s", instance.id,
@@ -73,6 +76,7 @@ async def _gathered(state: ServerState, groups: list[GroupInstance], request: Re
 
 async def _together(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
     results = await state.score(groups, _WHERE)
+    # logged by the route once the request's answer is known to be rewards, not a refusal
     return [[Gathered(result, index, len(group.responses), False) for index in range(len(group.responses))]
             for group, result in zip(groups, results, strict=True)]  # fmt: skip
 
@@ -118,6 +122,10 @@ async def get_reward(body: RewardRequest, state: State, request: Request) -> Res
         for position, share in zip(group_positions, group_shares, strict=True):
             by_query[position] = share
     _refuse_unknown(state, by_query)
+    if state.gatherer is None:
+        answered = [(group, group_shares[0].result) for group, group_shares in zip(groups, shares, strict=True)
+                    if group_shares]  # fmt: skip
+        await state.record([group for group, _ in answered], [result for _, result in answered])
     per_query = [state.method.extra_logs(share.result, share.index) for share in by_query]
     logs: dict[str, list[float]] = {name: [row[name] for row in per_query] for name in (per_query[0] if per_query
                                                                                           else {})}  # fmt: skip

@@ -5,11 +5,13 @@ so the OpenAPI schema shows the method's instance (the rubric's, for the rubric 
 does not use postponed annotations: FastAPI reads the body's type from the route's signature.
 """
 
-from fastapi import APIRouter, Response
+import anyio
+from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import RewardMethod
+from serving.answers import answer_limit, bounded_answer
 from serving.errors import RequestError
-from serving.payloads import json_response, score_request_model, score_response_model
+from serving.payloads import score_request_model, score_response_model
 from serving.state import State
 
 
@@ -20,12 +22,16 @@ def score_router(method: RewardMethod) -> APIRouter:
     router = APIRouter()
 
     @router.post("/v1/score", response_model=response_model)
-    async def score(body: request_model, state: State) -> Response:  # type: ignore[valid-type]
+    async def score(body: request_model, state: State, request: Request) -> Response:  # type: ignore[valid-type]
         """Score groups of responses with the server's reward method."""
         groups = body.groups  # type: ignore[attr-defined]
         if len(groups) > state.settings.max_groups:
             raise RequestError(422, ["body", "groups"], f"{len(groups)} groups; at most {state.settings.max_groups}",
                                "limit")  # fmt: skip
-        return json_response(response_model(groups=await state.score(groups, ["body", "groups"])))
+        results = await state.score(groups, ["body", "groups"])
+        limit = answer_limit(len(await request.body()), state.settings.max_answer_ratio)  # the body read once, kept
+        answer, answered = await anyio.to_thread.run_sync(bounded_answer, results, limit, limiter=state.limiter(False))
+        await state.record(groups, answered)
+        return Response(answer, media_type="application/json")
 
     return router

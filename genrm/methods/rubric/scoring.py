@@ -44,13 +44,16 @@ class ScoringConfig(MethodConfig):
 
 
 class CriterionRecord(BaseModel):
-    """One criterion on one response: raw score, remapped score, and where they came from."""
+    """One criterion on one response: raw score, remapped score, and where they came from.
+
+    The criterion is named by its ``path`` in the instance's rubric, not by its text: a group's records would
+    otherwise repeat every criterion's text once per response (64 responses x 128 criteria of 2,000 characters made a
+    16 MB answer of a 0.3 MB request)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str = Field(description="where the criterion sits in the rubric, e.g. essential[0]")
+    path: str = Field(description="where the criterion sits in the instance's rubric, e.g. essential[0]")
     section: SectionName = Field(description="the rubric section of the criterion")
-    criterion: str
     weight: int
     verifier: str | None = Field(description="the verifier that decided it; null for a fuzzy criterion")
     score: float | None = Field(description="raw score in [0, 1]; null when unscored")
@@ -96,7 +99,6 @@ def _criterion_record(score: CriterionScore, remapped: float | None) -> Criterio
     return CriterionRecord(
         path=plan.path,
         section=plan.section,
-        criterion=plan.criterion.criterion,
         weight=plan.criterion.weight,
         verifier=plan.verifier,
         score=score.score,
