@@ -115,6 +115,7 @@ def create_app(
             if state.gatherer is not None:
                 await state.gatherer.aclose()
             await judge.aclose()
+            state.decoders.close()
             if state.log is not None:
                 state.log.close()
 

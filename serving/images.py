@@ -13,9 +13,11 @@ instance's image first, under the operator's policy (:class:`ImagePolicy`, from 
   ``image_fetch_timeout_s`` and ``max_image_bytes``;
 - anything else (``file:``, ``gopher:``, a ``data:`` URI of another type): refused.
 
-Then the bytes are decoded whole (at most ``max_image_bytes`` bytes and ``max_image_pixels`` pixels, checked before
-decoding), and the judge is sent them as a data URI as they came: only PNG, JPEG, WebP and GIF are opened, never a
-format Pillow would guess (:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
+Then the bytes are decoded whole (at most ``max_image_bytes`` bytes and ``max_image_pixels`` pixels, and a JPEG of at
+most 100 scans, checked from the header before decoding; in the server, in a worker process with a deadline and a
+memory cap, :mod:`serving.image_workers`), and the judge is sent them as a data URI as they came, or scaled down to
+``judge_image_pixels``: only PNG, JPEG, WebP and GIF are opened, never a format Pillow would guess
+(:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
 :class:`ImageRefused`, which the server answers 413 (over a limit) or 422 naming the field; nothing of that request is
 judged. Each distinct image of a request is read once, and recently read data URIs and files are remembered
 (:class:`ImageResolver`), so the G requests of a gathered group do not decode one image G times.
@@ -32,6 +34,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -71,6 +74,8 @@ class ImagePolicy:
         max_bytes: largest encoded image, bytes (> 0).
         max_pixels: largest image, width x height pixels (> 0).
         fetch_timeout_s: time limit of one URL fetch as a whole, s (> 0).
+        judge_pixels: most pixels of an image the judge is shown: a larger one is scaled down to it as it is read
+            (None: every image at its own size).
     """
 
     image_dir: Path | None = None
@@ -79,6 +84,7 @@ class ImagePolicy:
     max_bytes: int = 10_000_000
     max_pixels: int = 8192 * 8192
     fetch_timeout_s: float = 10.0
+    judge_pixels: int | None = None
 
     def allows_host(self, host: str) -> bool:
         """Whether URLs of ``host`` may be fetched (case-insensitive; ``*.name`` matches ``name``'s subdomains)."""
@@ -186,12 +192,18 @@ def _read(reference: str, path: Path) -> bytes:
         raise ImageRefused(f"image file {reference[:200]!r} cannot be read: {exc.strerror}") from None
 
 
+#: Checks image bytes: (data, max_pixels, budget) -> data URI, raising ImageError (``checked_image_data_uri``'s shape).
+Decode = Callable[[bytes, int, "int | None"], str]
+
+
 class ImageResolver:
     """Reads image references under an :class:`ImagePolicy` into checked data URIs, remembering recent ones (safe
-    from any thread)."""
+    from any thread). ``decode`` checks the bytes: in this process by default; the server passes its worker
+    processes' (:class:`serving.image_workers.ImageDecoders`), which bound each decode's time and memory."""
 
-    def __init__(self, policy: ImagePolicy, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(self, policy: ImagePolicy, cache_bytes: int = CACHE_BYTES, decode: Decode | None = None) -> None:
         self.policy, self.cache_bytes = policy, cache_bytes
+        self._decode: Decode = decode or checked_image_data_uri
         self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
@@ -215,7 +227,7 @@ class ImageResolver:
 
     def _checked(self, data: bytes) -> str:
         try:
-            return checked_image_data_uri(data, self.policy.max_pixels)
+            return self._decode(data, self.policy.max_pixels, self.policy.judge_pixels)
         except ImageError as exc:
             raise _refused(exc) from None
 

@@ -156,6 +156,13 @@ class ServerSettings(BaseSettings):
         description="most pixels of an image the judge is shown: a larger one is scaled down to it, aspect ratio "
         "kept, before it is sent (1280 tokens of 28 x 28 pixels by default); 0 shows every image at its own size",
     )  # fmt: skip
+    image_decode_timeout_s: float = Field(
+        5.0, gt=0.0, le=300.0, description="most seconds one image may take to decode (in a worker process, stopped "
+        "past it); more: 413",
+    )  # fmt: skip
+    image_decode_memory_mb: int = Field(
+        1024, ge=64, le=65_536, description="most memory one image's decoding may take, MiB; more: 413"
+    )
     max_image_bytes: int = Field(ImagePolicy.max_bytes, gt=0, le=2**30, description="largest image, encoded, bytes")
     max_image_pixels: int = Field(
         ImagePolicy.max_pixels, gt=0, le=2**30, description="largest image, width x height, checked before decoding"
@@ -241,7 +248,8 @@ class ServerSettings(BaseSettings):
         """What image references the server reads, and its limits, from these settings."""
         return ImagePolicy(image_dir=self.image_dir, url_hosts=tuple(self.image_url_hosts),
                            private_addresses=self.image_private_addresses, max_bytes=self.max_image_bytes,
-                           max_pixels=self.max_image_pixels, fetch_timeout_s=self.image_fetch_timeout_s)  # fmt: skip
+                           max_pixels=self.max_image_pixels, fetch_timeout_s=self.image_fetch_timeout_s,
+                           judge_pixels=self.judge_image_pixels or None)  # fmt: skip
 
     def engine_options(self) -> EngineOptions:
         """How the judge's engine behaves, from these settings."""

@@ -19,6 +19,8 @@ from genrm.engine.judge import Judge
 from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, MethodInputError, RewardMethod
 from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
+from serving.fair_slots import FairSlots
+from serving.image_workers import ImageDecoders
 from serving.images import ImageRefused, ImageResolver
 from serving.judge_cost import plan_request
 from serving.metrics import ServerMetrics
@@ -32,7 +34,7 @@ _THREADS = 40  # threads for in-process work (anyio's default for all threads to
 # Threads for scoring that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
 # not this limiter, must decide who goes next: a limiter's FIFO would put a correct check behind every hostile one.
 _POOLED_THREADS = 256
-# Images read and decoded at once (each may hold up to max_image_pixels pixels in memory while it is checked).
+# Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly between requests.
 _IMAGE_THREADS = 4
 
 
@@ -57,12 +59,16 @@ class ServerState:
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
     slots: asyncio.Semaphore = field(init=False)
     images: ImageResolver = field(init=False)
+    decoders: ImageDecoders = field(init=False)
     _limiters: dict[bool, anyio.CapacityLimiter] = field(default_factory=dict, init=False)
-    _decoders: anyio.CapacityLimiter | None = field(default=None, init=False)
+    _image_slots: FairSlots = field(init=False)
+    _image_threads: anyio.CapacityLimiter | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(self.settings.max_concurrent_groups)
-        self.images = ImageResolver(self.settings.image_policy())
+        self.decoders = ImageDecoders(self.settings.image_decode_timeout_s, self.settings.image_decode_memory_mb)
+        self.images = ImageResolver(self.settings.image_policy(), decode=self.decoders.check)
+        self._image_slots = FairSlots(_IMAGE_THREADS)
 
     def limiter(self, uses_pool: bool) -> anyio.CapacityLimiter:
         """The thread limiter for work that may wait for expression workers (its own threads, so that a crowd of them
@@ -106,11 +112,15 @@ class ServerState:
         distinct = list(dict.fromkeys(r for r in references if isinstance(r, str)))
         if not distinct:
             return list(groups)
-        if self._decoders is None:  # made on first use: a limiter needs the loop
-            self._decoders = anyio.CapacityLimiter(_IMAGE_THREADS)
-        read = await asyncio.gather(*(anyio.to_thread.run_sync(self.images.resolve, reference,
-                                                               limiter=self._decoders) for reference in distinct),
-                                    return_exceptions=True)  # fmt: skip
+        if self._image_threads is None:  # made on first use: a limiter needs the loop
+            self._image_threads = anyio.CapacityLimiter(_IMAGE_THREADS)
+        tenant = uuid.uuid4().hex  # this request's turn among the requests waiting to read images
+
+        async def read_one(reference: str) -> str:
+            async with self._image_slots.slot(tenant):
+                return await anyio.to_thread.run_sync(self.images.resolve, reference, limiter=self._image_threads)
+
+        read = await asyncio.gather(*(read_one(reference) for reference in distinct), return_exceptions=True)
         uris = dict(zip(distinct, read, strict=True))
         out = []
         for i, (group, reference) in enumerate(zip(groups, references, strict=True)):
