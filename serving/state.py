@@ -34,7 +34,7 @@ _THREADS = 40  # threads for in-process work (anyio's default for all threads to
 # Threads for scoring that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
 # not this limiter, must decide who goes next: a limiter's FIFO would put a correct check behind every hostile one.
 _POOLED_THREADS = 256
-# Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly between requests.
+# Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly to requests.
 _IMAGE_THREADS = 4
 
 
