@@ -113,7 +113,7 @@ def create_app(
             yield
         finally:
             if state.gatherer is not None:
-                await state.gatherer.aclose()
+                await state.gatherer.aclose(settings.shutdown_timeout_s)
             await judge.aclose()
             state.decoders.close()
             if state.log is not None:

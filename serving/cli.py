@@ -97,5 +97,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a backend that cannot serve these settings (a text-only judge for vlm, ...)
             print(f"genrm serve: {exc}", file=sys.stderr)
             return 2
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+        from serving.http_protocol import head_timeout_protocol
+
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False,
+                    http=head_timeout_protocol(settings.header_timeout_s), timeout_keep_alive=settings.idle_timeout_s,
+                    timeout_graceful_shutdown=settings.shutdown_timeout_s)  # type: ignore[arg-type]  # fmt: skip
     return 0

@@ -197,9 +197,16 @@ class GroupGatherer:
             else:
                 waiter.future.set_result(Gathered(result, waiter.index, size, size < self.size))
 
-    async def aclose(self) -> None:
-        """Judge every open group now and wait for all judging to finish (server shutdown)."""
+    async def aclose(self, timeout_s: float | None = None) -> None:
+        """Judge every open group now and wait for all judging to finish (server shutdown), at most ``timeout_s``
+        seconds (None: no limit); judging still under way then is cancelled (its clients get no answer)."""
         for key, group in list(self._open.items()):
             self._close(key, group)
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if not self._tasks:
+            return
+        tasks = list(self._tasks)
+        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)

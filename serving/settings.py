@@ -184,6 +184,17 @@ class ServerSettings(BaseSettings):
     )  # fmt: skip
     max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
     batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
+    header_timeout_s: float = Field(
+        10.0, gt=0.0, le=600.0,
+        description="most seconds a request's head (request line and headers) may take to arrive, from the "
+        "connection or the previous response; past it the connection is closed",
+    )  # fmt: skip
+    idle_timeout_s: int = Field(5, gt=0, le=3600, description="most seconds a keep-alive connection stays idle")
+    shutdown_timeout_s: float = Field(
+        1.5, gt=0.0, le=600.0,
+        description="on SIGTERM or SIGINT, most seconds requests under way may take to finish; the rest are cut "
+        "(their clients get no answer and retry; nothing of them is logged)",
+    )  # fmt: skip
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @model_validator(mode="after")
