@@ -98,7 +98,8 @@ def create_app(
         judge.engine.usage_callback = metrics.count_tokens
     state = ServerState(settings, method, judge, metrics, SpecialTail(settings.special_tokens),
                         settings.method_config().verify,
-                        RecordLog(settings.record_log) if settings.record_log else None)  # fmt: skip
+                        RecordLog(settings.record_log, settings.record_log_max_bytes or None, settings.record_log_keep)
+                        if settings.record_log else None)  # fmt: skip
     if settings.group_size:
         state.gatherer = GroupGatherer(
             settings.group_size, settings.group_wait_s, partial(reward.judge_gathered, state)

@@ -1,12 +1,19 @@
-"""A durable log of scored groups: JSONL, one line per group, flushed and fsynced after every batch.
+"""A durable log of answered groups: JSONL, one line per group, flushed and fsynced after every batch, in files of
+bounded size.
 
-Each line holds the instance as scored (prompt, rubric, responses) and its result (rewards and records with every
-extracted call and credit), so the log can later serve as judge training data. A batch is written by one
-``write`` call under a lock, and the server answers only after it is durable: a process killed with SIGKILL loses at
-most the batch being written, which no client was told was scored. That batch may leave a torn last line: on opening,
-the log moves any torn tail to ``<path>.torn`` (appended, with a warning) and cuts the file after its last complete
-line, so that the next batch starts on a line of its own; :func:`read_records` skips a torn line all the same.
-Lines are UTF-8; text that UTF-8 cannot carry (lone surrogates) is written escaped.
+Each line holds the instance as the client sent it (prompt, rubric, responses) and its result as answered (rewards
+and records with every extracted call and credit), so the log can later serve as judge training data. A batch is
+written by one ``write`` call under a lock, whole lines or nothing (a write that fails part way, on a full disk, is
+cut back), and the server answers only after it is durable. What a process killed with SIGKILL leaves: every batch
+whose answer was sent is whole in the log; the batch being written may be whole, torn or missing, and its client got
+no answer (a client that retries has it logged again, under another ``request_id``).
+
+On opening, every line of the current file is checked: a line that is not whole JSON (torn by a kill, glued to the
+next by an older version's failed write, damaged on disk) is moved to ``<path>.torn`` (appended, with a warning) and
+the file rewritten without it, so every line of the log reads. When the next batch would take the file past
+``max_bytes``, it is rotated first: ``<path>`` becomes ``<path>.1``, ``<path>.1`` becomes ``<path>.2`` and so on,
+keeping ``keep`` rotated files (the oldest beyond them is deleted). Lines are UTF-8; text that UTF-8 cannot carry
+(lone surrogates) is written escaped.
 """
 
 from __future__ import annotations
@@ -26,15 +33,37 @@ from serving.payloads import json_line
 logger = logging.getLogger(__name__)
 
 
-class RecordLog:
-    """Append-only JSONL log of scored groups at ``path`` (its folder is created)."""
+def _open(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+
+class RecordLog:
+    """Append-only JSONL log of answered groups at ``path`` (its folder is created), rotated past ``max_bytes``
+    (None: never) with ``keep`` (>= 1) rotated files kept."""
+
+    def __init__(self, path: str | Path, max_bytes: int | None = None, keep: int = 10) -> None:
+        if keep < 1:
+            raise ValueError(f"a record log keeps at least 1 rotated file, got keep={keep}")
+        self.path, self.max_bytes, self.keep = Path(path), max_bytes, keep
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        fence_torn_tail(self.path)
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fence_damaged_lines(self.path)
+        self._fd: int | None = _open(self.path)
+
+    def _rotate(self) -> None:
+        assert self._fd is not None
+        os.close(self._fd)
+        self._fd = None
+        oldest = Path(f"{self.path}.{self.keep}")
+        if oldest.exists():
+            oldest.unlink()
+        for index in range(self.keep - 1, 0, -1):
+            older = Path(f"{self.path}.{index}")
+            if older.exists():
+                os.replace(older, f"{self.path}.{index + 1}")
+        os.replace(self.path, f"{self.path}.1")
+        self._fd = _open(self.path)
+        logger.info("record log %s rotated: the lines before are in %s.1", self.path, self.path)
 
     def write(self, request_id: str, instances: Sequence[Instance], results: Sequence[InstanceResult]) -> None:
         """Append one line per group and make it durable (fsync) before returning: whole lines or nothing. A write
@@ -50,6 +79,9 @@ class RecordLog:
             if self._fd is None:
                 raise ValueError(f"the record log {self.path} is closed")
             start = os.fstat(self._fd).st_size
+            if self.max_bytes is not None and start > 0 and start + len(lines) > self.max_bytes:
+                self._rotate()
+                start = 0
             try:
                 view = memoryview(lines)
                 while view:
@@ -67,44 +99,43 @@ class RecordLog:
                 self._fd = None
 
 
-def fence_torn_tail(path: Path) -> int:
-    """Cut ``path`` after its last newline, appending what followed (a line torn by a kill) to ``<path>.torn``.
+def _whole(line: bytes) -> bool:
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:  # not JSON, or not UTF-8
+        return False
 
-    Returns the number of bytes moved (0 when the file is missing, empty or ends with a newline).
+
+def fence_damaged_lines(path: Path) -> int:
+    """Move every line of ``path`` that is not whole JSON (a line torn by a kill, two glued together, a damaged one) to
+    ``<path>.torn``, one line each, keeping the others in order. Reads the file once; rewrites it only when it found
+    such a line (through a temporary file and a rename, so a crash here leaves the old file or the new one).
+
+    Returns the number of bytes moved (0 when the file is missing or every line is whole).
     """
     if not path.is_file():
         return 0
-    with open(path, "r+b") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
+    with open(path, "rb") as handle:
+        if all(_whole(line) for line in handle):
             return 0
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        end, step = size, 1 << 16
-        while end > 0:  # find the last newline, reading backwards in blocks
-            start = max(0, end - step)
-            handle.seek(start)
-            block = handle.read(end - start)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                keep = start + cut + 1
-                break
-            end = start
-        else:
-            keep = 0
-        handle.seek(keep)
-        tail = handle.read()
-        with open(f"{path}.torn", "ab") as torn:
-            torn.write(tail + b"\n")
-            torn.flush()
-            os.fsync(torn.fileno())
-        handle.truncate(keep)
-        handle.flush()
-        os.fsync(handle.fileno())
-    logger.warning("record log %s ended in a torn line (%d bytes, from a crash mid-write): moved to %s.torn",
-                   path, len(tail), path)  # fmt: skip
-    return len(tail)
+    kept = path.with_name(path.name + ".repair")
+    moved = 0
+    with open(path, "rb") as handle, open(kept, "wb") as good, open(f"{path}.torn", "ab") as torn:
+        for line in handle:
+            if _whole(line):
+                good.write(line)
+            else:
+                torn.write(line.rstrip(b"\n") + b"\n")
+                moved += len(line)
+        for out in (good, torn):
+            out.flush()
+            os.fsync(out.fileno())
+    os.replace(kept, path)
+    logger.warning("record log %s held damaged lines (%d bytes, from a crash or a failed write): moved to %s.torn",
+                   path, moved, path)  # fmt: skip
+    return moved
 
 
 def read_records(path: str | Path) -> Iterator[dict]:

@@ -91,7 +91,11 @@ class ServerSettings(BaseSettings):
         "failed on; null (the default) answers null, which the source's verl manager cannot take: set a number "
         "only if you accept that a failure trains as that reward (judge_failed_reward says which)",
     )
-    record_log: Path | None = Field(None, description="append every scored group to this JSONL file (fsynced)")
+    record_log: Path | None = Field(None, description="append every answered group to this JSONL file (fsynced)")
+    record_log_max_bytes: int = Field(
+        2**30, ge=0, description="rotate the record log before it passes this size, bytes (0: never rotate)"
+    )
+    record_log_keep: int = Field(10, ge=1, le=10_000, description="rotated record log files kept (LOG.1 ... LOG.N)")
     judge_urls: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1), replicas")
     judge_model: str | None = Field(None, description="model name sent to the judge endpoint")
     judge_api_key: SecretStr | None = Field(None, description="bearer token of the judge endpoint")

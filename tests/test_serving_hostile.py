@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 from test_serving_app import GROUP, served
 
-from serving.record_log import fence_torn_tail, read_records
+from serving.record_log import fence_damaged_lines, read_records
 from serving.settings import ServerSettings
 from verifiers.expr_pool import ExprOutcome
 
@@ -98,7 +98,7 @@ async def test_a_torn_last_line_is_fenced_before_the_next_group_is_logged(tmp_pa
     assert [json.loads(line)["request_id"] for line in lines][0] == "before"
     assert len(lines) == 2 and json.loads(lines[1])["instance"]["id"] == "g1"  # every line reads
     assert (tmp_path / "log.jsonl.torn").read_text(encoding="utf-8") == '{"request_id": "torn", "resu\n'
-    assert fence_torn_tail(log) == 0  # a whole file is left alone
+    assert fence_damaged_lines(log) == 0  # a whole file is left alone
 
 
 async def test_a_full_disk_leaves_no_part_of_a_batch_and_the_next_batch_starts_on_a_line_of_its_own(
