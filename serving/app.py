@@ -38,12 +38,13 @@ from genrm import __version__
 from genrm.engine.judge import Judge
 from genrm.methods import RewardMethod, check_judge, make_method, method_judge
 from genrm.methods.base import AnswersJudgePayloads
+from serving.bodies import publish_body_schemas
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
 from serving.guard import Guard
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
-from serving.payloads import ErrorResponse
+from serving.payloads import ErrorResponse, RewardRequest, score_request_model
 from serving.record_log import RecordLog
 from serving.routes import health, reward, verify
 from serving.routes.judge_payload import judge_payload_router
@@ -134,6 +135,7 @@ def create_app(
     install_handlers(app)
     for router in (score_router(method), verify.router, reward.router, health.router):
         app.include_router(router)
+    publish_body_schemas(app, [score_request_model(method.instance_model), RewardRequest])
     if isinstance(method, AnswersJudgePayloads):
         app.include_router(judge_payload_router(method))
     return app

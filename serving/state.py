@@ -36,6 +36,9 @@ _THREADS = 40  # threads for in-process work (anyio's default for all threads to
 _POOLED_THREADS = 256
 # Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly to requests.
 _IMAGE_THREADS = 4
+# Groups scored at once without expression workers (pure CPU under the GIL: more at once only shares the same cores
+# among more groups, so a cheap group behind them would wait for all of them), handed out fairly to requests.
+_CPU_SLOTS = 4
 
 
 def _as_tenant(name: str, budget_s: float, fn: Callable[..., Any], *args: Any) -> Any:
@@ -57,15 +60,17 @@ class ServerState:
     log: RecordLog | None = None
     gatherer: Any = None  # serving.gathering.GroupGatherer when a group size is set
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
-    slots: asyncio.Semaphore = field(init=False)
+    slots: FairSlots = field(init=False)
     images: ImageResolver = field(init=False)
     decoders: ImageDecoders = field(init=False)
     _limiters: dict[bool, anyio.CapacityLimiter] = field(default_factory=dict, init=False)
     _image_slots: FairSlots = field(init=False)
+    _cpu_slots: FairSlots = field(init=False)
     _image_threads: anyio.CapacityLimiter | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.slots = asyncio.Semaphore(self.settings.max_concurrent_groups)
+        self.slots = FairSlots(self.settings.max_concurrent_groups)
+        self._cpu_slots = FairSlots(_CPU_SLOTS)
         self.decoders = ImageDecoders(self.settings.image_decode_timeout_s, self.settings.image_decode_memory_mb)
         self.images = ImageResolver(self.settings.image_policy(), decode=self.decoders.check)
         self._image_slots = FairSlots(_IMAGE_THREADS)
@@ -152,6 +157,11 @@ class ServerState:
                                "(max_judge_calls, max_judge_bytes): send fewer responses or groups per request, or "
                                "smaller images", "judge_budget")  # fmt: skip
 
+    def _prepare_safely(self, groups: Sequence[GroupInstance], where: list[Any]) -> tuple[list[Any], list[list[int]]]:
+        """:func:`safe_responses`, then :meth:`prepare` (blocking: both read every response)."""
+        groups, replaced = safe_responses(groups)
+        return self.prepare(groups, where), replaced
+
     def prepare(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[Any]:
         """Each group prepared by the method; the first that cannot be is this request's 422, located."""
         prepared = []
@@ -163,10 +173,14 @@ class ServerState:
         return prepared
 
     async def _score_one(self, prepared: Any, request_id: str) -> GroupResult:
-        async with self.slots:
+        # every wait here is fair between requests: a request of 256 groups takes its turns like one of a single
+        # group, instead of queueing all of its groups ahead of it
+        async with self.slots.slot(request_id):
             readings = await judge_prepared(self.method, prepared, self.judge)
-        uses_pool = self.method.uses_workers(prepared)
-        return await self.in_thread(uses_pool, request_id, self.method.score, prepared, readings)
+        if self.method.uses_workers(prepared):  # waits for expression workers, whose queue is fair itself
+            return await self.in_thread(True, request_id, self.method.score, prepared, readings)
+        async with self._cpu_slots.slot(request_id):
+            return await self.in_thread(False, request_id, self.method.score, prepared, readings)
 
     async def score(
         self, groups: Sequence[GroupInstance], where: list[Any], images_read: bool = False
@@ -178,8 +192,8 @@ class ServerState:
         self.check_limits(groups, where)
         if not images_read:
             groups = await self.resolve_images(groups, where)
-        groups, replaced = safe_responses(groups)
-        prepared = self.prepare(groups, where)
+        prepared, replaced = await anyio.to_thread.run_sync(self._prepare_safely, groups, where,
+                                                            limiter=self.limiter(False))  # fmt: skip
         await self.check_judge_cost(prepared, where)
         request_id = uuid.uuid4().hex
         results = list(await asyncio.gather(*(self._score_one(p, request_id) for p in prepared)))

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import GroupInstance, GroupResult
 from genrm.methods.columns import refuse_advantage_penalty
+from serving.bodies import body_openapi, json_body
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.openrlhf import QueryError, openrlhf_groups
@@ -54,7 +55,8 @@ async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     state.check_limits(groups, _WHERE)
     groups = await state.resolve_images(groups, _WHERE)  # a refused image is this request's error, not its group's
-    state.prepare(groups, _WHERE)  # a bad instance is this request's error, found before anything waits
+    # a bad instance is this request's error, found before anything waits (off the loop: it reads every response)
+    await anyio.to_thread.run_sync(state.prepare, groups, _WHERE, limiter=state.limiter(False))
     empty = [group.model_copy(update={"responses": []}) for group in groups]
     # a client that leaves and sends the same query again is retrying: the gatherer answers it from the group it
     # first joined (serving.gathering), which it can tell only by knowing that this client has gone
@@ -99,8 +101,11 @@ def _refuse_unknown(state: ServerState, by_query: list[Gathered]) -> None:
     "/get_reward",
     response_model=RewardResponse,
     responses={409: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
+    openapi_extra=body_openapi(RewardRequest),
 )
-async def get_reward(body: RewardRequest, state: State, request: Request) -> Response:
+async def get_reward(
+    body: Annotated[RewardRequest, json_body(RewardRequest)], state: State, request: Request
+) -> Response:
     """OpenRLHF's remote reward protocol; queries whose labels share an id are one group (with ``group_size`` set,
     gathered across requests)."""
     try:  # a penalty on the advantage is not a reward: OpenRLHF would train without it

@@ -5,11 +5,14 @@ so the OpenAPI schema shows the method's instance (the rubric's, for the rubric 
 does not use postponed annotations: FastAPI reads the body's type from the route's signature.
 """
 
+from typing import Annotated
+
 import anyio
 from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import RewardMethod
 from serving.answers import answer_limit, bounded_answer
+from serving.bodies import body_openapi, json_body
 from serving.errors import RequestError
 from serving.payloads import score_request_model, score_response_model
 from serving.state import State
@@ -21,8 +24,12 @@ def score_router(method: RewardMethod) -> APIRouter:
     response_model = score_response_model(method.result_model)
     router = APIRouter()
 
-    @router.post("/v1/score", response_model=response_model)
-    async def score(body: request_model, state: State, request: Request) -> Response:  # type: ignore[valid-type]
+    @router.post("/v1/score", response_model=response_model, openapi_extra=body_openapi(request_model))
+    async def score(
+        body: Annotated[request_model, json_body(request_model)],  # type: ignore[valid-type]
+        state: State,
+        request: Request,
+    ) -> Response:
         """Score groups of responses with the server's reward method."""
         groups = body.groups  # type: ignore[attr-defined]
         if len(groups) > state.settings.max_groups:
