@@ -10,9 +10,9 @@ schema still shows the body: :func:`body_openapi` for the route and :func:`publi
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
-import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
@@ -37,9 +37,18 @@ def _validated(model: type[BaseModel], raw: bytes) -> BaseModel:
         ) from None
 
 
+def request_tenant(request: Request) -> str:
+    """The name of ``request`` in the server's fair queues (made on first use, kept for the request)."""
+    tenant = getattr(request.state, "tenant", None)
+    if tenant is None:
+        tenant = request.state.tenant = uuid.uuid4().hex
+    return tenant
+
+
 def json_body(model: type[BaseModel]) -> Any:
     """A FastAPI dependency giving the request's JSON body as ``model``, parsed and validated in a worker thread
-    (declare the parameter as ``body: Annotated[Model, json_body(Model)]``)."""
+    that takes one of the server's CPU slots as this request (declare the parameter as
+    ``body: Annotated[Model, json_body(Model)]``)."""
 
     async def read(request: Request) -> BaseModel:
         try:
@@ -48,7 +57,7 @@ def json_body(model: type[BaseModel]) -> Any:
             raise RequestError(
                 400, ["body"], "the body did not arrive whole: the client left", "disconnected"
             ) from None
-        return await anyio.to_thread.run_sync(_validated, model, raw)
+        return await request.app.state.server.cpu(request_tenant(request), _validated, model, raw)
 
     return Depends(read)
 

@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 _PRELOAD = ["genrm.engine.images", "PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "PIL.WebPImagePlugin",
             "PIL.GifImagePlugin"]  # fmt: skip
 _START_TIMEOUT_S = 30.0
+# A worker that holds this much more memory than when it started leaves after its image.
+_RETIRE_GROWTH = 64 * 2**20
 
 
 def _address_space() -> int:
@@ -39,13 +41,25 @@ def _address_space() -> int:
         return 0
 
 
+def _resident() -> int:
+    """Bytes of this process in memory now (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
 def _serve(connection: Connection, memory_mb: int) -> None:
-    """A worker: decode each image it is sent, answer ``("ok", uri)`` or ``("refused", too_large, message)``."""
+    """A worker: decode each image it is sent, answer ``(outcome, retire)``: ``outcome`` is ``("ok", uri)`` or
+    ``("refused", too_large, message)``, and ``retire`` says that this worker exits now (it grew: the memory a large
+    image took is not given back to the system while the process lives, so idle workers would hold it)."""
     import resource
 
     limit = _address_space() + memory_mb * 2**20
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    grown = _resident() + _RETIRE_GROWTH
     connection.send(("ready",))
     while True:
         try:
@@ -53,12 +67,15 @@ def _serve(connection: Connection, memory_mb: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            connection.send(("ok", checked_image_data_uri(data, max_pixels, budget)))
+            outcome: tuple = ("ok", checked_image_data_uri(data, max_pixels, budget))
         except ImageError as exc:
-            connection.send(("refused", isinstance(exc, ImageTooLarge), str(exc)))
+            outcome = ("refused", isinstance(exc, ImageTooLarge), str(exc))
         except MemoryError:
-            connection.send(("memory",))
-            return  # a process that ran out of memory is not trusted with the next image
+            outcome = ("memory",)
+        retire = outcome[0] == "memory" or _resident() > grown  # out of memory: not trusted with the next image
+        connection.send((outcome, retire))
+        if retire:
+            return
 
 
 class _Worker:
@@ -127,7 +144,7 @@ class ImageDecoders:
             worker.connection.send((data, max_pixels, budget))
             if not worker.connection.poll(self.timeout_s):
                 raise ImageTooLarge(f"image took more than {self.timeout_s:g} s to decode (image_decode_timeout_s)")
-            answer = worker.connection.recv()
+            answer, retire = worker.connection.recv()
         except (EOFError, OSError) as exc:
             worker.kill()
             raise ImageTooLarge(f"image could not be decoded within {self.memory_mb} MiB (image_decode_memory_mb)"
@@ -135,13 +152,14 @@ class ImageDecoders:
         except BaseException:
             worker.kill()
             raise
-        if answer[0] == "ok":
+        if retire:
+            worker.kill()
+        else:
             self._give_back(worker)
+        if answer[0] == "ok":
             return answer[1]
         if answer[0] == "refused":
-            self._give_back(worker)
             raise (ImageTooLarge if answer[1] else ImageError)(answer[2])
-        worker.kill()
         raise ImageTooLarge(f"image could not be decoded within {self.memory_mb} MiB (image_decode_memory_mb)")
 
     def warm_up(self) -> None:

@@ -82,7 +82,7 @@ class ImagePolicy:
     url_hosts: tuple[str, ...] = ()
     private_addresses: bool = False
     max_bytes: int = 10_000_000
-    max_pixels: int = 8192 * 8192
+    max_pixels: int = 4096 * 4096
     fetch_timeout_s: float = 10.0
     judge_pixels: int | None = None
 

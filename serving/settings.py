@@ -165,7 +165,7 @@ class ServerSettings(BaseSettings):
         "past it); more: 413",
     )  # fmt: skip
     image_decode_memory_mb: int = Field(
-        1024, ge=64, le=65_536, description="most memory one image's decoding may take, MiB; more: 413"
+        512, ge=64, le=65_536, description="most memory one image's decoding may take, MiB; more: 413"
     )
     max_image_bytes: int = Field(ImagePolicy.max_bytes, gt=0, le=2**30, description="largest image, encoded, bytes")
     max_image_pixels: int = Field(
@@ -195,7 +195,7 @@ class ServerSettings(BaseSettings):
     )  # fmt: skip
     idle_timeout_s: int = Field(5, gt=0, le=3600, description="most seconds a keep-alive connection stays idle")
     shutdown_timeout_s: float = Field(
-        1.5, gt=0.0, le=600.0,
+        1.0, gt=0.0, le=600.0,
         description="on SIGTERM or SIGINT, most seconds requests under way may take to finish; the rest are cut "
         "(their clients get no answer and retry; nothing of them is logged)",
     )  # fmt: skip

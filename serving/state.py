@@ -36,9 +36,11 @@ _THREADS = 40  # threads for in-process work (anyio's default for all threads to
 _POOLED_THREADS = 256
 # Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly to requests.
 _IMAGE_THREADS = 4
-# Groups scored at once without expression workers (pure CPU under the GIL: more at once only shares the same cores
-# among more groups, so a cheap group behind them would wait for all of them), handed out fairly to requests.
-_CPU_SLOTS = 4
+# CPU work (parsing, preparing, reading, scoring, serialising) at once, and at once for one request. Under the GIL a
+# request runs no faster on more threads, and with one thread each, a cheap request that comes while heavy ones run
+# starts at once and shares the interpreter with a thread per request, instead of waiting for a heavy step to end.
+_CPU_SLOTS = 16
+_CPU_SLOTS_PER_REQUEST = 1
 
 
 def _as_tenant(name: str, budget_s: float, fn: Callable[..., Any], *args: Any) -> Any:
@@ -70,7 +72,7 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.slots = FairSlots(self.settings.max_concurrent_groups)
-        self._cpu_slots = FairSlots(_CPU_SLOTS)
+        self._cpu_slots = FairSlots(_CPU_SLOTS, _CPU_SLOTS_PER_REQUEST)
         self.decoders = ImageDecoders(self.settings.image_decode_timeout_s, self.settings.image_decode_memory_mb)
         self.images = ImageResolver(self.settings.image_policy(), decode=self.decoders.check)
         self._image_slots = FairSlots(_IMAGE_THREADS)
@@ -87,6 +89,13 @@ class ServerState:
         return await anyio.to_thread.run_sync(_as_tenant, request_id, self.settings.verifier_budget_s, fn, *args,
                                               limiter=self.limiter(uses_pool))  # fmt: skip
 
+    async def cpu(self, tenant: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` (CPU work: parsing, preparing, reading, scoring, serialising) in a worker thread, once one of
+        the CPU slots is free; the slots go round-robin over tenants (one per request), so a request's turn never
+        waits behind all of another's work."""
+        async with self._cpu_slots.slot(tenant):
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter(False))
+
     def check_limits(self, groups: Sequence[GroupInstance], where: list[Any]) -> None:
         """Refuse (422) a group with more responses, or a response longer, than the settings allow."""
         settings = self.settings
@@ -101,25 +110,28 @@ class ServerState:
                                        f"response of {len(response)} characters; at most "
                                        f"{settings.max_response_chars}", "limit")  # fmt: skip
 
-    async def resolve_image(self, group: GroupInstance, where: list[Any]) -> GroupInstance:
+    async def resolve_image(self, group: GroupInstance, where: list[Any], tenant: str) -> GroupInstance:
         """``group`` with its image (if it has one) read by the server into a checked data URI
-        (:mod:`serving.images`); a refused image is this request's 413 or 422 at ``where``."""
-        (resolved,) = await self._resolve([group], lambda _: where)
+        (:mod:`serving.images`), as request ``tenant``; a refused image is this request's 413 or 422 at ``where``."""
+        (resolved,) = await self._resolve([group], lambda _: where, tenant)
         return resolved
 
-    async def resolve_images(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[GroupInstance]:
-        """Every group with its image read by the server (each distinct reference once); the first refused one is
-        this request's 413 or 422, naming its field."""
-        return await self._resolve(groups, lambda i: [*where, i, IMAGE_FIELD])
+    async def resolve_images(
+        self, groups: Sequence[GroupInstance], where: list[Any], tenant: str
+    ) -> list[GroupInstance]:
+        """Every group with its image read by the server (each distinct reference once), as request ``tenant``; the
+        first refused one is this request's 413 or 422, naming its field."""
+        return await self._resolve(groups, lambda i: [*where, i, IMAGE_FIELD], tenant)
 
-    async def _resolve(self, groups: Sequence[GroupInstance], loc: Callable[[int], list[Any]]) -> list[GroupInstance]:
+    async def _resolve(
+        self, groups: Sequence[GroupInstance], loc: Callable[[int], list[Any]], tenant: str
+    ) -> list[GroupInstance]:
         references = [getattr(group, IMAGE_FIELD, None) for group in groups]
         distinct = list(dict.fromkeys(r for r in references if isinstance(r, str)))
         if not distinct:
             return list(groups)
         if self._image_threads is None:  # made on first use: a limiter needs the loop
             self._image_threads = anyio.CapacityLimiter(_IMAGE_THREADS)
-        tenant = uuid.uuid4().hex  # this request's turn among the requests waiting to read images
 
         async def read_one(reference: str) -> str:
             async with self._image_slots.slot(tenant):
@@ -140,15 +152,14 @@ class ServerState:
             out.append(group.model_copy(update={IMAGE_FIELD: uri}))
         return out
 
-    async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any]) -> None:
+    async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any], tenant: str) -> None:
         """Refuse (413) a request whose groups would ask the judge more calls or bytes than the settings allow
         (:mod:`serving.judge_cost`), as soon as the groups planned so far pass it; nothing of it has been sent."""
         if self.judge.engine is None:
             return
         settings = self.settings
-        total, planned = await anyio.to_thread.run_sync(plan_request, self.method, prepared, self.judge,
-                                                        settings.max_judge_calls, settings.max_judge_bytes,
-                                                        limiter=self.limiter(False))  # fmt: skip
+        total, planned = await self.cpu(tenant, plan_request, self.method, prepared, self.judge,
+                                        settings.max_judge_calls, settings.max_judge_bytes)  # fmt: skip
         if total.calls > settings.max_judge_calls or total.bytes > settings.max_judge_bytes:
             least = "at least " if planned < len(prepared) else ""
             raise RequestError(413, where, f"this request would send the judge {least}{total.calls} calls carrying "
@@ -175,27 +186,30 @@ class ServerState:
     async def _score_one(self, prepared: Any, request_id: str) -> GroupResult:
         # every wait here is fair between requests: a request of 256 groups takes its turns like one of a single
         # group, instead of queueing all of its groups ahead of it
-        async with self.slots.slot(request_id):
-            readings = await judge_prepared(self.method, prepared, self.judge)
+        if self.judge.engine is None:  # reading by rules is CPU work in a thread: it takes a CPU slot, not a judge's
+            async with self._cpu_slots.slot(request_id):
+                readings = await judge_prepared(self.method, prepared, self.judge)
+        else:
+            async with self.slots.slot(request_id):
+                readings = await judge_prepared(self.method, prepared, self.judge)
         if self.method.uses_workers(prepared):  # waits for expression workers, whose queue is fair itself
             return await self.in_thread(True, request_id, self.method.score, prepared, readings)
         async with self._cpu_slots.slot(request_id):
             return await self.in_thread(False, request_id, self.method.score, prepared, readings)
 
     async def score(
-        self, groups: Sequence[GroupInstance], where: list[Any], images_read: bool = False
+        self, groups: Sequence[GroupInstance], where: list[Any], images_read: bool = False, tenant: str | None = None
     ) -> list[GroupResult]:
         """Every group's result, in order: limits checked, images read (unless ``images_read``: the caller did), text
         made safe to send, every group prepared and the judge's cost planned before anything is judged (a bad group
         refuses the whole request), then judged together and counted. The caller logs what it answered
-        (:meth:`record`)."""
+        (:meth:`record`). ``tenant`` names the request in the fair queues (a new name when None)."""
+        request_id = tenant or uuid.uuid4().hex
         self.check_limits(groups, where)
         if not images_read:
-            groups = await self.resolve_images(groups, where)
-        prepared, replaced = await anyio.to_thread.run_sync(self._prepare_safely, groups, where,
-                                                            limiter=self.limiter(False))  # fmt: skip
-        await self.check_judge_cost(prepared, where)
-        request_id = uuid.uuid4().hex
+            groups = await self.resolve_images(groups, where, request_id)
+        prepared, replaced = await self.cpu(request_id, self._prepare_safely, groups, where)
+        await self.check_judge_cost(prepared, where, request_id)
         results = list(await asyncio.gather(*(self._score_one(p, request_id) for p in prepared)))
         for result, indices in zip(results, replaced, strict=True):
             if indices:

@@ -119,3 +119,24 @@ async def test_the_server_refuses_an_image_past_its_decode_deadline_naming_the_f
     assert refused.json()["detail"][0]["loc"] == ["body", "groups", 0, "image"]
     assert "image_decode_timeout_s" in refused.json()["detail"][0]["msg"]
     assert read.status_code == 200 and read.json()["groups"][0]["rewards"] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.anyio
+async def test_a_tenant_holds_at_most_its_share_and_a_newcomer_starts_at_once():
+    slots, running, release = FairSlots(4, per_tenant=1), [], asyncio.Event()
+
+    async def hold(tenant: str, name: str) -> None:
+        async with slots.slot(tenant):
+            running.append(name)
+            await release.wait()
+
+    heavy = [asyncio.create_task(hold("heavy", f"h{i}")) for i in range(5)]
+    other = asyncio.create_task(hold("other", "o"))
+    await asyncio.sleep(0)
+    assert running == ["h0", "o"] and slots.waiting == 4  # one slot each; two stay free rather than go to "heavy"
+    cancelled = heavy[1]
+    cancelled.cancel()
+    release.set()
+    await asyncio.gather(*heavy[2:], other)
+    assert running == ["h0", "o", "h2", "h3", "h4"] and slots.waiting == 0
+    assert cancelled.cancelled()

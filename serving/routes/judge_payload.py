@@ -12,10 +12,11 @@ bearer token: serve this protocol on a server without ``api_key`` (on loopback o
 The module does not use postponed annotations: FastAPI reads the body's type from the route's signature.
 """
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from genrm.methods.base import AnswersJudgePayloads, MethodInputError
+from serving.bodies import request_tenant
 from serving.errors import RequestError
 from serving.state import State
 
@@ -34,14 +35,15 @@ def judge_payload_router(method: AnswersJudgePayloads) -> APIRouter:
         return GREETING
 
     @router.post("/judge")
-    async def judge(body: payload_model, state: State) -> JSONResponse:  # type: ignore[valid-type]
+    async def judge(body: payload_model, state: State, request: Request) -> JSONResponse:  # type: ignore[valid-type]
         """One response's rewards, in the source's reply shape."""
         try:
             instance = method.instance_from_payload(body)
         except MethodInputError as exc:
             raise RequestError(422, ["body", *exc.loc], str(exc), exc.kind) from None
-        instance = await state.resolve_image(instance, ["body", "image_path"])
-        (result,) = await state.score([instance], ["body"], images_read=True)
+        tenant = request_tenant(request)
+        instance = await state.resolve_image(instance, ["body", "image_path"], tenant)
+        (result,) = await state.score([instance], ["body"], images_read=True, tenant=tenant)
         failure_reward = state.settings.judge_payload_failure_reward
         reply = method.payload_reply(body, result, failure_reward)
         await state.record([instance], [result])

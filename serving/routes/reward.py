@@ -13,12 +13,11 @@ import asyncio
 import logging
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import GroupInstance, GroupResult
 from genrm.methods.columns import refuse_advantage_penalty
-from serving.bodies import body_openapi, json_body
+from serving.bodies import body_openapi, json_body, request_tenant
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.openrlhf import QueryError, openrlhf_groups
@@ -54,9 +53,12 @@ async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
 
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     state.check_limits(groups, _WHERE)
-    groups = await state.resolve_images(groups, _WHERE)  # a refused image is this request's error, not its group's
+    tenant = request_tenant(request)
+    groups = await state.resolve_images(
+        groups, _WHERE, tenant
+    )  # a refused image: this request's error, not its group's
     # a bad instance is this request's error, found before anything waits (off the loop: it reads every response)
-    await anyio.to_thread.run_sync(state.prepare, groups, _WHERE, limiter=state.limiter(False))
+    await state.cpu(tenant, state.prepare, groups, _WHERE)
     empty = [group.model_copy(update={"responses": []}) for group in groups]
     # a client that leaves and sends the same query again is retrying: the gatherer answers it from the group it
     # first joined (serving.gathering), which it can tell only by knowing that this client has gone
@@ -76,8 +78,8 @@ async def _gathered(state: ServerState, groups: list[GroupInstance], request: Re
     return out
 
 
-async def _together(state: ServerState, groups: list[GroupInstance]) -> list[list[Gathered]]:
-    results = await state.score(groups, _WHERE)
+async def _together(state: ServerState, groups: list[GroupInstance], tenant: str) -> list[list[Gathered]]:
+    results = await state.score(groups, _WHERE, tenant=tenant)
     # logged by the route once the request's answer is known to be rewards, not a refusal
     return [[Gathered(result, index, len(group.responses), False) for index in range(len(group.responses))]
             for group, result in zip(groups, results, strict=True)]  # fmt: skip
@@ -113,15 +115,19 @@ async def get_reward(
     except ValueError as exc:
         raise RequestError(409, ["server", "method_options"], str(exc), "unsupported") from None
     try:  # linear, but in Python over up to max_body_bytes of text: off the event loop
-        groups, positions, reads = await anyio.to_thread.run_sync(
-            openrlhf_groups, body.query, body.prompts, body.labels, state.special_end, state.method.instance_model,
-            limiter=state.limiter(False),
+        groups, positions, reads = await state.cpu(
+            request_tenant(request), openrlhf_groups, body.query, body.prompts, body.labels, state.special_end,
+            state.method.instance_model,
         )  # fmt: skip
     except QueryError as exc:
         raise RequestError(422, exc.loc, str(exc), exc.kind) from None
     if len(groups) > state.settings.max_groups:
         raise RequestError(422, _WHERE, f"{len(groups)} groups; at most {state.settings.max_groups}", "limit")
-    shares = await (_gathered(state, groups, request) if state.gatherer is not None else _together(state, groups))
+    shares = await (
+        _gathered(state, groups, request)
+        if state.gatherer is not None
+        else _together(state, groups, request_tenant(request))
+    )
     by_query: list[Any] = [None] * len(body.query)
     for group_positions, group_shares in zip(positions, shares, strict=True):
         for position, share in zip(group_positions, group_shares, strict=True):

@@ -7,12 +7,11 @@ does not use postponed annotations: FastAPI reads the body's type from the route
 
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import RewardMethod
 from serving.answers import answer_limit, bounded_answer
-from serving.bodies import body_openapi, json_body
+from serving.bodies import body_openapi, json_body, request_tenant
 from serving.errors import RequestError
 from serving.payloads import score_request_model, score_response_model
 from serving.state import State
@@ -35,9 +34,10 @@ def score_router(method: RewardMethod) -> APIRouter:
         if len(groups) > state.settings.max_groups:
             raise RequestError(422, ["body", "groups"], f"{len(groups)} groups; at most {state.settings.max_groups}",
                                "limit")  # fmt: skip
-        results = await state.score(groups, ["body", "groups"])
+        tenant = request_tenant(request)
+        results = await state.score(groups, ["body", "groups"], tenant=tenant)
         limit = answer_limit(len(await request.body()), state.settings.max_answer_ratio)  # the body read once, kept
-        answer, answered = await anyio.to_thread.run_sync(bounded_answer, results, limit, limiter=state.limiter(False))
+        answer, answered = await state.cpu(tenant, bounded_answer, results, limit)
         await state.record(groups, answered)
         return Response(answer, media_type="application/json")
 

@@ -118,13 +118,19 @@ class AnswerSpan:
     others: tuple[str, ...] = ()
 
 
+_BRACES = re.compile(r"[{}]")
+
+
 def _all_boxed(text: str) -> list[str]:
     """The content of every balanced ``\\boxed{...}`` (``\\fbox``), in order of where they open; one pass over the
     text (a response of many unclosed boxes costs no more than its length)."""
     openers = {match.end() - 1 for match in _BOXED.finditer(text)}  # where each box's brace is
+    if not openers:
+        return []
     stack: list[tuple[int, bool]] = []
     found: list[tuple[int, str]] = []
-    for index, char in enumerate(text):
+    for brace in _BRACES.finditer(text):  # from brace to brace (in C), not character by character
+        index, char = brace.start(), brace.group()
         if char == "{":
             stack.append((index + 1, index in openers))
         elif char == "}" and stack:
