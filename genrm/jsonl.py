@@ -9,6 +9,7 @@ reader that splits on them cuts a record in two. Every JSONL text the project re
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -32,6 +33,21 @@ def read_jsonl_lines(path: str | Path) -> list[str]:
     return jsonl_lines(Path(path).read_text(encoding="utf-8"))
 
 
+def json_problem(text: str, exc: json.JSONDecodeError) -> str:
+    """What is wrong with the JSON ``text`` that ``json.loads`` refused with ``exc``, with where it is and the usual
+    cause: a lone backslash (LaTeX written into JSON), a raw tab or line break inside a string, a record cut off or
+    spread over several lines."""
+    near = text[max(0, exc.pos - 20) : exc.pos + 20]
+    where = f"column {exc.colno}, near {near!r}"
+    if exc.msg.startswith("Invalid \\escape"):
+        return f"a lone backslash (write it twice in JSON: \\\\sqrt for \\sqrt) at {where}"
+    if exc.msg.startswith("Invalid control character"):
+        return f"a raw tab or line break in a string (write \\t or \\n: one record per line) at {where}"
+    if exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
+        return f"the line ends before its JSON does (cut off, or a record spread over lines?) at {where}"
+    return f"{exc.msg} at {where}"
+
+
 def read_models(lines: Iterable[str], model: type[M], source: str = "") -> list[M]:
     """Every non-blank line of ``lines`` (a JSONL file's lines, or an open file) as ``model``.
 
@@ -46,7 +62,13 @@ def read_models(lines: Iterable[str], model: type[M], source: str = "") -> list[
             items.append(model.model_validate_json(line))
         except ValidationError as exc:
             prefix = f"{source} line" if source else "line"
-            raise ValueError(f"{prefix} {number}: {first_error(exc)}") from None
+            problem = first_error(exc)
+            if exc.errors(include_url=False)[0]["type"] == "json_invalid":
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError as decoding:
+                    problem = f"invalid JSON: {json_problem(line, decoding)}"
+            raise ValueError(f"{prefix} {number}: {problem}") from None
     return items
 
 

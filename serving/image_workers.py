@@ -32,20 +32,12 @@ _START_TIMEOUT_S = 30.0
 _RETIRE_GROWTH = 64 * 2**20
 
 
-def _address_space() -> int:
-    """Bytes of virtual memory this process maps now (0 where /proc is missing)."""
+def _statm(field: int) -> int:
+    """Bytes of this process from ``/proc/self/statm``: field 0 is its virtual size, 1 what it holds in memory (0
+    where /proc is missing)."""
     try:
         with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0
-
-
-def _resident() -> int:
-    """Bytes of this process in memory now (0 where /proc is missing)."""
-    try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            return int(handle.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError):
         return 0
 
@@ -56,10 +48,10 @@ def _serve(connection: Connection, memory_mb: int) -> None:
     image took is not given back to the system while the process lives, so idle workers would hold it)."""
     import resource
 
-    limit = _address_space() + memory_mb * 2**20
+    limit = _statm(0) + memory_mb * 2**20
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    grown = _resident() + _RETIRE_GROWTH
+    grown = _statm(1) + _RETIRE_GROWTH
     connection.send(("ready",))
     while True:
         try:
@@ -72,7 +64,7 @@ def _serve(connection: Connection, memory_mb: int) -> None:
             outcome = ("refused", isinstance(exc, ImageTooLarge), str(exc))
         except MemoryError:
             outcome = ("memory",)
-        retire = outcome[0] == "memory" or _resident() > grown  # out of memory: not trusted with the next image
+        retire = outcome[0] == "memory" or _statm(1) > grown  # out of memory: not trusted with the next image
         connection.send((outcome, retire))
         if retire:
             return

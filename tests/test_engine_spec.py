@@ -15,6 +15,7 @@ from genrm.engine.http import HttpEngine
         ("sglang:judge@http://10.0.0.5:30000/v1", "sglang", "judge", ("http://10.0.0.5:30000/v1",)),
         ("openai:gpt@https://a/v1,https://b/v1", "openai", "gpt", ("https://a/v1", "https://b/v1")),
         ("Qwen/Qwen3-235B@http://h:1/v1", "openai", "Qwen/Qwen3-235B", ("http://h:1/v1",)),
+        ("openai:llama3:8b@http://h:1/v1", "openai", "llama3:8b", ("http://h:1/v1",)),
         ("  rule  ", "rule", None, ()),
     ],
 )
@@ -34,6 +35,8 @@ def test_every_form_parses_and_prints_back(text, backend, model, urls):
         ("sglang:@http://h/v1", "a judge is"),
         ("judge@ftp://h/v1", "must start with http"),
         ("transformers:", "needs a checkpoint path"),
+        ("vllm:judge@http://127.0.0.1:8000/v1", "unknown judge backend 'vllm'.*openai:MODEL@URL"),
+        ("llama3:8b@http://h:1/v1", "unknown judge backend 'llama3'.*openai:NAME:TAG@URL"),
     ],
 )
 def test_malformed_specs_say_what_is_wrong(text, message):

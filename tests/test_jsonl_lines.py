@@ -72,3 +72,26 @@ def test_every_command_writes_and_reads_records_holding_line_separators(tmp_path
     # the separators reached the records as content, in the files that carry the text
     assert any(any(c in json.dumps(_records(path), ensure_ascii=False) for c in SEPARATORS)
                for path in (audit, negatives, records["sft"]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ('{"id": "a", "prompt": "expr_verify(target=\\sqrt{2})"}', "a lone backslash (write it twice in JSON"),
+        ('{"id": "a", "prompt": "p\tq"}', "a raw tab or line break in a string"),
+        ('{"id": "a", "prompt": "What is', "the line ends before its JSON does"),
+        ('{"id": "a", "prompt": "p"', "the line ends before its JSON does"),
+    ],
+)
+def test_a_line_that_is_not_json_says_the_usual_cause_and_where(line, hint):
+    from pydantic import BaseModel
+
+    from genrm.jsonl import read_models
+
+    class Item(BaseModel):
+        id: str
+        prompt: str
+
+    with pytest.raises(ValueError, match=r"in\.jsonl line 1: invalid JSON: ") as refused:
+        read_models([line], Item, "in.jsonl")
+    assert hint in str(refused.value) and "column" in str(refused.value)

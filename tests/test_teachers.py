@@ -251,6 +251,15 @@ def test_data_rubrics_then_labels_then_eval_commands(teachers_server, tmp_path, 
     assert main(["eval", "--data", str(out / "test.jsonl"), "--backend", "openai", "--model", "t1"]) == 2
 
 
+def test_data_rubrics_that_keeps_no_rubric_says_so_and_fails(teachers_server, tmp_path, capsys):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "g", "prompt": QUESTIONS["garbage"][0], "reference_answer": "4"}) + "\n")
+    spec = [arg for name in ("t1", "t2") for arg in ("--teacher", f"{name}@{teachers_server.url}")]
+    assert main(["data", "rubrics", str(tasks), "-o", str(tmp_path / "o.jsonl"), *spec, "-q"]) == 1
+    assert "no task got a rubric (1 tried" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_data_commands_name_a_bad_line_and_an_unreachable_teacher(tmp_path, capsys):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "a", "prompt": "What is 2 + 2?"}\n{"id": "b", "promt": "typo"}\n')

@@ -360,13 +360,17 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
         return 1
     by_id = {task.id: task for task in tasks}
     kept = [by_id[o.task_id].instance(o.rubric) for o in report.outcomes if o.rubric is not None]
-    write_jsonl(kept, args.output)
     print(report.markdown())
     if args.report:
         outcomes = [{"id": o.task_id, "kept": o.rubric is not None, "proposals": o.proposals, "merged": o.merged,
                      "dual_check": o.dual_check, "dropped": o.dropped, "failures": o.failures}
                     for o in report.outcomes]  # fmt: skip
         Path(args.report).write_text(json.dumps({"counts": report.counts(), "tasks": outcomes}, indent=1) + "\n")
+    if tasks and not kept:  # a run that made nothing did not do its job, whatever the reason
+        print(f"genrm data rubrics: no task got a rubric ({len(tasks)} tried; the table above says why); nothing "
+              f"written to {args.output}", file=sys.stderr)  # fmt: skip
+        return 1
+    write_jsonl(kept, args.output)
     print(f"wrote {len(kept)} instances to {args.output}")
     return 0
 

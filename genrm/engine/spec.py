@@ -8,7 +8,8 @@ Every command, the server, the teachers and the policy's reward functions name a
   images carry, so that a method can be tried offline (made by ``genrm.methods.method_judge``, which knows methods);
 - ``transformers:PATH``: a checkpoint (directory or hub id) run in this process;
 - ``openai:MODEL@URL[,URL...]``: a model behind OpenAI-compatible endpoints (vLLM, a hosted API, SGLang), one URL
-  per replica, each ending in ``/v1``; ``MODEL@URL[,URL...]`` is the same;
+  per replica, each ending in ``/v1``; ``MODEL@URL[,URL...]`` is the same (a model whose name holds a colon needs
+  the ``openai:`` prefix: any other word before a colon is an unknown backend, refused with the ones there are);
 - ``sglang:MODEL@URL[,URL...]``: the same protocol, with SGLang's own health probe.
 
 How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`; :func:`make_engine`
@@ -33,6 +34,7 @@ SPEC_FORMS = (
 )
 
 
+_PREFIX = re.compile(r"[A-Za-z][\w.-]*")  # what reads as a backend's name before a colon
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
 
 
@@ -125,6 +127,11 @@ class JudgeSpec:
             return cls("transformers", rest.strip())
         if colon and backend in ("openai", "sglang") and not rest.startswith("//"):
             body: str = rest
+        elif colon and not rest.startswith("//") and _PREFIX.fullmatch(backend):
+            # vllm:judge@URL was read as an openai judge whose model is "vllm:judge": every call a 404
+            raise ValueError(f"unknown judge backend {backend!r} in {text!r:.80}: a judge is {SPEC_FORMS} (vLLM, "
+                             "a hosted API and SGLang all serve the OpenAI API: openai:MODEL@URL; a model whose "
+                             "name holds a colon: openai:NAME:TAG@URL)")  # fmt: skip
         else:
             backend, body = "openai", text
         model, at, urls = body.rpartition("@")

@@ -21,9 +21,11 @@ from typing import IO
 from pydantic import ValidationError
 
 from genrm.engine.judge import Judge
+from genrm.jsonl import json_problem
 from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
 from genrm.methods.run import score_instance
+from genrm.rates import per_second
 from verifiers.result import VERDICT_STATUSES
 
 MAX_LINE_CHARS = 16_000_000
@@ -78,7 +80,7 @@ class ScoreSummary:
     def table(self) -> str:
         """The summary as a small plain-text table."""
         mean = f"mean {sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else ""
-        rate = f"{self.responses / self.seconds:,.0f} responses/s" if self.seconds > 0 and self.responses else ""
+        rate = per_second(self.responses, self.seconds, "responses") if self.responses else ""
         rows = [
             ("instances", f"{self.lines}", ""),
             ("  scored", f"{self.lines - len(self.failed)}", ""),
@@ -107,6 +109,8 @@ def score_line(text: str, number: int, method: RewardMethod, judge: Judge) -> Gr
         return failed_result(method, None, f"line longer than {MAX_LINE_CHARS:,} characters", number)
     try:
         raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return failed_result(method, None, f"invalid JSON: {json_problem(text, exc)}", number)
     except (ValueError, RecursionError) as exc:
         return failed_result(method, None, f"invalid JSON: {exc}", number)
     if not isinstance(raw, dict):
