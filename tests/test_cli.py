@@ -94,7 +94,7 @@ def test_eval_names_a_missing_checkpoint_and_refuses_a_model_without_a_backend()
 
 
 def test_checkpoint_paths_and_hub_ids():
-    from genrm.engine.spec import checkpoint_path
+    from genrm.engine.checkpoints import checkpoint_path
 
     assert checkpoint_path("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"  # a hub id is left to the hub
     with pytest.raises(FileNotFoundError, match="holds no saved model"):
@@ -225,7 +225,7 @@ def test_one_convention_and_the_older_spellings_kept(tmp_path):
 
 
 def test_a_folder_without_a_saved_model_names_its_last_checkpoint(tmp_path):
-    from genrm.engine.spec import checkpoint_path
+    from genrm.engine.checkpoints import checkpoint_path
     from genrm.training.common import resume_point
 
     run = tmp_path / "run"

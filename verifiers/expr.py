@@ -57,7 +57,6 @@ path 3, when ``i`` is the only symbol on both sides and they differ as written, 
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping
@@ -425,21 +424,13 @@ def _said(text: str, is_prediction: bool) -> tuple[str, tuple[str, str, str]]:
     return stated, (relation, words, sentence_words)
 
 
-@functools.cache
-def call_keywords() -> frozenset[str]:
-    """The keyword names of every verifier's two signatures (``predict``, ``target``, ``tformat`` ...)."""
-    from verifiers.registry import REGISTRY  # the registry imports this module's check
-
-    return frozenset(p.name for spec in REGISTRY.values() for p in (*spec.rubric_params, *spec.scoring_params))
-
-
-def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
+def _read_forms(target: str, predict: str, keywords: frozenset[str]) -> tuple[str, str, str | None]:
     """Both sides read down to their values (:mod:`verifiers.answer_forms`), units dropped, and why they differ
     whatever the values (one function at different arguments; a relation before a value or words after it that change
     it, not on both sides alike; both sides carry units, and not the same), or None."""
     # delimiters and a box around the whole are looked through first: \boxed{\neq 5} states a bound as \neq 5 does
     (target_name, read_target), (pred_name, predict) = read_named(bare(target)), read_named(bare(predict))
-    if pred_name is not None and pred_name.strip().lower() in call_keywords():
+    if pred_name is not None and pred_name.strip().lower() in keywords:
         # predict='12' is call syntax a response wrote, not an equation naming a quantity: content, never a keyword
         raise PredictionError(f"the prediction is written as a verifier's keyword ({pred_name.strip()}=...), which is "
                               "call syntax, not an answer")  # fmt: skip
@@ -457,8 +448,12 @@ def _read_forms(target: str, predict: str) -> tuple[str, str, str | None]:
     return target_value, pred_value, None
 
 
-def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
-    """1.0 when the prediction is equivalent to the target, else 0.0 (see the module docstring)."""
+def check_expr(
+    rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig, keywords: frozenset[str] = frozenset()
+) -> VerifyResult:
+    """1.0 when the prediction is equivalent to the target, else 0.0 (see the module docstring). A prediction named
+    with one of ``keywords`` (``predict=12``: the call vocabulary, which the registry passes) is call syntax a
+    response wrote, refused as a prediction."""
     target, predict = rubric["target"].strip(), scoring["predict"].strip()
     if not target:
         raise TargetError("target is empty")
@@ -487,7 +482,7 @@ def check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
         return VerifyResult(float(equal), "ok", f"option letters {verdict}", "expr_verify")
     if not predict:
         raise PredictionError("the prediction is empty")
-    target, predict, mismatch = _read_forms(target, predict)
+    target, predict, mismatch = _read_forms(target, predict, keywords)
     if mismatch is not None:
         return VerifyResult(0.0, "ok", mismatch, "expr_verify")
     if not predict:

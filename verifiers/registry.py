@@ -18,6 +18,7 @@ Argument kinds, and how untrusted scoring-side values are read:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -215,6 +216,12 @@ _TEXT_OPTIONS = (
 )
 _COORDS_HELP = "list of [x1, y1, x2, y2] boxes on the 0-1000 grid"
 
+
+def _check_expr(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig) -> VerifyResult:
+    """expr_verify's check, refusing a prediction named with a keyword of the calls (:func:`call_keywords`)."""
+    return check_expr(rubric, scoring, config, call_keywords())
+
+
 SPECS: tuple[VerifierSpec, ...] = (
     VerifierSpec(
         "text_verify",
@@ -252,7 +259,7 @@ SPECS: tuple[VerifierSpec, ...] = (
         "float in {0, 1}: 1 iff the target and the prediction are mathematically equivalent",
         "Option letters, numbers and mathematical expressions read directly from the response. Units and context "
         "stay in the criterion, not in the target. Never encode a semantic yes/no judgement as a target.",
-        check_expr,
+        _check_expr,
         value="expression",
         task_types=frozenset({"math", "multiple_choice", "counting", "chart", "document", "vqa"}),
         uses_workers=True,
@@ -339,6 +346,12 @@ SPECS: tuple[VerifierSpec, ...] = (
 )
 
 REGISTRY: dict[str, VerifierSpec] = {spec.name: spec for spec in SPECS}
+
+
+@functools.cache
+def call_keywords() -> frozenset[str]:
+    """The keyword names of every verifier's two signatures (``predict``, ``target``, ``tformat`` ...)."""
+    return frozenset(p.name for spec in REGISTRY.values() for p in (*spec.rubric_params, *spec.scoring_params))
 
 
 def get_spec(name: str) -> VerifierSpec:

@@ -2,7 +2,9 @@
 usage, failure) out, asynchronously, batched, bounded and retried. It knows nothing of any reward method.
 
 - :mod:`genrm.engine.types`: the request, the reply, the :class:`Engine` protocol;
-- :mod:`genrm.engine.spec`: which judge, in one spelling (:class:`JudgeSpec`), its options and the one factory;
+- :mod:`genrm.engine.spec`: which judge, in one spelling (:class:`JudgeSpec`), and its options (value objects);
+- :mod:`genrm.engine.factory`: the one factory that builds a judge's engine (:func:`make_engine`);
+- :mod:`genrm.engine.checkpoints`: which checkpoint folder or hub id a name means, and a run's last checkpoint;
 - :mod:`genrm.engine.judge`: a judge, with its engine or none (``rule``), as reward methods are handed it;
 - :mod:`genrm.engine.http`: OpenAI-compatible endpoints (SGLang, vLLM, hosted teachers), over
   :mod:`genrm.engine.endpoint` (replicas, retries, time budgets);
@@ -18,8 +20,9 @@ Importing this package imports neither an HTTP client nor a model library.
 
 from genrm.engine.asking import Reader, ask, complete_text
 from genrm.engine.blocking import run_blocking
+from genrm.engine.factory import make_engine
 from genrm.engine.judge import Judge, make_judge
-from genrm.engine.spec import EngineOptions, JudgeSpec, make_engine
+from genrm.engine.spec import EngineOptions, JudgeSpec
 from genrm.engine.types import (
     BackendUnavailable,
     CallFailed,

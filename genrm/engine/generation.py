@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
+from genrm.engine.checkpoints import checkpoint_path
 from genrm.engine.decoding import (
     MIN_SHARED_TOKENS,
     DecodeLoop,
@@ -190,8 +191,6 @@ class LocalGenerator:
             AutoProcessor,
             AutoTokenizer,
         )
-
-        from genrm.engine.spec import checkpoint_path
 
         path = checkpoint_path(path)
         where = pick_device(device)

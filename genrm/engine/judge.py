@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genrm.engine.spec import EngineOptions, JudgeSpec, make_engine
+from genrm.engine.factory import make_engine
+from genrm.engine.spec import EngineOptions, JudgeSpec
 from genrm.engine.types import Engine
 
 

@@ -1,4 +1,4 @@
-"""Which judge, in one spelling, and the one factory that builds its engine.
+"""Which judge, in one spelling, and how its engine behaves.
 
 Every command, the server, the teachers and the policy's reward functions name a judge the same way
 (:meth:`JudgeSpec.parse`):
@@ -12,77 +12,26 @@ Every command, the server, the teachers and the policy's reward functions name a
   the ``openai:`` prefix: any other word before a colon is an unknown backend, refused with the ones there are);
 - ``sglang:MODEL@URL[,URL...]``: the same protocol, with SGLang's own health probe.
 
-How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`; :func:`make_engine`
-builds it. Light on purpose: the HTTP client and the model libraries are imported only when an engine is built.
+How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`;
+:func:`genrm.engine.factory.make_engine` builds it. Value objects only: this module imports no engine, so any module
+may name a judge without pulling one in.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
-from genrm.engine.types import Engine, SamplingSettings
+from genrm.engine.types import SamplingSettings
 
 _URL_SCHEMES = ("http://", "https://")
 SPEC_FORMS = (
     "rule, scripted, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
 )
-
-
 _PREFIX = re.compile(r"[A-Za-z][\w.-]*")  # what reads as a backend's name before a colon
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?$")
-
-
-#: A folder holds a saved model (or a LoRA adapter) when it has one of these.
-_SAVED_MODEL_FILES = ("config.json", "adapter_config.json")
-
-
-def last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
-    """The ``checkpoint-N`` folder with the largest N that a trainer saved in ``folder`` (None when there is none)."""
-    found = [(int(child.name.split("-", 1)[1]), child) for child in Path(folder).glob("checkpoint-*")
-             if child.is_dir() and child.name.split("-", 1)[1].isdigit()]  # fmt: skip
-    return max(found)[1] if found else None
-
-
-def _no_saved_model(text: str, local: Path) -> str:
-    last = last_checkpoint(local)
-    where = f"checkpoint folder {text!r:.200} holds no saved model (no config.json)"
-    if last is None:
-        return f"{where}: train it to the end first (a run saves its model there when it finishes)"
-    return (f"{where}: the run there stopped before its end; its last checkpoint is {last}. Resume the run with "
-            f"--resume_from_checkpoint last, or use {last} as the model")  # fmt: skip
-
-
-def checkpoint_path(path: str | os.PathLike[str]) -> str:
-    """``path`` when it names a checkpoint folder that exists, or a model hub id (``Qwen/Qwen3-0.6B``).
-
-    A name that looks like a path is never sent to the hub: one that starts with ``/``, ``.`` or ``~``, has more than
-    one ``/``, ends in one, or whose folder part exists here (``runs/tiny-judge`` with a ``runs`` folder). Raises
-    FileNotFoundError naming it when it does not exist (instead of five retries to the hub and a message about the
-    internet connection) or holds no saved model (a run stopped before its end: the message names its last
-    checkpoint), and ValueError for a name that is neither.
-    """
-    text = os.fspath(path).strip()
-    local = Path(text).expanduser()
-    if local.exists():
-        if not local.is_dir():
-            raise FileNotFoundError(f"checkpoint {text!r:.200} is a file; give the folder it was saved to")
-        if not any((local / name).is_file() for name in _SAVED_MODEL_FILES):
-            raise FileNotFoundError(_no_saved_model(text, local))
-        return str(local)
-    parent = local.parent
-    path_like = (text.startswith(("/", ".", "~", "\\")) or text.count("/") > 1 or text.endswith(("/", "\\"))
-                 or (str(parent) not in ("", ".") and parent.is_dir()))  # fmt: skip
-    if path_like:
-        raise FileNotFoundError(f"checkpoint folder {text!r:.200} does not exist")
-    if not _HUB_ID.match(text):
-        raise ValueError(f"{text!r:.200} is neither a checkpoint folder nor a model hub id (ORG/NAME)")
-    return text
 
 
 @dataclass(frozen=True)
@@ -206,37 +155,3 @@ class EngineOptions:
     max_batch_size: int = 16
     batch_wait_s: float = 0.005
     name: str | None = None
-
-
-def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine:
-    """The engine of ``spec``, configured by ``options``.
-
-    Raises:
-        ValueError: ``spec`` is the rule judge (no model to run), or a checkpoint that cannot be loaded.
-        OSError: a checkpoint that cannot be read.
-    """
-    options = options or EngineOptions()
-    if spec.backend == "transformers":
-        from genrm.engine.generation import LocalGenerator
-        from genrm.engine.local import LocalEngine
-
-        generator = LocalGenerator.from_pretrained(
-            str(spec.model), device=options.device, dtype=options.dtype, trust_remote_code=options.trust_remote_code,
-            sampling=options.sampling, constrained=options.constrained, name=options.name or str(spec.model),
-            chat_template_kwargs=options.chat_template_kwargs, prefix_cache=options.prefix_cache,
-            image_dir=options.image_dir, continuous=options.continuous_batching, image_budget=options.image_budget,
-        )  # fmt: skip
-        return LocalEngine(generator, options.max_batch_size, options.batch_wait_s)
-    if spec.backend in ("openai", "sglang"):
-        from genrm.engine.endpoint import ChatEndpoint
-        from genrm.engine.http import HttpEngine
-
-        endpoint = ChatEndpoint(
-            list(spec.urls), str(spec.model), options.api_key, timeout_s=options.timeout_s, retries=options.retries,
-            max_in_flight=options.max_in_flight, budget_s=options.budget_s,
-        )  # fmt: skip
-        return HttpEngine(endpoint, options.sampling, options.constrained, flavor=spec.backend,  # type: ignore[arg-type]
-                          image_dir=options.image_dir, image_budget=options.image_budget)  # fmt: skip
-    if spec.backend == "scripted":
-        raise ValueError("the scripted judge is a reward method's own: make it with genrm.methods.method_judge")
-    raise ValueError(f"the {spec.backend} judge runs no model, so it has no engine")

@@ -247,7 +247,7 @@ def sampled_format_reward(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from genrm.engine.spec import checkpoint_path
+    from genrm.engine.checkpoints import checkpoint_path
 
     checkpoint = checkpoint_path(checkpoint)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, padding_side="left")

@@ -132,7 +132,7 @@ def load_processing_class(path: str, data: JudgeDataArguments, trust_remote_code
     """
     from transformers import AutoProcessor, AutoTokenizer
 
-    from genrm.engine.spec import checkpoint_path
+    from genrm.engine.checkpoints import checkpoint_path
 
     path = checkpoint_path(path)
     if not data.shows_images():
@@ -218,7 +218,7 @@ def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
 
     Raises ValueError naming what is missing: no checkpoint in ``output_dir``, or a folder that does not exist.
     """
-    from genrm.engine.spec import last_checkpoint
+    from genrm.engine.checkpoints import last_checkpoint
 
     if resume is None or resume is False or (isinstance(resume, str) and resume.lower() in ("", "false", "no")):
         return None

@@ -116,9 +116,9 @@ class _Judge:
             AutoTokenizer,
         )
 
+        from genrm.engine.checkpoints import checkpoint_path
         from genrm.engine.generation import pick_device
         from genrm.engine.images import load_image
-        from genrm.engine.spec import checkpoint_path
 
         path = checkpoint_path(args.model_name_or_path)
         self.vision = getattr(AutoConfig.from_pretrained(path), "vision_config", None) is not None

@@ -57,7 +57,7 @@ from typing import Any, Literal
 
 from genrm.methods.answer_json import strip_reasoning
 from verifiers import format_call, get_spec, verify_call_result
-from verifiers.expr import call_keywords
+from verifiers.registry import call_keywords
 from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
 
