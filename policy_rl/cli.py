@@ -13,16 +13,19 @@ import sys
 from typing import Any
 
 from genrm.cli.paths import input_file, output_dir
+from genrm.cli.recipes import read_recipe, recipe_parser
+
+_EXAMPLE = "genrm rl --config recipes/rl_tiny_cpu.yaml --max_steps 10"
 
 
 def rl_parser() -> Any:
     """The ``trl.TrlParser`` of ``genrm rl``: recipe keys and ``--flags`` of ``PolicyRLArguments``, ``GRPOConfig``
     and ``ModelConfig``."""
-    from trl import GRPOConfig, ModelConfig, TrlParser
+    from trl import GRPOConfig, ModelConfig
 
     from policy_rl.grpo import PolicyRLArguments
 
-    return TrlParser((PolicyRLArguments, GRPOConfig, ModelConfig), prog="genrm rl")
+    return recipe_parser((PolicyRLArguments, GRPOConfig, ModelConfig), "genrm rl", _EXAMPLE)
 
 
 def _cmd_rl(args: argparse.Namespace) -> int:
@@ -30,7 +33,10 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     from policy_rl.method_reward import JudgeDown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rl_args, training, model = rl_parser().parse_args_and_config(args=args.rest)
+    read = read_recipe(rl_parser(), args.rest, "genrm rl", _EXAMPLE)
+    if read is None:
+        return 2
+    rl_args, training, model = read
     try:
         run_rl(rl_args, training, model)
     except (ValueError, FileNotFoundError) as exc:  # bad prompts, a judge setting of no known form, a bad recipe

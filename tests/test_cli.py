@@ -167,6 +167,29 @@ def test_train_help_helps_and_a_missing_recipe_is_one_line():
     assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [(["train", "sft"], "genrm train sft --config recipes/sft_tiny_cpu.yaml"),
+     (["rl"], "genrm rl --config recipes/rl_tiny_cpu.yaml"),
+     (["pairs", "train"], "genrm pairs train --config recipes/pairs_grpo_tiny_cpu.yaml")],
+)  # fmt: skip
+def test_a_recipe_command_says_what_to_type_and_its_help_names_the_recipe_option(command, example):
+    bare = _genrm(*command)
+    assert bare.returncode == 2 and f"give a recipe: {example}" in bare.stderr and "Traceback" not in bare.stderr
+    helped = _genrm(*command, "--help")
+    assert helped.returncode == 0 and "A recipe is --config FILE.yaml" in helped.stdout
+
+
+def test_a_setting_trl_refuses_is_one_line_with_the_fix():
+    import torch
+
+    if torch.cuda.is_available():  # a machine with a GPU takes bf16: nothing to refuse
+        pytest.skip("bf16 is supported here")
+    refused = _genrm("train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--use_cpu", "false", "--bf16", "true")
+    assert refused.returncode == 2 and "--use_cpu true --bf16 false" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) <= 3
+
+
 def test_ctrl_c_is_one_line_and_exit_code_130(monkeypatch, capsys):
     import importlib
 

@@ -16,6 +16,9 @@ from genrm.choices import BENCHMARK_TASKS, IMAGE_CONDITIONS, PAIR_PROMPT_MODES
 from genrm.cli.data import judge_backend_options, nothing_judged, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
+from genrm.cli.recipes import read_recipe, recipe_parser
+
+_TRAIN_EXAMPLE = "genrm pairs train --config recipes/pairs_grpo_tiny_cpu.yaml"
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -47,18 +50,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def pairs_train_parser() -> Any:
     """The ``trl.TrlParser`` of ``genrm pairs train`` (recipe keys and ``--flags`` of ``SwapGRPOArguments``)."""
-    from trl import TrlParser
-
     from genrm.training.pairwise_grpo import SwapGRPOArguments
 
-    return TrlParser((SwapGRPOArguments,), prog="genrm pairs train")
+    return recipe_parser((SwapGRPOArguments,), "genrm pairs train", _TRAIN_EXAMPLE)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from genrm.training.pairwise_grpo import run_swap_grpo
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    (arguments,) = pairs_train_parser().parse_args_and_config(args=args.rest)
+    read = read_recipe(pairs_train_parser(), args.rest, "genrm pairs train", _TRAIN_EXAMPLE)
+    if read is None:
+        return 2
+    (arguments,) = read
     try:
         run_swap_grpo(arguments)
     except (ValueError, FileNotFoundError) as exc:

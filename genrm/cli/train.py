@@ -13,34 +13,21 @@ import logging
 import sys
 from typing import Any
 
-from genrm.cli.paths import input_file
+from genrm.cli.recipes import read_recipe, recipe_parser
+
+_EXAMPLES = {"sft": "genrm train sft --config recipes/sft_tiny_cpu.yaml",
+             "rlvr": "genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml --max_steps 10"}  # fmt: skip
 
 
 def train_parser(job: str) -> Any:
     """The ``trl.TrlParser`` of a judge-training job (``sft`` or ``rlvr``): recipe keys and ``--flags`` of
     ``JudgeDataArguments``, ``SFTConfig`` or ``GRPOConfig``, and ``ModelConfig``."""
-    from trl import GRPOConfig, ModelConfig, SFTConfig, TrlParser
+    from trl import GRPOConfig, ModelConfig, SFTConfig
 
     from genrm.training.common import JudgeDataArguments
 
     config_type = {"sft": SFTConfig, "rlvr": GRPOConfig}[job]
-    return TrlParser((JudgeDataArguments, config_type, ModelConfig), prog=f"genrm train {job}")
-
-
-def _config_problem(rest: list[str]) -> str | None:
-    """What is wrong with the recipe ``--config`` names in ``rest`` (TRL would raise on it), or None."""
-    for index, arg in enumerate(rest):
-        path = None
-        if arg == "--config" and index + 1 < len(rest):
-            path = rest[index + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
-        if path is not None:
-            try:
-                input_file(path)
-            except argparse.ArgumentTypeError as exc:
-                return f"--config: {exc}"
-    return None
+    return recipe_parser((JudgeDataArguments, config_type, ModelConfig), f"genrm train {job}", _EXAMPLES[job])
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -49,13 +36,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         from genrm.training.sft import run_sft as run
     else:
         from genrm.training.rlvr import run_rlvr as run
-    problem = _config_problem(args.rest)
-    if problem:
-        print(f"genrm train {args.job}: error: {problem}", file=sys.stderr)
+    read = read_recipe(train_parser(args.job), args.rest, f"genrm train {args.job}", _EXAMPLES[args.job])
+    if read is None:
         return 2
-    data, training, model = train_parser(args.job).parse_args_and_config(args=args.rest)
     try:
-        run(data, training, model)
+        run(*read)
     except (ValueError, FileNotFoundError) as exc:  # bad data or a recipe that does not fit the model
         print(f"genrm train {args.job}: error: {exc}", file=sys.stderr)
         return 2
