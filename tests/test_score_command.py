@@ -133,3 +133,17 @@ def test_the_progress_bar_of_a_file_has_a_total(tmp_path, capsys):
         summary = score_file(lines, sink, make_method("rubric"), Judge(), progress=True)
     assert summary.lines == 3 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
     assert "0/3" in capsys.readouterr().err  # a total from the start, so tqdm shows how far and an ETA
+
+
+def test_an_unreachable_judge_stops_the_run_in_one_line_naming_its_url(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    done = _score(str(EXAMPLE_SET), "-o", str(tmp_path / "out.jsonl"), "--judge", f"sglang:judge@{url}", "-q")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"genrm score: the judge cannot be reached, stopping: no endpoint of "
+                                                f"'judge' reachable at {url} (ConnectError: All connection attempts "
+                                                "failed)"]  # fmt: skip

@@ -98,7 +98,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
     from genrm.cli.data import judge_from_args
-    from genrm.engine import run_blocking
+    from genrm.engine import BackendUnavailable, run_blocking
     from genrm.methods import MethodConfig, make_method
     from genrm.methods.score_file import score_file
     from verifiers import VerifyConfig
@@ -123,7 +123,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
             print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
             return 2
         stack.callback(run_blocking, judge.aclose())
-        summary = score_file(source, sink, method, judge, progress=not args.quiet)
+        try:
+            summary = score_file(source, sink, method, judge, progress=not args.quiet)
+        except BackendUnavailable as exc:
+            print(f"genrm score: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+            return 1
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     shortfall = summary.shortfall(args.min_judged)

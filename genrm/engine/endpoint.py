@@ -145,7 +145,8 @@ class ChatEndpoint:
                     pause = min(pause, max(0.0, end - time.monotonic()))
                 await asyncio.sleep(pause)
         if not reached:
-            raise BackendUnavailable(f"no endpoint of {self.model!r} reachable ({last})")
+            where = ", ".join(self.base_urls)
+            raise BackendUnavailable(f"no endpoint of {self.model!r} reachable at {where} ({last})")
         raise CallFailed(f"the call failed after {self.retries + 1} attempts: {last}")
 
     async def complete(

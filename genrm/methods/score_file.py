@@ -21,6 +21,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from genrm.engine.judge import Judge
+from genrm.engine.types import BackendUnavailable
 from genrm.jsonl import json_problem
 from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
@@ -125,6 +126,8 @@ def score_line(text: str, number: int, method: RewardMethod, judge: Judge) -> Gr
         result = score_instance(method, instance, judge)
     except MethodInputError as exc:
         return failed_result(method, ident, f"invalid {exc.kind}: {exc}", number)
+    except BackendUnavailable:
+        raise  # the judge, not this line: every line after it would fail the same way (the caller stops the run)
     except Exception as exc:  # noqa: BLE001 - one failing line must not lose the others; it is reported
         return failed_result(method, ident, f"internal error: {type(exc).__name__}: {exc}", number)
     result.line = number
@@ -156,7 +159,8 @@ def score_file(
     source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True
 ) -> ScoreSummary:
     """Score ``source`` (instance JSONL) into ``sink`` (one JSON line per instance) with ``method``; returns the
-    summary."""
+    summary. Raises :class:`genrm.engine.BackendUnavailable` when the judge cannot be reached (the lines scored before
+    are in ``sink``)."""
     from tqdm import tqdm
 
     summary = ScoreSummary()
