@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,6 +110,7 @@ class GroupGatherer:
         self._judge = judge
         self._open: dict[str, _Open] = {}
         self._closed: OrderedDict[int, tuple[str, _Open]] = OrderedDict()  # being judged or judged, oldest first
+        self._closed_by_key: dict[str, deque[_Open]] = {}  # the same groups by instance, oldest first
         self._tasks: set[asyncio.Task[None]] = set()
 
     def open_groups(self) -> int:
@@ -148,7 +149,7 @@ class GroupGatherer:
         holds it for requests that have all gone."""
         self._forget_old()
         candidates = [self._open[key]] if key in self._open else []
-        candidates += [group for held, group in reversed(self._closed.values()) if held == key]
+        candidates += reversed(self._closed_by_key.get(key, ()))
         for group in candidates:
             index = group.abandoned(response)
             if index is not None:
@@ -162,7 +163,11 @@ class GroupGatherer:
             done = oldest.outcome is not None
             if len(self._closed) <= self.max_open and not (done and now - (oldest.closed_at or now) > self.retain_s):
                 break
-            self._closed.popitem(last=False)
+            _, (key, group) = self._closed.popitem(last=False)
+            same = self._closed_by_key[key]
+            same.remove(group)  # the oldest of its instance too: the first, so this is one step
+            if not same:
+                del self._closed_by_key[key]
 
     def _close(self, key: str, group: _Open) -> None:
         if self._open.get(key) is not group:
@@ -172,6 +177,7 @@ class GroupGatherer:
             group.timer.cancel()
         group.closed_at = time.monotonic()
         self._closed[id(group)] = (key, group)
+        self._closed_by_key.setdefault(key, deque()).append(group)
         task = asyncio.get_running_loop().create_task(self._run(group))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -100,3 +100,27 @@ def test_a_client_that_times_out_and_resends_gets_its_groups_reward_from_a_real_
         rewards = asyncio.run(run(served.url))
     assert rewards == pytest.approx(expected)
     assert time.monotonic() - started < 50  # judged when the fourth came, not after the group's wait
+
+
+@pytest.mark.anyio
+async def test_judged_groups_are_forgotten_oldest_first_and_a_retry_finds_only_what_is_held():
+    judged = []
+
+    async def judge(instance):
+        judged.append(list(instance.responses))
+        return list(instance.responses)
+
+    gatherer = GroupGatherer(1, 30.0, judge, max_open=2)
+    bare = BOX.model_copy(update={"responses": []})
+    other = bare.model_copy(update={"id": "retry-2"})
+    for instance, text in [(bare, "a"), (other, "b"), (bare, "c"), (bare, "d")]:  # groups of one, judged at once
+        left = asyncio.Event()
+        left.set()  # each client leaves after its answer: its text may be retried
+        await gatherer.submit(instance, text, left)
+    gatherer._forget_old()
+    assert [list(group.responses) for _, group in gatherer._closed.values()] == [["c"], ["d"]]  # the two newest
+    assert [[list(g.responses) for g in groups] for groups in gatherer._closed_by_key.values()] == [[["c"], ["d"]]]
+    retried = await gatherer.submit(bare, "d", asyncio.Event())  # still held: answered from its group
+    assert retried.result == ["d"] and len(judged) == 4
+    judged_again = await gatherer.submit(bare, "a", asyncio.Event())  # forgotten: judged anew
+    assert judged_again.result == ["a"] and judged[-1] == ["a"] and len(judged) == 5
