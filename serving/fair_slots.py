@@ -24,13 +24,12 @@ class FairSlots:
         self._held: Counter[str] = Counter()
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
 
-    def _may_take(self, tenant: str) -> bool:
-        return self._free > 0 and self._held[tenant] < self._per_tenant
-
     @asynccontextmanager
     async def slot(self, tenant: str) -> AsyncIterator[None]:
         """Hold one slot for the block, as ``tenant``."""
-        if self._may_take(tenant) and not self._waiting.get(tenant) and not self._others_first(tenant):
+        # after every release the free slots go to the waiting tenants below their bound, so a slot that is free now
+        # is one no waiting tenant may take: this tenant takes it without queueing behind anyone
+        if self._free > 0 and self._held[tenant] < self._per_tenant:
             self._take(tenant)
         else:
             turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -47,10 +46,6 @@ class FairSlots:
             yield
         finally:
             self._release(tenant)
-
-    def _others_first(self, tenant: str) -> bool:
-        """Whether another tenant waits that could take a free slot now (it came first)."""
-        return any(other != tenant and self._held[other] < self._per_tenant for other in self._waiting)
 
     def _take(self, tenant: str) -> None:
         self._free -= 1

@@ -14,7 +14,6 @@ one decode per worker, round-robin over requests.
 from __future__ import annotations
 
 import contextlib
-import logging
 import multiprocessing
 import os
 import threading
@@ -22,8 +21,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from genrm.engine.images import ImageError, ImageTooLarge, checked_image_data_uri
-
-logger = logging.getLogger(__name__)
 
 _PRELOAD = ["genrm.engine.images", "PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "PIL.WebPImagePlugin",
             "PIL.GifImagePlugin"]  # fmt: skip
@@ -139,8 +136,7 @@ class ImageDecoders:
             answer, retire = worker.connection.recv()
         except (EOFError, OSError) as exc:
             worker.kill()
-            raise ImageTooLarge(f"image could not be decoded within {self.memory_mb} MiB (image_decode_memory_mb)"
-                                ) from exc  # fmt: skip
+            raise self._out_of_memory() from exc
         except BaseException:
             worker.kill()
             raise
@@ -152,11 +148,10 @@ class ImageDecoders:
             return answer[1]
         if answer[0] == "refused":
             raise (ImageTooLarge if answer[1] else ImageError)(answer[2])
-        raise ImageTooLarge(f"image could not be decoded within {self.memory_mb} MiB (image_decode_memory_mb)")
+        raise self._out_of_memory()
 
-    def warm_up(self) -> None:
-        """Start the fork server and one worker now, so that the first image does not pay for them."""
-        self._give_back(self._take())
+    def _out_of_memory(self) -> ImageTooLarge:
+        return ImageTooLarge(f"image could not be decoded within {self.memory_mb} MiB (image_decode_memory_mb)")
 
     def close(self) -> None:
         """Stop every idle worker; a worker busy now is stopped when its image is done."""

@@ -53,16 +53,17 @@ class RecordLog:
     def _rotate(self) -> None:
         assert self._fd is not None
         os.close(self._fd)
-        self._fd = None
-        oldest = Path(f"{self.path}.{self.keep}")
-        if oldest.exists():
-            oldest.unlink()
-        for index in range(self.keep - 1, 0, -1):
-            older = Path(f"{self.path}.{index}")
-            if older.exists():
-                os.replace(older, f"{self.path}.{index + 1}")
-        os.replace(self.path, f"{self.path}.1")
-        self._fd = _open(self.path)
+        try:
+            oldest = Path(f"{self.path}.{self.keep}")
+            if oldest.exists():
+                oldest.unlink()
+            for index in range(self.keep - 1, 0, -1):
+                older = Path(f"{self.path}.{index}")
+                if older.exists():
+                    os.replace(older, f"{self.path}.{index + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        finally:  # a rotation that failed part way leaves the log open where it is, not closed for good
+            self._fd = _open(self.path)
         logger.info("record log %s rotated: the lines before are in %s.1", self.path, self.path)
 
     def write(self, request_id: str, instances: Sequence[Instance], results: Sequence[InstanceResult]) -> None:

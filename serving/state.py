@@ -68,7 +68,6 @@ class ServerState:
     _limiters: dict[bool, anyio.CapacityLimiter] = field(default_factory=dict, init=False)
     _image_slots: FairSlots = field(init=False)
     _cpu_slots: FairSlots = field(init=False)
-    _image_threads: anyio.CapacityLimiter | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.slots = FairSlots(self.settings.max_concurrent_groups)
@@ -130,12 +129,10 @@ class ServerState:
         distinct = list(dict.fromkeys(r for r in references if isinstance(r, str)))
         if not distinct:
             return list(groups)
-        if self._image_threads is None:  # made on first use: a limiter needs the loop
-            self._image_threads = anyio.CapacityLimiter(_IMAGE_THREADS)
 
         async def read_one(reference: str) -> str:
-            async with self._image_slots.slot(tenant):
-                return await anyio.to_thread.run_sync(self.images.resolve, reference, limiter=self._image_threads)
+            async with self._image_slots.slot(tenant):  # these slots bound the reading threads too
+                return await anyio.to_thread.run_sync(self.images.resolve, reference)
 
         read = await asyncio.gather(*(read_one(reference) for reference in distinct), return_exceptions=True)
         uris = dict(zip(distinct, read, strict=True))
@@ -194,8 +191,7 @@ class ServerState:
                 readings = await judge_prepared(self.method, prepared, self.judge)
         if self.method.uses_workers(prepared):  # waits for expression workers, whose queue is fair itself
             return await self.in_thread(True, request_id, self.method.score, prepared, readings)
-        async with self._cpu_slots.slot(request_id):
-            return await self.in_thread(False, request_id, self.method.score, prepared, readings)
+        return await self.cpu(request_id, self.method.score, prepared, readings)
 
     async def score(
         self, groups: Sequence[GroupInstance], where: list[Any], images_read: bool = False, tenant: str | None = None

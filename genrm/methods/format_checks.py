@@ -80,18 +80,14 @@ def _joined(left: str, right: str) -> bool:
 
 def tokens(text: str) -> list[str]:
     """The tokens the repetition detector works on (see the module docstring). Long text is tokenised in pieces of
-    about 8,192 characters cut where no token can span the cut, so that other threads get the interpreter between
-    them; a cut is looked for up to 64 characters on, else the piece runs on to the next place one can be made."""
+    about 8,192 characters, each cut at the first place after that where no token can span the cut (a run of letters
+    goes whole with its piece), so that other threads get the interpreter between them."""
     out: list[str] = []
     start = 0
     while start < len(text):
         end = min(len(text), start + _CHUNK)
         while end < len(text) and _joined(text[end - 1], text[end]):
             end += 1
-            if end - start > _CHUNK + 64:  # no cut near: the rest of a long run goes with this piece
-                while end < len(text) and _joined(text[end - 1], text[end]):
-                    end += 1
-                break
         out += map(itemgetter(0), _TOKEN.findall(text, start, end))
         start = end
     return out

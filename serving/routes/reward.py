@@ -54,9 +54,8 @@ async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     state.check_limits(groups, _WHERE)
     tenant = request_tenant(request)
-    groups = await state.resolve_images(
-        groups, _WHERE, tenant
-    )  # a refused image: this request's error, not its group's
+    # a refused image is this request's error, not its group's
+    groups = await state.resolve_images(groups, _WHERE, tenant)
     # a bad instance is this request's error, found before anything waits (off the loop: it reads every response)
     await state.cpu(tenant, state.prepare, groups, _WHERE)
     empty = [group.model_copy(update={"responses": []}) for group in groups]
