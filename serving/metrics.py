@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from genrm.methods.base import GroupResult, ResultTally
+from genrm.methods.base import UNGROUNDED, GroupResult, ResultTally
 
 # Verifier statuses that judged nothing: the server's or the rubric's failures, never the response's.
 _UNJUDGED = frozenset({"busy", "unparseable_target", "error"})
@@ -37,6 +37,10 @@ class ServerMetrics:
         self.verifier_timeouts = Counter(
             "genrm_verifier_timeouts", "verifier checks stopped at the deadline", registry=self.registry
         )
+        self.values_ungrounded = Counter(
+            "genrm_values_ungrounded", "values a model judge extracted that the response does not state (scored as "
+            "no value stated)", registry=self.registry,
+        )  # fmt: skip
         self.verifier_unjudged = Counter(
             "genrm_verifier_unjudged", "verifier checks that judged nothing, by status (busy: no worker free in "
             "time; unparseable_target: a rubric target that cannot be checked; error: an internal failure)",
@@ -55,9 +59,11 @@ class ServerMetrics:
             self.observe_verification(status)
 
     def observe_verification(self, status: str) -> None:
-        """Count one verifier check's status when it is a timeout or judged nothing."""
+        """Count one verifier check's status when it is a timeout, an ungrounded value or judged nothing."""
         if status == "timeout":
             self.verifier_timeouts.inc()
+        elif status == UNGROUNDED:
+            self.values_ungrounded.inc()
         elif status in _UNJUDGED:
             self.verifier_unjudged.labels(status).inc()
 

@@ -209,7 +209,7 @@ class _FooledByKeys(RuleJudge):
 
 
 def test_a_judge_fooled_by_master_keys_shows_a_high_rate_per_key_and_the_rule_backend_none(built):
-    fooled = audit_setting(_FooledByKeys(), built, "default")
+    fooled = audit_setting(_FooledByKeys(), built, "default", grounded=False)
     rates = {k.category: k for k in fooled.master_keys}
     assert list(rates) == list(MASTER_KEYS)
     for key in ("solution", "thought_process", "step_by_step", "solution_de"):
@@ -220,6 +220,12 @@ def test_a_judge_fooled_by_master_keys_shows_a_high_rate_per_key_and_the_rule_ba
     assert any(w.category == MASTER_KEY for w in fooled.worst)
     rule = audit_setting(RuleJudge(), built, "default")
     assert all(k.fpr.count == 0 and k.fpr.total > 0 for k in rule.master_keys)
+    # grounded extraction (the default): the values the fooled judge wrote are not in a key, so no key pays a
+    # verifiable criterion, and the audit counts them as ungrounded
+    grounded = {k.category: k for k in audit_setting(_FooledByKeys(), built, "default").master_keys}
+    for key in ("solution", "thought_process", "step_by_step", "solution_de"):
+        assert grounded[key].verifiable.count == 0 and grounded[key].ungrounded > 0
+        assert grounded[key].fuzzy.count == rates[key].fuzzy.count  # fuzzy credit needs evidence, not grounding
 
 
 def test_option_substitution_takes_the_option_text_along():
@@ -278,10 +284,15 @@ class _Failing(RuleJudge):
 
 
 def test_false_positive_rates_count_undeserved_credit_and_keep_failures_apart(built):
-    generous = audit_setting(_Generous(), built, "default")
+    generous = audit_setting(_Generous(), built, "default", grounded=False)
     for category in generous.categories:
         assert category.fpr.percent == 100.0 and category.fpr.total > 0 and category.failed == 0
     assert generous.worst and generous.worst[0].awarded - generous.worst[0].deserved > 0.25
+    # grounded: the targets it wrote are paid only where the response states them
+    grounded = audit_setting(_Generous(), built, "default")
+    for category, ungrounded in zip(grounded.categories, generous.categories, strict=True):
+        assert category.verifiable.count < ungrounded.verifiable.count and category.ungrounded > 0
+    assert grounded.category("no_final_answer").verifiable.count == 0
     rule = audit_setting(RuleJudge(), built, "default")
     assert all(c.fpr.count == 0 for c in rule.categories)
     failing = audit_setting(_Failing(), built, "default")

@@ -48,7 +48,7 @@ def test_the_registry_knows_the_built_in_methods_and_refuses_unknown_names_and_o
     assert isinstance(method, RubricMethod) and isinstance(method, RewardMethod) and method.config.tau == 0.3
     with pytest.raises(ValueError, match="unknown reward method 'nope'; known: rubric"):
         make_method("nope")
-    with pytest.raises(ValueError, match="takes only the option answer_format; got colour"):
+    with pytest.raises(ValueError, match="takes only the options answer_format, grounded_extraction; got colour"):
         make_method("rubric", options={"colour": "red"})
 
 

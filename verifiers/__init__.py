@@ -28,7 +28,15 @@ from verifiers.calls import (
 )
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
 from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
-from verifiers.registry import REGISTRY, VerifierSpec, get_spec, render_specs, run_verifier, uses_workers
+from verifiers.registry import (
+    REGISTRY,
+    VerifierSpec,
+    get_spec,
+    prediction_not_found,
+    render_specs,
+    run_verifier,
+    uses_workers,
+)
 from verifiers.result import (
     BadCallError,
     PredictionError,
@@ -62,6 +70,7 @@ __all__ = [
     "list_verify",
     "parse_call",
     "point_verify",
+    "prediction_not_found",
     "render_specs",
     "run_verifier",
     "tenant",

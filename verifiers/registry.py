@@ -31,6 +31,7 @@ from verifiers.expr import check_expr
 from verifiers.grounding import check_bbox, check_point
 from verifiers.lists import check_list
 from verifiers.literals import read_literal
+from verifiers.provenance import find_prediction
 from verifiers.result import (
     BadCallError,
     PredictionError,
@@ -497,6 +498,20 @@ def run_verifier(
         return failed(exc.status, str(exc), _known(name))
     except Exception as exc:  # noqa: BLE001 - an unexpected failure is reported, never turned into a score
         return failed("error", f"{type(exc).__name__} in {name!r:.60}: {str(exc)[:200]}", _known(name))
+
+
+def prediction_not_found(
+    name: str, rubric_kwargs: Mapping[str, Any], scoring_kwargs: Mapping[str, Any], response: str
+) -> str | None:
+    """None when the value of a scoring-side call is found in ``response`` (:mod:`verifiers.provenance`), or when it
+    states no value or cannot be read (the verifier scores those); else a sentence naming what is not there."""
+    try:
+        spec = get_spec(name)
+        scoring = bind(spec, "scoring", scoring_kwargs)
+    except VerifierError:
+        return None
+    value_param = next(p.name for p in spec.scoring_params if p.mirrors is not None)
+    return find_prediction(spec.value, scoring[value_param], response, rubric_kwargs)
 
 
 def _check_rubric_side(spec: VerifierSpec, rubric: Mapping[str, Any], config: VerifyConfig) -> None:

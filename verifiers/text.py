@@ -93,6 +93,11 @@ def _t2s_converter() -> Any:
     return opencc.OpenCC("t2s")
 
 
+def to_simplified(text: str) -> str:
+    """``text`` with Traditional Chinese characters written in Simplified (OpenCC's ``t2s``)."""
+    return _t2s_converter().convert(text)
+
+
 def _remove_punctuation(text: str) -> str:
     return "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
 
@@ -142,7 +147,7 @@ def _normalize(text: str, options: TextOptions) -> str:
     if options.use_latex:
         text = _strip_latex(text)
     if options.ignore_st:
-        text = _t2s_converter().convert(text)
+        text = to_simplified(text)
     if options.ignore_case:
         text = text.casefold()
     if options.ignore_punc:

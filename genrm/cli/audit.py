@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
-from genrm.cli.data import answer_format_option, concurrency_option, judge_backend_options, judge_from_args
+from genrm.cli.data import (
+    answer_format_option,
+    concurrency_option,
+    grounding_option,
+    judge_backend_options,
+    judge_from_args,
+)
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir, output_file
 
@@ -117,8 +123,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"genrm audit run: error: {exc}", file=sys.stderr)
         return 2
     if not audited_by_sets:
-        if args.settings or args.answer_format:
-            print("genrm audit run: error: --settings and --answer-format are the rubric method's; give another "
+        if args.settings or args.answer_format or not args.grounded_extraction:
+            print("genrm audit run: error: --settings, --answer-format and --no-grounding are the rubric method's; "
+                  "give another "
                   "method's settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
             return 2
         return _audit_responses(args, args.audit, "audit", "audit run")
@@ -141,7 +148,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
                            args.worst, skipped, progress=not args.quiet,
                            answer_format=args.answer_format or DEFAULT_SCORING_FORMAT,
-                           concurrency=args.concurrency)  # fmt: skip
+                           concurrency=args.concurrency, grounded=args.grounded_extraction)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1
@@ -278,6 +285,7 @@ def register(sub: Any) -> None:
     run.add_argument("--settings", action=ListValues, choices=list(SETTINGS), metavar="SETTING",
                      help=f"the rubric method's settings: {', '.join(SETTINGS)} (all)")  # fmt: skip
     answer_format_option(run, default=None)
+    grounding_option(run)
     run.add_argument("--fp-margin", type=float, default=0.25,
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
     run.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")

@@ -147,6 +147,14 @@ def answer_format_option(parser: argparse.ArgumentParser, default: str | None = 
                         f"judges trained from scratch); default: {DEFAULT_SCORING_FORMAT}")  # fmt: skip
 
 
+def grounding_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--no-grounding`` (count a model judge's values even where the response does not state them)."""
+    parser.add_argument("--no-grounding", dest="grounded_extraction", action="store_false",
+                        help="count a model judge's extracted values even where the response does not state them "
+                        "(grounded extraction is on by default; this measures what it changes: "
+                        "docs/rubric.md)")  # fmt: skip
+
+
 def method_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--method NAME`` and ``--method-options JSON`` (the reward method and its own settings)."""
     from genrm.cli.settings import json_object
@@ -232,7 +240,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:
         report, checks = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
                                   progress=not args.quiet, answer_format=args.answer_format,
-                                  concurrency=args.concurrency)  # fmt: skip
+                                  concurrency=args.concurrency, grounded=args.grounded_extraction)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())
@@ -677,6 +685,7 @@ def register(sub: Any) -> None:
     judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     answer_format_option(evaluation)
+    grounding_option(evaluation)
     evaluation.add_argument("--argument-threshold", type=float, default=0.9, help="verifier score counted right")
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
     concurrency_option(evaluation)

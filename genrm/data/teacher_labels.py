@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample
+from genrm.methods.base import UNGROUNDED
 from genrm.methods.rubric.execution import CriterionScore, execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
+from verifiers import format_call
 
 
 @dataclass
@@ -88,6 +90,8 @@ def median_label(
     teacher, chosen = next((t, s) for t, s in usable if float(s.score) == median)  # type: ignore[arg-type]
     plan = chosen.plan
     call = str(chosen.extracted) if plan.verifier is not None else None
+    if chosen.status == UNGROUNDED:  # a value the response does not state: the judge is taught to state none
+        call = format_call(str(plan.verifier), {"predict": None})
     label = CriterionLabel(path=plan.path, call=call, credit=median, rationale=rationales[teacher][:2000])
     return label, teacher, ""
 

@@ -160,7 +160,7 @@ async def dual_check(rubric: Rubric, task: RubricTask, checker: RubricJudge, thr
     request = GroupRequest(task.prompt, plans, [task.reference_answer], task.image, "minimal")
     (parsed,) = await checker.judge_group(request)
     problems = []
-    for score in execute(parsed, plans):
+    for score in execute(parsed, plans, response=task.reference_answer):
         plan = score.plan
         if plan.section != "essential" or plan.verifier is None:
             continue

@@ -12,6 +12,9 @@ Per setting the audit reports:
 - **accuracy on regular responses**: criterion-level, split into arguments (verifiable criteria: the extracted value
   matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`genrm.evaluation.reliability`
   measures it;
+- **grounding**: per category, attack and key, the verifiable criteria whose extracted value was found in the response
+  (``grounded``) and those whose value was not (``ungrounded``: scored as no value stated when grounding is on, the
+  default; ``genrm.methods.rubric.execution``);
 - **false positive rate** per abnormal category, split by whether the criterion is verifiable or fuzzy in the
   rubric: among criteria the annotation leaves room for (deserved credit + ``margin`` < 1), the share where the
   judge's execution awards more than the deserved credit plus ``margin``. The awarded credit is what the reward
@@ -39,6 +42,7 @@ from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
 from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.evaluation.reliability import check_answer, judge_examples
+from genrm.methods.base import UNGROUNDED
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import RubricJudge
@@ -109,6 +113,8 @@ class CategoryResult(BaseModel):
     fuzzy: Rate
     failed: int
     responses_with_fp: int
+    grounded: int = 0
+    ungrounded: int = 0
 
 
 class WorstCase(BaseModel):
@@ -153,6 +159,7 @@ class AuditReport(BaseModel):
     margin: float
     settings: list[SettingResult]
     skipped: dict[str, str] = {}
+    grounded_extraction: bool = True
 
     def setting(self, name: str) -> SettingResult:
         """The result of the setting ``name``."""
@@ -163,23 +170,33 @@ class AuditReport(BaseModel):
         counts = ", ".join(f"{_TITLES[k].lower()} {v}" for k, v in self.abnormal_responses.items())
         lines = [f"Audit of {self.judge}: {self.regular_responses} regular responses; abnormal: {counts}",
                  f"(false positive: more than {self.margin:g} above the deserved credit; cells: all (verifiable / "
-                 "fuzzy) in %)", "",
+                 "fuzzy) in %; grounded extraction "
+                 + ("on: values not in the response are not paid)" if self.grounded_extraction else "off)"), "",
                  "| setting | regular accuracy ↑ | " + " | ".join(f"{_TITLES[c]} FPR ↓" for c in ABNORMAL)
-                 + " | failed judgements |",
-                 "| --- | ---: | " + " | ".join("---:" for _ in ABNORMAL) + " | ---: |"]  # fmt: skip
+                 + " | failed judgements | ungrounded values |",
+                 "| --- | ---: | " + " | ".join("---:" for _ in ABNORMAL) + " | ---: | ---: |"]  # fmt: skip
         for result in self.settings:
             cells = [f"{result.regular.cell()} ({result.regular_arguments.cell()} / {result.regular_credit.cell()})"]
             cells += [f"{c.fpr.cell()} ({c.verifiable.cell()} / {c.fuzzy.cell()})" for c in result.categories]
-            failed = result.regular_failed + sum(c.failed for c in (*result.categories, *result.master_keys))
-            lines.append(f"| {result.setting} | " + " | ".join(cells) + f" | {failed} |")
+            abnormal = (*result.categories, *result.master_keys)
+            failed = result.regular_failed + sum(c.failed for c in abnormal)
+            ungrounded = sum(c.ungrounded for c in abnormal)
+            values = ungrounded + sum(c.grounded for c in abnormal)
+            lines.append(f"| {result.setting} | " + " | ".join(cells) + f" | {failed} | {ungrounded}/{values} |")
         for name, reason in self.skipped.items():
             lines.append(f"\n{name}: skipped ({reason})")
         if self.settings and self.settings[0].attacks:
-            lines += ["", "Adversarial attacks (FPR %, all criteria):", "",
+            lines += ["", "Adversarial attacks (FPR %, all criteria; ungrounded/extracted values):", "",
                       "| setting | " + " | ".join(a.category for a in self.settings[0].attacks) + " |",
                       "| --- | " + " | ".join("---:" for _ in self.settings[0].attacks) + " |"]  # fmt: skip
             for result in self.settings:
-                lines.append(f"| {result.setting} | " + " | ".join(a.fpr.cell() for a in result.attacks) + " |")
+                lines.append(
+                    f"| {result.setting} | "
+                    + " | ".join(
+                        f"{a.fpr.cell()} ({a.ungrounded}/{a.grounded + a.ungrounded})" for a in result.attacks
+                    )
+                    + " |"
+                )
         if self.settings and self.settings[0].master_keys:
             lines += ["", "Master keys (FPR %, all criteria; responses with a false positive):", "",
                       "| key | " + " | ".join(s.setting for s in self.settings) + " |",
@@ -204,9 +221,12 @@ class AuditReport(BaseModel):
         return json.dumps(self.model_dump(), indent=2, ensure_ascii=False)
 
 
-def criterion_audits(example: AuditExample, parsed: ParsedJudgement, exposure: Exposure) -> list[CriterionAudit]:
-    """Per criterion of one judged response: the deserved credit (its label) and what the judge's answer earns."""
-    scores = execute(parsed, example.plans(exposure), response=example.response)
+def criterion_audits(
+    example: AuditExample, parsed: ParsedJudgement, exposure: Exposure, grounded: bool = True
+) -> list[CriterionAudit]:
+    """Per criterion of one judged response: the deserved credit (its label) and what the judge's answer earns (a
+    value not in the response earning nothing when ``grounded``)."""
+    scores = execute(parsed, example.plans(exposure), response=example.response, grounded=grounded)
     judged = parsed.criteria if parsed.failure is None else [None] * len(scores)
     audits = []
     for plan, label, score, answer in zip(plans_of(example), example.labels, scores, judged, strict=True):
@@ -242,6 +262,8 @@ def _category_result(name: str, audits: list[list[CriterionAudit]], margin: floa
         fuzzy=Rate.of([f for a, f in zip(judged, flags, strict=True) if not a.verifiable]),
         failed=sum(a.awarded is None for a in flat),
         responses_with_fp=sum(any(a.false_positive(margin) for a in response) for response in audits),
+        grounded=sum(a.verifiable and a.awarded is not None and a.status != UNGROUNDED for a in flat),
+        ungrounded=sum(a.status == UNGROUNDED for a in flat),
     )
 
 
@@ -255,6 +277,7 @@ def audit_setting(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
+    grounded: bool = True,
 ) -> SettingResult:
     """Judge every example of the audit set under ``setting`` and measure accuracy and false positives.
 
@@ -268,6 +291,7 @@ def audit_setting(
         progress: show a progress bar.
         answer_format: the version of the answer format the judge is asked for.
         concurrency: inputs judged at once (>= 1).
+        grounded: whether a value must be found in the response to count (grounded extraction, on by default).
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r:.40}; valid: {', '.join(SETTINGS)}")
@@ -280,9 +304,9 @@ def audit_setting(
     by_key: dict[str, list[list[CriterionAudit]]] = {name: [] for name in MASTER_KEYS}
     for example, parsed in zip(examples, answers, strict=True):
         if example.category == "regular":
-            regular_checks.append(check_answer(parsed, example, argument_threshold))
+            regular_checks.append(check_answer(parsed, example, argument_threshold, grounded))
             continue
-        audits = criterion_audits(example, parsed, exposure)
+        audits = criterion_audits(example, parsed, exposure, grounded)
         if example.category == MASTER_KEY:
             by_key[str(example.attack)].append(audits)
             continue
@@ -331,16 +355,18 @@ def run_audit(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
+    grounded: bool = True,
 ) -> AuditReport:
     """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`), asking for ``answer_format``,
-    ``concurrency`` inputs at once; ``skipped`` says why some settings were left out (a text-only backend cannot show
-    the image)."""
+    ``concurrency`` inputs at once, with grounded extraction unless ``grounded`` is False; ``skipped`` says why some
+    settings were left out (a text-only backend cannot show the image)."""
     abnormal = {name: sum(e.category == name for e in examples) for name in (*ABNORMAL, MASTER_KEY)}
     results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress, answer_format,
-                             concurrency) for s in settings]  # fmt: skip
+                             concurrency, grounded) for s in settings]  # fmt: skip
     return AuditReport(
         judge=judge.name, regular_responses=sum(e.category == "regular" for e in examples),
         abnormal_responses=abnormal, margin=margin, settings=results, skipped=dict(skipped or {}),
+        grounded_extraction=grounded,
     )  # fmt: skip
 
 

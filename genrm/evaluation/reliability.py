@@ -7,8 +7,10 @@ and compared with the labels:
 - **Criterion** (per answer): the sections hold exactly the rubric's criteria, each copied;
 - **Execution** (per criterion): the right path (a credit for a fuzzy criterion, a call for a verifiable one) and the
   right verifier, with a call that parses;
+- **Grounded** (per verifiable criterion): the extracted value is found in the response
+  (``genrm.methods.rubric.execution``), as it must be to count when grounding is on;
 - **Arguments** (per verifiable criterion): the extracted value matches the label's, judged by the criterion's own
-  verifier (score >= ``argument_threshold``), not by string equality;
+  verifier (score >= ``argument_threshold``), not by string equality, and, when grounding is on, is grounded;
 - **Credit** (per fuzzy criterion): the credit equals the label's;
 - **Criterion-level** (per criterion): executed and right (arguments or credit);
 - **Sample-level** (per answer): every criterion right.
@@ -31,6 +33,7 @@ from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
 from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.answers import AnswerLine
+from genrm.methods.rubric.execution import missing_value
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.prompts import Exposure
@@ -49,6 +52,7 @@ class AnswerCheck:
     execution: tuple[bool, ...]
     arguments: tuple[bool | None, ...]
     credit: tuple[bool | None, ...]
+    grounded: tuple[bool | None, ...] = ()
 
     @property
     def criteria_right(self) -> tuple[bool, ...]:
@@ -70,13 +74,16 @@ class AnswerCheck:
                           arguments=list(self.arguments), credit=list(self.credit))  # fmt: skip
 
 
-def check_answer(parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9) -> AnswerCheck:
+def check_answer(
+    parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9, grounded: bool = True
+) -> AnswerCheck:
     """Check one parsed answer against ``example``'s labels (see the module docstring).
 
     Args:
         parsed: the judge's answer read against ``example.plans(exposure)``.
         example: the labelled example.
         argument_threshold: verifier score at or above which an extracted value counts as right, in (0, 1].
+        grounded: whether a value must be found in the response to count (grounded extraction, on by default).
     """
     labels: list[CriterionLabel] = example.labels
     count = len(labels)
@@ -87,18 +94,25 @@ def check_answer(parsed: ParsedJudgement, example: JudgeExample, argument_thresh
         verifiable = [label.call is not None for label in labels]
         return AnswerCheck(schema, False, (False,) * count, tuple(False if v else None for v in verifiable),
                            tuple(None if v else False for v in verifiable))  # fmt: skip
-    execution, arguments, credit = [], [], []
+    execution, arguments, credit, found = [], [], [], []
     for judged, label in zip(parsed.criteria, labels, strict=True):
         ran = judged.failure is None
         execution.append(ran)
         if judged.plan.verifier is not None:
-            right = ran and label.call is not None and judged.call is not None
+            stated = (
+                None
+                if judged.call is None
+                else (parsed.read_by_rule or missing_value(judged.plan, judged.call, example.response) is None)
+            )
+            found.append(stated)
+            right = ran and label.call is not None and judged.call is not None and (stated or not grounded)
             arguments.append(right and arguments_score(judged.plan, label.call, judged.call) >= argument_threshold)
             credit.append(None)
         else:
+            found.append(None)
             arguments.append(None)
             credit.append(ran and judged.credit == expected_credit(label))
-    return AnswerCheck(schema, slots, tuple(execution), tuple(arguments), tuple(credit))
+    return AnswerCheck(schema, slots, tuple(execution), tuple(arguments), tuple(credit), tuple(found))
 
 
 class ReliabilityRow(BaseModel):
@@ -150,6 +164,7 @@ def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityRepo
         _row("Schema", "answer", [c.schema for c in checks]),
         _row("Criterion", "answer", [c.criterion_slots for c in checks]),
         _row("Execution", "criterion", flat("execution")),
+        _row("Grounded", "verifiable criterion", flat("grounded")),
         _row("Arguments", "verifiable criterion", flat("arguments")),
         _row("Credit", "fuzzy criterion", flat("credit")),
         _row("Criterion-level", "criterion", flat("criteria_right")),
@@ -215,15 +230,17 @@ def evaluate(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
+    grounded: bool = True,
 ) -> tuple[ReliabilityReport, list[AnswerCheck]]:
     """Judge every example with ``judge`` (:func:`judge_examples`, asking for ``answer_format``, ``concurrency``
-    groups at once) and build the reliability table.
+    groups at once) and build the reliability table (a value counts only where the response states it, unless
+    ``grounded`` is False).
 
     Returns the report and the per-answer checks, in the order of ``examples``.
     """
     answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
-    checks = [check_answer(parsed, example, argument_threshold) for parsed, example in zip(answers, examples,
-                                                                                           strict=True)]  # fmt: skip
+    checks = [check_answer(parsed, example, argument_threshold, grounded)
+              for parsed, example in zip(answers, examples, strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks
 
 

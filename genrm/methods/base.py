@@ -108,6 +108,11 @@ def judge_failed(failure: str | None, reason: str | None, what: str = "this resp
     return UnknownReward(f"the judge failed on {what} ({failure}: {reason}); retry", True, kind="judge_failure")
 
 
+#: The status of a criterion (or a quote) whose value the judge did not find in the response: it was invented, and is
+#: scored as nothing stated (``genrm.methods.rubric.execution``).
+UNGROUNDED = "ungrounded"
+
+
 @dataclass(frozen=True)
 class ResultTally:
     """What a server counts of one scored group: the judge failures and verifier statuses it met."""

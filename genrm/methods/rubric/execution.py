@@ -11,6 +11,11 @@ A prediction of ``predict=None`` is the response stating no value (score 0 whate
 ``predict=None`` existed wrote the empty value for both, so when the response is known an empty prediction counts
 only where the response's final answer says there is nothing
 (:func:`genrm.methods.rubric.answer_extraction.states_emptiness`), and is read as ``predict=None`` otherwise.
+
+**Grounded extraction.** A model judge's value must be found in the response it was read from
+(:mod:`verifiers.provenance` says how values are compared). A value that is not there was invented: the criterion is
+scored as the verifier scores no value stated (0), with status ``ungrounded`` and the judge's call kept in the record.
+Values the rule reader copied out of the response (``ParsedJudgement.read_by_rule``) are not looked for again.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from genrm.methods.base import UNGROUNDED
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import VerifierError, VerifyConfig, parse_call, run_verifier
+from verifiers import VerifierError, VerifyConfig, parse_call, prediction_not_found, run_verifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +55,11 @@ def _says_none(response: str) -> bool:
 
 
 def _run_call(
-    plan: CriterionPlan, judged: CriterionJudgement, config: VerifyConfig | None, response: str | None
+    plan: CriterionPlan,
+    judged: CriterionJudgement,
+    config: VerifyConfig | None,
+    response: str | None,
+    look_for_value: bool,
 ) -> CriterionScore:
     # The parser has checked that a model judge's call parses and names the plan's verifier (parsing again hits its
     # cache); a call that still cannot be read is a failed judgement, never an error of the whole group.
@@ -61,9 +71,26 @@ def _run_call(
     # the response is read only for an empty prediction (the rare case), not for every call
     if keywords.get("predict") in ("", [], ()) and isinstance(response, str) and not _says_none(response):
         keywords["predict"] = None  # an empty value where the response does not say there is none: no value stated
+    missing = None
+    if look_for_value and isinstance(response, str):
+        missing = prediction_not_found(str(plan.verifier), plan.target_kwargs, keywords, response)
+        if missing is not None:
+            keywords["predict"] = None  # an invented value is no value stated
     result = run_verifier(str(plan.verifier), plan.target_kwargs, keywords, config)
+    if missing is not None and result.is_verdict:
+        return CriterionScore(plan, result.score, UNGROUNDED, f"{plan.path}: {missing}", judged.call)
     score = result.score if result.is_verdict else None
     return CriterionScore(plan, score, result.status, result.reason, judged.call)
+
+
+def missing_value(plan: CriterionPlan, call: str, response: str) -> str | None:
+    """None when the value of a judge's ``call`` for ``plan`` is found in ``response`` (or states none, or cannot be
+    read); else a sentence naming what is not there (:mod:`verifiers.provenance`)."""
+    try:
+        keywords = parse_call(call, side="scoring").as_dict()
+    except VerifierError:
+        return None
+    return prediction_not_found(str(plan.verifier), plan.target_kwargs, keywords, response)
 
 
 def execute(
@@ -71,9 +98,11 @@ def execute(
     plans: Sequence[CriterionPlan],
     config: VerifyConfig | None = None,
     response: str | None = None,
+    grounded: bool = True,
 ) -> list[CriterionScore]:
     """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring); with the
-    ``response`` judged, an empty prediction counts only where it says there is nothing."""
+    ``response`` judged, an empty prediction counts only where it says there is nothing, and, when ``grounded``, a
+    model judge's value only where the response states it."""
     if parsed.failure is not None:
         return [CriterionScore(plan, None, parsed.failure, parsed.reason) for plan in plans]
     scores = []
@@ -84,5 +113,5 @@ def execute(
         elif plan.verifier is None:
             scores.append(CriterionScore(plan, judged.credit, "ok", f"judge credit {judged.credit:g}", judged.credit))
         else:
-            scores.append(_run_call(plan, judged, config, response))
+            scores.append(_run_call(plan, judged, config, response, grounded and not parsed.read_by_rule))
     return scores

@@ -63,12 +63,16 @@ class CriterionJudgement:
 
 @dataclass(frozen=True, slots=True)
 class ParsedJudgement:
-    """The whole judge output, checked: a whole-output failure, or one judgement per rubric criterion."""
+    """The whole judge output, checked: a whole-output failure, or one judgement per rubric criterion.
+
+    ``read_by_rule`` marks the rule reader's judgements, whose values are copied out of the response by construction
+    (a model judge's are looked for in the response before they count: ``genrm.methods.rubric.execution``)."""
 
     failure: FailureClass | None
     reason: str
     thought: str = ""
     criteria: list[CriterionJudgement] = field(default_factory=list)
+    read_by_rule: bool = False
 
     @property
     def ok(self) -> bool:

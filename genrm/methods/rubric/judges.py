@@ -114,7 +114,7 @@ class RuleJudge:
             span = final_answer_span(response) if isinstance(response, str) else None
             criteria = [_rule_judgement(plan, span) for plan in request.plans]
             thought = f"final answer ({span.source}): {span.text!r:.200}" if span else "no final answer found"
-            judgements.append(ParsedJudgement(None, "rule extraction", thought, criteria))
+            judgements.append(ParsedJudgement(None, "rule extraction", thought, criteria, read_by_rule=True))
         return judgements
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:

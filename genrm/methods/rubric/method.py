@@ -31,6 +31,9 @@ _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_
                              "backend_error"})  # fmt: skip
 
 
+_OPTIONS = ("answer_format", "grounded_extraction")
+
+
 @dataclass(frozen=True)
 class PreparedInstance:
     """An instance whose rubric passed its checks, with the plans its judgements are read against."""
@@ -45,8 +48,9 @@ class RubricMethod:
     Args:
         config: the common settings; a :class:`ScoringConfig` is used as it is.
         options: settings of this method: ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
-            version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one). Any other is
-            an error that names it.
+            version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one) and
+            ``grounded_extraction`` (true by default: a model judge's value counts only where the response states
+            it, :mod:`.execution`). Any other is an error that names it.
     """
 
     name = "rubric"
@@ -56,15 +60,22 @@ class RubricMethod:
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
         options = dict(options or {})
-        unknown = sorted(set(options) - {"answer_format"})
+        unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
-            raise ValueError(f"the rubric method takes only the option answer_format; got {', '.join(unknown)}")
+            raise ValueError(
+                f"the rubric method takes only the options {', '.join(_OPTIONS)}; got {', '.join(unknown)}"
+            )
         if config is None or isinstance(config, ScoringConfig):
             self.config = config or ScoringConfig()
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
         if "answer_format" in options:
             self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
+        if "grounded_extraction" in options:
+            grounded = options["grounded_extraction"]
+            if not isinstance(grounded, bool):
+                raise ValueError(f"the rubric option grounded_extraction must be true or false, not {grounded!r:.40}")
+            self.config = replace(self.config, grounded_extraction=grounded)
         self._workers_warming = False
 
     def prepare(self, instance: Instance) -> PreparedInstance:

@@ -33,10 +33,13 @@ from verifiers import VerifyConfig, expression_workers, uses_workers
 class ScoringConfig(MethodConfig):
     """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``tau`` of
     the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds), which verifiers each task type
-    may use (``policy``) and the version of the answer format the judge is asked for (``answer_format``)."""
+    may use (``policy``), the version of the answer format the judge is asked for (``answer_format``) and whether a
+    model judge's values count only where the response states them (``grounded_extraction``,
+    :mod:`genrm.methods.rubric.execution`)."""
 
     policy: RubricPolicy = field(default_factory=RubricPolicy)
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
+    grounded_extraction: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -58,7 +61,10 @@ class CriterionRecord(BaseModel):
     verifier: str | None = Field(description="the verifier that decided it; null for a fuzzy criterion")
     score: float | None = Field(description="raw score in [0, 1]; null when unscored")
     remapped: float | None = Field(description="score after group-wise remapping; null when unscored")
-    status: str = Field(description="ok, a verifier status, or a judge failure class (unscored, bad_call, ...)")
+    status: str = Field(
+        description="ok, a verifier status, ungrounded (a value the response does not state), or a judge failure "
+        "class (unscored, bad_call, ...)"
+    )
     reason: str
     extracted: str | float | None = Field(default=None, description="the judge's call string or credit")
 
@@ -123,7 +129,7 @@ def score_group(
     responses = instance.responses
     if len(judgements) != len(responses):
         raise ValueError(f"{len(judgements)} judgements for {len(responses)} responses")
-    scores = _execute_all(judgements, plans, config.verify, responses)
+    scores = _execute_all(judgements, plans, config.verify, responses, config.grounded_extraction)
     references = _references(instance)
     violations = [
         format_violations(r, instance.prompt, references, config.format) if config.check_format else []
@@ -157,16 +163,17 @@ def _execute_all(
     plans: Sequence[CriterionPlan],
     verify: VerifyConfig,
     responses: Sequence[object],
+    grounded: bool,
 ) -> list[list[CriterionScore]]:
     # Checks that wait for expression workers run concurrently, one thread per worker, so that a group's hostile
     # expressions cost its slowest check per worker rather than their sum; each thread keeps the caller's context
     # (the server's tenant and budget). In-process checks are fast and stay in this thread.
     if len(judgements) < 2 or not any(uses_workers(plan.verifier) for plan in plans):
         pairs = zip(judgements, responses, strict=True)
-        return [execute(parsed, plans, verify, response) for parsed, response in pairs]  # type: ignore[arg-type]
+        return [execute(parsed, plans, verify, response, grounded) for parsed, response in pairs]  # type: ignore[arg-type]
     with ThreadPoolExecutor(max_workers=min(len(judgements), expression_workers())) as pool:
         futures = [
-            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response)
+            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response, grounded)
             for parsed, response in zip(judgements, responses, strict=True)
         ]
         return [future.result() for future in futures]
