@@ -7,7 +7,7 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
         [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--rlvr-prompts hard|all]
         [--rlvr-pool 0] [--heads 4] [--kv-heads 2] [--intermediate-size 0] [--sft-config YAML]
         [--rlvr-config YAML] [--eval-batch 16] [--budget-s 0] [--jobs 1] [--out runs/judge-learning] [--results DIR]
-        [--quick]
+        [--skip curve rlvr base loop] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -28,7 +28,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    responses alone, with the count of criteria not judged beside it) of the SFT judge and its two continuations,
    with their criterion-level accuracy on the test split (what the negatives cost); RLVR against its SFT start on
    the whole test split, example by example (a point is within the noise of ``--eval-limit`` examples, not of a
-   paired comparison on every criterion); seconds per SFT and RLVR step;
+   paired comparison on every criterion); grounded extraction: the SFT judge's master keys and test split measured
+   again with ``--no-grounding`` (its values paid whether or not the response states them) beside the grounded
+   figures (the default); seconds per SFT and RLVR step; ``--skip`` leaves steps out;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
    ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
@@ -73,7 +75,7 @@ from genrm.choices import SCORING_FORMATS  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
-MEASURES = ["Schema", "Criterion", "Execution", "Arguments", "Credit", "Criterion-level", "Sample-level"]
+MEASURES = ["Schema", "Criterion", "Execution", "Grounded", "Arguments", "Credit", "Criterion-level", "Sample-level"]
 STAGES = ["base", "SFT", "RLVR"]
 SPLITS = {"test": "test.jsonl", "held-out families": "test_held_out.jsonl"}
 # the audit's loop: the SFT judge as trained ("before"), then continued for --loop-steps on the train split alone
@@ -105,13 +107,20 @@ def _train(args: list[str], folder: Path, train_file: Path) -> None:
 
 
 def _table(
-    model: str, data: Path, args: argparse.Namespace, out: Path, limit: int | None = None, answers: Path | None = None
+    model: str,
+    data: Path,
+    args: argparse.Namespace,
+    out: Path,
+    limit: int | None = None,
+    answers: Path | None = None,
+    grounded: bool = True,
 ) -> dict[str, float | None]:
     """The reliability table (percent per measure) of ``model`` on the first ``limit`` examples of ``data`` (default
-    ``--eval-limit``; 0: all), decoded freely; what was right in each answer to ``answers`` when given."""
+    ``--eval-limit``; 0: all), decoded freely, values counted only where the response states them unless
+    ``grounded`` is False; what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
                "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q",
-               *_batching(args)]  # fmt: skip
+               *_batching(args), *([] if grounded else ["--no-grounding"])]  # fmt: skip
     limit = args.eval_limit if limit is None else limit
     command += ["--limit", str(limit)] if limit else []
     command += ["--answers", str(answers)] if answers else []
@@ -143,18 +152,22 @@ def _lines(path: Path) -> int:
     return len(read_jsonl_lines(path))
 
 
-def _master_key_fp(model: str, audit: Path, args: argparse.Namespace, out: Path) -> dict[str, float | int | None]:
+def _master_key_fp(
+    model: str, audit: Path, args: argparse.Namespace, out: Path, grounded: bool = True
+) -> dict[str, float | int | None]:
     """How ``model`` pays the held-out keys' responses of ``audit`` (only those are judged): the share (percent) given
-    any undeserved credit, and how many of their criteria failed to be judged (a failure is never credit, so a judge
-    whose answers do not read pays nothing: the count says whether a low share means anything)."""
+    any undeserved credit, how many of their criteria failed to be judged (a failure is never credit, so a judge
+    whose answers do not read pays nothing: the count says whether a low share means anything), and how many of its
+    extracted values were not in the response (paid anyway unless ``grounded``)."""
     _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
           args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "--answer-format",
-          args.answer_format, "-q", *_batching(args)])  # fmt: skip
+          args.answer_format, "-q", *_batching(args), *([] if grounded else ["--no-grounding"])])  # fmt: skip
     (setting,) = json.loads((out / "audit.json").read_text())["settings"]
     rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
     total = sum(row["responses"] for row in rows)
     paid = 100.0 * sum(row["responses_with_fp"] for row in rows) / total if total else None
-    return {"percent": paid, "responses": total, "failed_criteria": sum(row["failed"] for row in rows)}
+    return {"percent": paid, "responses": total, "failed_criteria": sum(row["failed"] for row in rows),
+            "ungrounded": sum(row.get("ungrounded", 0) for row in rows)}  # fmt: skip
 
 
 def _keys_audit(data: Path, keys: list[str]) -> Path:
@@ -283,13 +296,14 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     result["steps_done"] = {"SFT": _steps(sft)}
     save(result)
     # 2. the curve: each checkpoint's criterion-level accuracy on the test split
-    for checkpoint in sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+    curve = [] if "curve" in args.skip else sorted(sft.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    for checkpoint in curve:
         if clock.allows(f"curve {checkpoint.name}", result):
             figures = _table(str(checkpoint), data / "test.jsonl", args, root / f"{checkpoint.name}.eval.json")
             result["curve"].append((int(checkpoint.name.split("-")[1]), figures["Criterion-level"]))
             save(result)
     # 3. RLVR from the SFT judge, on the train examples it gets wrong
-    if clock.allows("RLVR", result):
+    if "rlvr" not in args.skip and clock.allows("RLVR", result):
         prompts, result["rlvr_prompts"] = _rlvr_prompts(sft, data, args, root)
         _train(["train", "rlvr", "--config", str(args.rlvr_config), "--model_name_or_path", str(sft), "--train_file",
                 str(prompts), "--output_dir", str(rlvr), "--max_steps", str(args.rlvr_steps), "--learning_rate",
@@ -305,7 +319,7 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     # 4. the tables: SFT and RLVR first (what was learned), base after (what it started from); then RLVR against its
     # own start on the whole test split, example by example (a gain of a point is within the noise of --eval-limit
     # examples, not of a paired comparison on every criterion)
-    for stage, model in [*trained, ("base", base)]:
+    for stage, model in [*trained, *([] if "base" in args.skip else [("base", base)])]:
         for split, name in SPLITS.items():
             table(stage, model, split, name)
     if len(trained) == 2:
@@ -320,7 +334,15 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
             result["tables"].get("SFT|test", {}).get("Criterion-level")
         )
         save(result)
-    for arm, (folder, train_file) in loop.items():
+    # 6. grounded extraction: the SFT judge's master keys and test split again, its values paid whether or not the
+    # response states them (the figures above are grounded, the default)
+    if clock.allows("grounding off (SFT)", result):
+        keys = _master_key_fp(str(sft), audit, args, root / "audit-ungrounded", grounded=False)
+        keys["table"] = _table(str(sft), data / "test.jsonl", args, root / "SFT-test.ungrounded.eval.json",
+                               grounded=False)  # fmt: skip
+        result["grounding_off"] = keys
+        save(result)
+    for arm, (folder, train_file) in ({} if "loop" in args.skip else loop).items():
         if not clock.allows(f"master keys ({_ARM_NAMES[arm]})", result):
             continue
         # (always trained again: the negatives' file is rebuilt with the data, under the same name)
@@ -475,6 +497,19 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         lines.append(f"| {_ARM_NAMES[arm]} | {_cell([row['percent'] for row in rows])} | "
                      f"{sum(row['failed_criteria'] for row in rows) if rows else 'n/a'} | "
                      f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
+    lines += ["", "Grounded extraction (the SFT judge): held-out master-key responses paid, their values not found in "
+              "the response, and on the test split criterion-level and the share of extracted values found in the "
+              "response; grounding off pays a value wherever it matches the target, on (the default) only where the "
+              "response states it", "",
+              "| grounding | keys paid | values not in the response | criterion-level | values grounded |",
+              "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for name, rows in (("off", [r["grounding_off"] for r in results.values() if "grounding_off" in r]),
+                       ("on", [{**r["master_key_fp"]["before"], "table": r["tables"].get("SFT|test", {})}
+                               for r in results.values() if "before" in r["master_key_fp"]])):  # fmt: skip
+        lines.append(f"| {name} | {_cell([row['percent'] for row in rows])} | "
+                     f"{sum(row.get('ungrounded', 0) for row in rows) if rows else 'n/a'} | "
+                     f"{_cell([row['table'].get('Criterion-level') for row in rows])} | "
+                     f"{_cell([row['table'].get('Grounded') for row in rows])} |")  # fmt: skip
     lines.append("")
     for stage in ("SFT", "RLVR"):
         done = [str(r.get("steps_done", {}).get(stage, "none")) for r in results.values()]
@@ -619,6 +654,9 @@ def main() -> int:
     parser.add_argument(
         "--results", help="where the report and each seed's figures go (default: --out); models and data stay in --out"
     )
+    parser.add_argument("--skip", nargs="+", default=[], choices=["curve", "rlvr", "base", "loop"],
+                        help="steps left out: the learning curve, RLVR, the base judge's tables, the audit's "
+                        "loop")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="a few steps and examples: checks that the study runs")
     args = parser.parse_args()
     if args.quick:
@@ -656,6 +694,7 @@ def main() -> int:
         value = _spread([r["tables"].get(f"{stage}|{split}", {}).get(key) for r in results.values()])[0]
         return "n/a" if value is None else f"{value:.1f}%"
 
+    off_level = _cell([r.get("grounding_off", {}).get("table", {}).get("Criterion-level") for r in results.values()])
     fp = {arm: _spread([r["master_key_fp"].get(arm, {}).get("percent") for r in results.values()])[0]
           for arm in ARMS}  # fmt: skip
     shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
@@ -665,7 +704,11 @@ def main() -> int:
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
           f"RLVR - SFT on the whole test split {_cell([_gain(r) for r in results.values()])} points; "
           f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
-          f"{shown['negatives']} (continued with the audit's negatives); "
+          f"{shown['negatives']} (continued with the audit's negatives); grounding off -> on (SFT): keys paid "
+          f"{_cell([r.get('grounding_off', {}).get('percent') for r in results.values()])}% -> "
+          f"{_cell([r['master_key_fp'].get('before', {}).get('percent') for r in results.values()])}%, "
+          f"criterion-level {off_level}% -> "
+          f"{mean('Criterion-level', 'SFT')}; "
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0
 

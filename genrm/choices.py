@@ -13,10 +13,11 @@ Exposure = Literal["minimal", "unlimited", "vlm", "no_verifier"]
 """What a model judge is shown of a rubric (see ``genrm.methods.rubric.prompts``)."""
 EXPOSURES: tuple[Exposure, ...] = get_args(Exposure)
 
-ScoringFormat = Literal["compact", "rlr3", "brief"]
+ScoringFormat = Literal["compact", "rlr3", "brief", "evidence"]
 """The version of a rubric judge's format, the rubric method's ``answer_format`` (see
-``genrm.methods.rubric.models``): items matched by position, each copying its criterion first (RLR3 A.2), or items
-matched by position under a short system prompt (for small judges trained from scratch)."""
+``genrm.methods.rubric.models``): items matched by position, each copying its criterion first (RLR3 A.2), items
+matched by position under a short system prompt (for small judges trained from scratch), or those with a quote from
+the response as the evidence for each reference item's credit."""
 SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
 DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 
@@ -24,6 +25,17 @@ DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 def copies_criterion(answer_format: ScoringFormat) -> bool:
     """Whether each item of an answer in ``answer_format`` copies its criterion first (only ``rlr3``)."""
     return answer_format == "rlr3"
+
+
+def quotes_evidence(answer_format: ScoringFormat) -> bool:
+    """Whether each reference item of an answer in ``answer_format`` quotes the response for its credit (only
+    ``evidence``)."""
+    return answer_format == "evidence"
+
+
+def short_system_prompt(answer_format: ScoringFormat) -> bool:
+    """Whether ``answer_format`` is asked for under the short system prompt (``brief`` and ``evidence``)."""
+    return answer_format in ("brief", "evidence")
 
 
 JudgeBackend = Literal["rule", "scripted", "transformers", "openai", "sglang"]

@@ -32,11 +32,13 @@ PLANS = plan_rubric(RUBRIC)
 CALL, CREDIT = "expr_verify(predict='12')", 1
 
 
-def _answer(copy: bool, first: str = "States the result.") -> str:
+def _answer(copy: bool, first: str = "States the result.", quote: bool = False) -> str:
     items = [{"criterion": first, "rationale": "last line", "credit": CALL},
              {"criterion": "Shows the product.", "rationale": "shown", "credit": CREDIT}]  # fmt: skip
     if not copy:
         items = [{k: v for k, v in item.items() if k != "criterion"} for item in items]
+    if quote:
+        items[1] = {"rationale": "shown", "quote": "3 * 4", "credit": CREDIT}
     return json.dumps({"thought": "fine", "essential": items[:1], "additional": items[1:]})
 
 
@@ -67,8 +69,11 @@ def test_prompt_schema_and_labelled_answer_ask_for_the_same_version(answer_forma
     assert ('"criterion": "...", "rationale"' in system) is copies
     assert '"rationale": "...", "credit": ...' in system
     schema = scoring_json_schema(PLANS, answer_format=answer_format)
-    jsonschema.validate(json.loads(_answer(copies)), schema)
-    assert not jsonschema.Draft202012Validator(schema).is_valid(json.loads(_answer(not copies)))
+    quotes = answer_format == "evidence"
+    jsonschema.validate(json.loads(_answer(copies, quote=quotes)), schema)
+    assert not jsonschema.Draft202012Validator(schema).is_valid(json.loads(_answer(not copies, quote=quotes)))
+    if quotes:  # the quote is required of a reference item, and only there
+        assert not jsonschema.Draft202012Validator(schema).is_valid(json.loads(_answer(copies)))
     # the training targets are written in the version asked for, and fill the schema
     example = synthetic_splits(8)[0][0]
     answer = labelled_answer(example, answer_format=answer_format)

@@ -13,7 +13,7 @@ from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
-from verifiers import parse_call, prediction_not_found
+from verifiers import find_evidence, parse_call, prediction_not_found
 from verifiers.provenance import find_prediction
 
 FOUND = [
@@ -209,3 +209,84 @@ def test_punctuation_and_bare_openers_never_get_credit_from_a_grounded_judgement
     assert parsed.ok
     for score in execute(parsed, PROPERTY_PLANS, response=response):
         assert score.score == 0.0, (score.extracted, response, score.status)
+
+
+# Evidence for fuzzy credit: the evidence answer format's quotes
+
+
+def test_a_quote_is_evidence_when_found_with_content():
+    response = "The sign above the door says Open."
+    assert find_evidence("above the door", response) is None
+    assert find_evidence("Above the Door", response) is None  # case folded
+    assert "not in the response" in find_evidence("below the door", response)
+    for bare in ("Solution", "Solution :", ":", "Let's solve this problem step by step.", "解答", "Thought process:"):
+        assert "holds no content" in find_evidence(bare, f"{bare} {response}")
+    assert "no quote" in find_evidence("", response) and "no quote" in find_evidence(None, response)
+
+
+FUZZY_PLANS = plan_rubric(Rubric.model_validate({"essential": [
+    {"criterion": "Says where the sign is.", "reference": "above the door", "weight": 3}]}))  # fmt: skip
+
+
+def _fuzzy(credit, quote):
+    item = (
+        {"rationale": "", "credit": credit} if quote is None else {"rationale": "", "quote": quote, "credit": credit}
+    )
+    return parse_judge_output(json.dumps({"thought": "", "essential": [item], "additional": []}), FUZZY_PLANS)
+
+
+@pytest.mark.parametrize(
+    ("credit", "quote", "expected"),
+    [(1, "above the door", (1.0, "ok")), (1, "on the roof", (0.0, "ungrounded")),
+     (1, "Solution:", (0.0, "ungrounded")), (1, None, (0.0, "ungrounded")), (0.5, "", (0.0, "ungrounded")),
+     (0, "", (0.0, "ok"))],
+)  # fmt: skip
+def test_fuzzy_credit_needs_a_quote_of_the_response_under_the_evidence_format(credit, quote, expected):
+    response = "Solution: the sign hangs above the door."
+    (score,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response, evidence=True)
+    assert (score.score, score.status) == expected
+    (free,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response)  # other formats ask for no quote
+    assert free.score == float(credit)
+    (off,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response, grounded=False, evidence=True)
+    assert off.score == float(credit)
+
+
+def test_the_evidence_format_from_prompt_to_schema_to_training_records():
+    import jsonschema
+
+    from genrm.data.judge_data import labelled_answer, sft_record
+    from genrm.methods.rubric.answer_schema import scoring_json_schema
+    from genrm.methods.rubric.prompts import scoring_system_prompt
+    from genrm.training.rewards import content_reward
+
+    assert '"quote"' in scoring_system_prompt("minimal", "evidence")
+    assert '"quote"' not in scoring_system_prompt("minimal", "brief")
+    example = next(e for e in generate_examples(12, seed=2) if any(label.quote for label in e.labels))
+    plans = example.plans()
+    answer = labelled_answer(example, answer_format="evidence")
+    jsonschema.validate(answer, scoring_json_schema(plans, answer_format="evidence"))
+    fuzzy = [item for plan, item in zip(plans, answer["essential"] + answer["additional"], strict=True)
+             if plan.verifier is None]  # fmt: skip
+    assert fuzzy and all(("quote" in item) for item in fuzzy)
+    assert all(item["quote"] == "" for item in fuzzy if item["credit"] == 0)
+    assert "quote" not in json.dumps(labelled_answer(example, answer_format="brief"))
+    completion = sft_record(example, answer_format="evidence")["completion"][0]["content"]
+    assert content_reward(completion, example) == 1.0
+    # the same answer with each quote replaced by an opener: its credits above 0 no longer count
+    broken = json.loads(completion)
+    for section in ("essential", "additional"):
+        for item in broken[section]:
+            if item.get("quote"):
+                item["quote"] = "Solution:"
+    assert content_reward(json.dumps(broken), example) < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    opener=st.sampled_from(_OPENERS),
+    punctuation=st.text(alphabet=" \n\t.,:;!?-*#()[]{}'\"`…。，：", max_size=40),
+    quote=st.sampled_from(["", "Solution", "above the door", ":", "The answer is", "Thought process:"]),
+)
+def test_punctuation_and_bare_openers_never_get_fuzzy_credit_with_evidence(opener, punctuation, quote):
+    (score,) = execute(_fuzzy(1, quote), FUZZY_PLANS, response=opener + punctuation, evidence=True)
+    assert score.score == 0.0

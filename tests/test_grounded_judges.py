@@ -97,3 +97,33 @@ def test_the_trl_reward_function_pays_only_values_the_response_states(inventing_
     rewards = reward([None] * len(completions), completions, **{INSTANCE_COLUMN: [row[INSTANCE_COLUMN]] * 4},
                      log_metric=metrics.__setitem__)  # fmt: skip
     assert rewards == INVENTED
+
+
+FUZZY_GROUP = {
+    "id": "sign",
+    "prompt": "Where is the sign, and what does it say?",
+    "task_type": "general",
+    "rubric": {"essential": [{"criterion": "Says where the sign is.", "reference": "above the door", "weight": 3}]},
+    "responses": ["Solution:", "It hangs above the door.", "It says Open."],
+}
+
+
+def _quoting(body):
+    """Credits every reference item in full with the same quote, whatever the response says."""
+    return json.dumps({"thought": "", "essential": [{"rationale": "said", "quote": "above the door", "credit": 1}],
+                       "additional": []})  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_v1_score_under_the_evidence_format_pays_fuzzy_credit_only_for_a_quote_of_the_response():
+    with FakeJudgeServer() as quoting:
+        quoting.state.responder = _quoting
+        app = create_app(ServerSettings(backend="openai", judge_urls=[quoting.url], judge_model="fake-judge",
+                                        judge_timeout_s=5, method_options={"answer_format": "evidence"}))  # fmt: skip
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+                group = (await http.post("/v1/score", json={"groups": [FUZZY_GROUP]})).json()["groups"][0]
+        schema = quoting.state.requests[0]["response_format"]["json_schema"]["schema"]
+    assert group["rewards"] == [0.0, 1.0, 0.0]
+    assert [r["criteria"][0]["status"] for r in group["records"]] == ["ungrounded", "ok", "ungrounded"]
+    assert "quote" in schema["properties"]["essential"]["prefixItems"][0]["properties"]

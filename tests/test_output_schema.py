@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genrm.choices import SCORING_FORMATS, copies_criterion
+from genrm.choices import SCORING_FORMATS, copies_criterion, quotes_evidence
 from genrm.methods.rubric.answer_schema import call_pattern, scoring_json_schema
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
@@ -42,6 +42,9 @@ def _output(credits=GOOD, answer_format="compact", **change):
     ]
     if not copies_criterion(answer_format):
         items = [{k: v for k, v in item.items() if k != "criterion"} for item in items]
+    if quotes_evidence(answer_format):  # a reference item quotes the response before its credit
+        items = [{"rationale": item["rationale"], "quote": "the boiler", "credit": item["credit"]}
+                 if plan.verifier is None else item for plan, item in zip(PLANS, items, strict=True)]  # fmt: skip
     value = {"thought": "short", "essential": items[:2], "additional": items[2:]}
     value.update(change)
     return value

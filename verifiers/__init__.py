@@ -28,6 +28,7 @@ from verifiers.calls import (
 )
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
 from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
+from verifiers.provenance import find_evidence
 from verifiers.registry import (
     REGISTRY,
     VerifierSpec,
@@ -65,6 +66,7 @@ __all__ = [
     "configure_expr_pool",
     "expr_verify",
     "expression_workers",
+    "find_evidence",
     "format_call",
     "get_spec",
     "list_verify",

@@ -35,6 +35,11 @@ Per kind of value (``verifiers.registry.ValueKind``):
 A value with no token at all (``':'``) is found when its characters, white space aside, are in the response. The empty
 value (``''``, ``[]``) and ``predict=None`` state no value and are not looked for. Every step is a linear pass of a
 compiled pattern or of ``str.find``; a response is read once per group (cached).
+
+**Evidence** (:func:`find_evidence`): a quote a judge gives for its credit is found the same way, case folded, and it
+must hold content: a token other than a bare opener's words (:data:`OPENER_WORDS`: "Solution", "Answer:", "Thought
+process:", "Let's solve this problem step by step.", and their translations), so that punctuation, white space or an
+opener alone is never evidence.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ _COMMAND = re.compile(r"\\([A-Za-z]+)|\\(.)", re.DOTALL)
 # the symbol commands' names written without their backslash (a judge told to write no backslashes drops it)
 _SYMBOL_WORDS = re.compile(r"(?<![A-Za-z])(cdot|times|div|leq|geq|neq|infty)(?![A-Za-z])")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+_OPERATOR = re.compile(r"[+\-*/=<>≤≥≠^%±∞°!|]")
 _SPACE = re.compile(r"\s+")
 _MAX_FRAC_DEPTH = 6
 #: Occurrences of a value examined when the rubric ignores white space (the tokens may then be joined anywhere).
@@ -198,6 +204,28 @@ def _shapes(value: Any, arity: int) -> list[Any]:
     if len(value) == arity and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         return [value]
     return [shape for shape in value if isinstance(shape, (list, tuple))]
+
+
+#: The words of bare openers (the master keys of "One Token to Fool LLM-as-a-Judge" and their kin): a quote made of
+#: these alone, with punctuation and white space, holds no content.
+OPENER_WORDS: frozenset[str] = frozenset(
+    "solution solutions answer answers final thought thoughts process reasoning let lets s us solve this problem step "
+    "by the is a an here so therefore thus response reply solución solucion respuesta lösung loesung antwort réponse "
+    "reponse решение ответ 解 答 解答 回 答案 题 步 骤".split()
+)
+
+
+def find_evidence(quote: str | None, response: str) -> str | None:
+    """None when ``quote`` is evidence for a credit: found in ``response`` (tokens in a run, case folded; see the
+    module docstring) and holding content beyond a bare opener's words; else a sentence saying what is wrong."""
+    if not quote or not quote.strip():
+        return "no quote from the response is given for the credit"
+    tokens = _tokens(quote, True, False)
+    if not any(token not in OPENER_WORDS and not _OPERATOR.fullmatch(token) for token in tokens):
+        return f"the quote {quote!r:.80} holds no content (punctuation, white space or an opener)"
+    if not _text_found(quote, response, True, False, False):
+        return f"the quote {quote!r:.80} is not in the response"
+    return None
 
 
 def _option_letter(value: str) -> bool:

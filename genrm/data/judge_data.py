@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion, quotes_evidence
 from genrm.jsonl import read_models
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
@@ -49,6 +49,9 @@ class CriterionLabel(BaseModel):
     call: str | None = Field(None, max_length=20_000, description="scoring-side call (verifiable criteria)")
     credit: float = Field(ge=0.0, le=1.0, description="credit the criterion earns (fuzzy: 0, 0.5 or 1)")
     rationale: str = Field("", max_length=2_000, description="a short reason, shown to SFT; never rewarded")
+    quote: str | None = Field(
+        None, max_length=2_000, description="fuzzy: the shortest passage of the response that earns the credit"
+    )
 
 
 class JudgeExample(BaseModel):
@@ -109,7 +112,8 @@ def labelled_answer(
     (``genrm.methods.rubric.models.JudgeOutput``) in ``answer_format``.
 
     Under the ``no_verifier`` exposure every criterion is fuzzy, so a verifiable label gives its credit rounded to
-    the nearest of 0, 0.5 and 1.
+    the nearest of 0, 0.5 and 1. Under the ``evidence`` format a fuzzy item carries the label's quote ("" for credit
+    0).
     """
     answer: dict[str, Any] = {"thought": example.thought, **{section: [] for section in SECTIONS}}
     for plan, label in zip(example.plans(exposure), example.labels, strict=True):
@@ -119,7 +123,10 @@ def labelled_answer(
             credit = min(FUZZY_CREDITS, key=lambda allowed: abs(allowed - label.credit))
             credit = int(credit) if credit in (0.0, 1.0) else credit
         item = {"criterion": plan.criterion.criterion} if copies_criterion(answer_format) else {}
-        answer[plan.section].append({**item, "rationale": label.rationale, "credit": credit})
+        item["rationale"] = label.rationale
+        if plan.verifier is None and quotes_evidence(answer_format):
+            item["quote"] = (label.quote or "") if credit else ""
+        answer[plan.section].append({**item, "credit": credit})
     return answer
 
 

@@ -39,6 +39,7 @@ class _Response:
     values: dict[str, Any]  # path -> scoring-side keywords (verifiable) or credit (fuzzy)
     thought: str
     rationales: dict[str, str] = field(default_factory=dict)
+    quotes: dict[str, str] = field(default_factory=dict)  # path -> the passage that earns a fuzzy credit above 0
 
 
 @dataclass
@@ -70,16 +71,19 @@ def _arithmetic(rng: random.Random) -> _Input:
     responses = [
         _Response(f"{step}, so {k} {containers} hold {per} x {k} = {total}.\n\nThe answer is \\boxed{{{total}}}.",
                   {"essential[0]": {"predict": str(total)}, "additional[0]": 1.0},
-                  f"The boxed answer is {total}.", {"additional[0]": "It multiplies the rows by the items per row."}),
+                  f"The boxed answer is {total}.", {"additional[0]": "It multiplies the rows by the items per row."},
+                  {"additional[0]": f"{a} x {b} = {per}"}),
         _Response(f"\\boxed{{{total}}}", {"essential[0]": {"predict": str(total)}, "additional[0]": 0.0},
                   f"Only a boxed {total}, no working.", {"additional[0]": "No working is shown."}),
         _Response(f"{step}. Adding the rest gives {wrong}. The answer is \\boxed{{{wrong}}}.",
                   {"essential[0]": {"predict": str(wrong)}, "additional[0]": 1.0},
-                  f"The boxed answer is {wrong}.", {"additional[0]": f"It computes {a} x {b}."}),
+                  f"The boxed answer is {wrong}.", {"additional[0]": f"It computes {a} x {b}."},
+                  {"additional[0]": f"{a} x {b} = {per}"}),
         _Response(f"We multiply the rows by the {item} in each row, then by the number of {containers}.",
                   {"essential[0]": {"predict": None}, "additional[0]": 0.5},
                   "The response describes a method but gives no number.",
-                  {"additional[0]": "It names the multiplication but does not carry it out."}),
+                  {"additional[0]": "It names the multiplication but does not carry it out."},
+                  {"additional[0]": f"We multiply the rows by the {item} in each row"}),
     ]  # fmt: skip
     return _Input(
         prompt, "math",
@@ -145,11 +149,13 @@ def _ocr(rng: random.Random) -> _Input:
     prompt = f"A photo shows a sign {place} that reads {sign.upper()}. What does the sign say?"
     responses = [
         _Response(f"The sign {place} says: {sign}.", {"essential[0]": {"predict": sign}, "additional[0]": 1.0},
-                  f"The response copies the sign as {sign}.", {"additional[0]": "It says where the sign is."}),
+                  f"The response copies the sign as {sign}.", {"additional[0]": "It says where the sign is."},
+                  {"additional[0]": place}),
         _Response(f"It reads {typo}.", {"essential[0]": {"predict": typo}, "additional[0]": 0.0},
                   f"The response copies the sign as {typo}.", {"additional[0]": "It does not say where the sign is."}),
         _Response(f"The sign {place} reads {other}.", {"essential[0]": {"predict": other}, "additional[0]": 1.0},
-                  f"The response copies the sign as {other}.", {"additional[0]": "It says where the sign is."}),
+                  f"The response copies the sign as {other}.", {"additional[0]": "It says where the sign is."},
+                  {"additional[0]": place}),
         _Response("The sign is too blurry to read.", {"essential[0]": {"predict": None}, "additional[0]": 0.0},
                   "The response gives no text.", {"additional[0]": "No place is given."}),
     ]  # fmt: skip
@@ -206,12 +212,13 @@ def _parts(rng: random.Random) -> _Input:
     target = "[" + ", ".join(f"'{p}'" for p in parts) + "]"
     responses = [
         _Response(f"The part numbers are {listed}.", {"essential[0]": {"predict": parts}, "additional[0]": 1.0},
-                  f"The response lists {len(parts)} part numbers.", {"additional[0]": "Every listed number appears."}),
+                  f"The response lists {len(parts)} part numbers.", {"additional[0]": "Every listed number appears."},
+                  {"additional[0]": listed}),
         _Response(f"I see {', '.join(parts[:-1])}.", {"essential[0]": {"predict": parts[:-1]}, "additional[0]": 0.0},
                   "The response lists all but one.", {"additional[0]": "One number is missing."}),
         _Response(f"Part numbers: {listed}, {extra}.", {"essential[0]": {"predict": [*parts, extra]},
                   "additional[0]": 1.0}, "The response adds a number that is not on the label.",
-                  {"additional[0]": "Every listed number appears."}),
+                  {"additional[0]": "Every listed number appears."}, {"additional[0]": listed}),
         _Response("There are several part numbers on the label.", {"essential[0]": {"predict": None},
                   "additional[0]": 0.0}, "No part number is given.", {"additional[0]": "No number is listed."}),
     ]  # fmt: skip
@@ -264,7 +271,7 @@ def _grounding(rng: random.Random) -> _Input:
     responses = [
         _Response(f"The {colour} {obj} is at {show(right)}.", {"essential[0]": {"predict": right},
                   "additional[0]": 1.0}, f"The response gives one {criterion}.",
-                  {"additional[0]": "It names the colour."}),
+                  {"additional[0]": "It names the colour."}, {"additional[0]": colour}),
         _Response(f"{show(wrong)}", {"essential[0]": {"predict": wrong}, "additional[0]": 0.0},
                   f"The response gives one {criterion}.", {"additional[0]": "No colour is named."}),
         _Response(f"The {obj} is at {show(right)} and another at {show(wrong)}.",
@@ -287,9 +294,9 @@ FAMILIES: dict[SyntheticFamily, Callable[[random.Random], _Input]] = {
 }  # fmt: skip
 
 
-def _label(plan: Any, value: Any, rationale: str) -> CriterionLabel:
+def _label(plan: Any, value: Any, rationale: str, quote: str | None = None) -> CriterionLabel:
     if plan.verifier is None:
-        return CriterionLabel(path=plan.path, credit=float(value), rationale=rationale)
+        return CriterionLabel(path=plan.path, credit=float(value), rationale=rationale, quote=quote if value else None)
     # predict=None is kept: the response states no value (never the empty value, which says there is none)
     keywords = {key: item for key, item in value.items() if item is not None or key == "predict"}
     call = format_call(plan.verifier, keywords)
@@ -323,7 +330,8 @@ def generate_examples(
         plans = plan_rubric(rubric, made.task_type)
         input_id = f"synth-{family}-{number:05d}"
         for index, response in enumerate(made.responses):
-            labels = [_label(p, response.values[p.path], response.rationales.get(p.path, "")) for p in plans]
+            labels = [_label(p, response.values[p.path], response.rationales.get(p.path, ""),
+                             response.quotes.get(p.path)) for p in plans]  # fmt: skip
             examples.append(
                 JudgeExample(
                     id=f"{input_id}-r{index}",

@@ -37,7 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, quotes_evidence
 from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
 from genrm.evaluation.master_keys import MASTER_KEYS
@@ -222,11 +222,13 @@ class AuditReport(BaseModel):
 
 
 def criterion_audits(
-    example: AuditExample, parsed: ParsedJudgement, exposure: Exposure, grounded: bool = True
+    example: AuditExample, parsed: ParsedJudgement, exposure: Exposure, grounded: bool = True, evidence: bool = False
 ) -> list[CriterionAudit]:
     """Per criterion of one judged response: the deserved credit (its label) and what the judge's answer earns (a
-    value not in the response earning nothing when ``grounded``)."""
-    scores = execute(parsed, example.plans(exposure), response=example.response, grounded=grounded)
+    value not in the response earning nothing when ``grounded``, nor a fuzzy credit without a quote of the response
+    with ``evidence`` too)."""
+    scores = execute(parsed, example.plans(exposure), response=example.response, grounded=grounded,
+                     evidence=evidence)  # fmt: skip
     judged = parsed.criteria if parsed.failure is None else [None] * len(scores)
     audits = []
     for plan, label, score, answer in zip(plans_of(example), example.labels, scores, judged, strict=True):
@@ -298,15 +300,16 @@ def audit_setting(
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"the false-positive margin must be in [0, 1), got {margin}")
     exposure = SETTINGS[setting]
+    evidence = quotes_evidence(answer_format)
     answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
     regular_checks, by_category = [], {name: [] for name in ABNORMAL}
     by_attack: dict[str, list[list[CriterionAudit]]] = {name: [] for name in ATTACKS}
     by_key: dict[str, list[list[CriterionAudit]]] = {name: [] for name in MASTER_KEYS}
     for example, parsed in zip(examples, answers, strict=True):
         if example.category == "regular":
-            regular_checks.append(check_answer(parsed, example, argument_threshold, grounded))
+            regular_checks.append(check_answer(parsed, example, argument_threshold, grounded, evidence))
             continue
-        audits = criterion_audits(example, parsed, exposure, grounded)
+        audits = criterion_audits(example, parsed, exposure, grounded, evidence)
         if example.category == MASTER_KEY:
             by_key[str(example.attack)].append(audits)
             continue

@@ -11,7 +11,8 @@ and compared with the labels:
   (``genrm.methods.rubric.execution``), as it must be to count when grounding is on;
 - **Arguments** (per verifiable criterion): the extracted value matches the label's, judged by the criterion's own
   verifier (score >= ``argument_threshold``), not by string equality, and, when grounding is on, is grounded;
-- **Credit** (per fuzzy criterion): the credit equals the label's;
+- **Credit** (per fuzzy criterion): the credit equals the label's (under the ``evidence`` format, a credit above 0
+  counts only with a quote that is evidence of the response, as in scoring);
 - **Criterion-level** (per criterion): executed and right (arguments or credit);
 - **Sample-level** (per answer): every criterion right.
 
@@ -28,12 +29,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, quotes_evidence
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
 from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.answers import AnswerLine
-from genrm.methods.rubric.execution import missing_value
+from genrm.methods.rubric.execution import fuzzy_score, missing_value
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.prompts import Exposure
@@ -75,7 +76,11 @@ class AnswerCheck:
 
 
 def check_answer(
-    parsed: ParsedJudgement, example: JudgeExample, argument_threshold: float = 0.9, grounded: bool = True
+    parsed: ParsedJudgement,
+    example: JudgeExample,
+    argument_threshold: float = 0.9,
+    grounded: bool = True,
+    evidence: bool = False,
 ) -> AnswerCheck:
     """Check one parsed answer against ``example``'s labels (see the module docstring).
 
@@ -84,7 +89,9 @@ def check_answer(
         example: the labelled example.
         argument_threshold: verifier score at or above which an extracted value counts as right, in (0, 1].
         grounded: whether a value must be found in the response to count (grounded extraction, on by default).
+        evidence: whether a fuzzy credit needs a quote of the response (the ``evidence`` format; with ``grounded``).
     """
+    needs_quote = grounded and evidence and not parsed.read_by_rule
     labels: list[CriterionLabel] = example.labels
     count = len(labels)
     schema = parsed.failure not in _FORM_FAILURES and not any(c.failure == "schema" for c in parsed.criteria)
@@ -111,7 +118,8 @@ def check_answer(
         else:
             found.append(None)
             arguments.append(None)
-            credit.append(ran and judged.credit == expected_credit(label))
+            score = fuzzy_score(judged.plan, judged, example.response, needs_quote).score if ran else None
+            credit.append(ran and score == expected_credit(label))
     return AnswerCheck(schema, slots, tuple(execution), tuple(arguments), tuple(credit), tuple(found))
 
 
@@ -239,7 +247,8 @@ def evaluate(
     Returns the report and the per-answer checks, in the order of ``examples``.
     """
     answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
-    checks = [check_answer(parsed, example, argument_threshold, grounded)
+    evidence = quotes_evidence(answer_format)
+    checks = [check_answer(parsed, example, argument_threshold, grounded, evidence)
               for parsed, example in zip(answers, examples, strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks
 

@@ -9,7 +9,9 @@
 - :func:`content_reward`: the mean over the rubric's criteria of: for a verifiable criterion, how well the extracted
   value matches the label's, judged by that criterion's own verifier with the label's value as the target (so
   ``expr_verify(predict='0.5')`` matches a label of ``1/2``, and a box a few units off still scores its IoU); for a
-  fuzzy criterion, 1 when the credit equals the label's. A criterion the answer gets wrong in form scores 0.
+  fuzzy criterion, 1 when the credit equals the label's. A credit given with a quote (the ``evidence`` format)
+  counts only where the quote is evidence of the response (``genrm.methods.rubric.execution.fuzzy_score``: found in
+  it, with content), as when it is scored. A criterion the answer gets wrong in form scores 0.
 
 Free-text fields (``thought``, ``rationale``) are never rewarded. :func:`format_reward_func` and
 :func:`content_reward_func` have the signature of TRL reward functions: they read conversational completions and the
@@ -24,6 +26,7 @@ from typing import Any
 
 from genrm.choices import Exposure, check_exposure
 from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
+from genrm.methods.rubric.execution import fuzzy_score
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
@@ -65,12 +68,14 @@ def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -
     return result.score if result.status == "ok" else 0.0
 
 
-def criterion_content(judged: CriterionJudgement, label: CriterionLabel) -> float:
-    """The content score of one judged criterion against its label, in [0, 1] (0 when it failed in form)."""
+def criterion_content(judged: CriterionJudgement, label: CriterionLabel, response: str | None = None) -> float:
+    """The content score of one judged criterion against its label, in [0, 1] (0 when it failed in form); a fuzzy
+    credit that comes with a quote counts only where the quote is evidence of ``response``."""
     if judged.failure is not None:
         return 0.0
     if judged.plan.verifier is None:
-        return 1.0 if judged.credit == expected_credit(label) else 0.0
+        credit = fuzzy_score(judged.plan, judged, response, judged.quote is not None).score
+        return 1.0 if credit == expected_credit(label) else 0.0
     if label.call is None or judged.call is None:
         return 0.0
     return arguments_score(judged.plan, label.call, judged.call)
@@ -80,7 +85,8 @@ def judgement_content(parsed: ParsedJudgement, example: JudgeExample) -> float:
     """The mean content score over the example's criteria, in [0, 1]; 0 when the answer could not be read."""
     if parsed.failure is not None or not parsed.criteria:
         return 0.0
-    scores = [criterion_content(j, label) for j, label in zip(parsed.criteria, example.labels, strict=True)]
+    scores = [criterion_content(j, label, example.response)
+              for j, label in zip(parsed.criteria, example.labels, strict=True)]  # fmt: skip
     return sum(scores) / len(scores)
 
 

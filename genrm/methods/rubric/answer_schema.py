@@ -13,6 +13,7 @@ Backends that constrain generation to a JSON schema (SGLang and vLLM through ``r
   criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
   without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain, or
   ``predict=None`` for a response that states no value;
+- under the ``evidence`` format a fuzzy item has ``quote`` (bounded) before its ``credit``;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
   XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
   free-text fields, and why the rubric schema of the teachers (``genrm.data.teacher_rubrics``) bounds no string.
@@ -23,13 +24,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format, copies_criterion
+from genrm.choices import (
+    DEFAULT_SCORING_FORMAT,
+    ScoringFormat,
+    check_scoring_format,
+    copies_criterion,
+    quotes_evidence,
+)
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import REGISTRY
 
 DEFAULT_MAX_THOUGHT_CHARS = 400
 DEFAULT_MAX_RATIONALE_CHARS = 200
+#: The longest quote of the ``evidence`` format: the shortest passage that earns a credit is a phrase or a sentence.
+MAX_QUOTE_CHARS = 300
 
 # Literal pieces of a scoring-side call, as regular expressions over the call string, written so that Python's
 # and ECMAScript's regex dialects read them alike (ASCII classes only, no \d or \s, which are Unicode-aware in
@@ -93,6 +102,8 @@ def _item_schema(plan: CriterionPlan, max_rationale_chars: int, answer_format: S
     if copies_criterion(answer_format):
         properties["criterion"] = {"const": plan.criterion.criterion}
     properties["rationale"] = {"type": "string", "maxLength": max_rationale_chars}
+    if plan.verifier is None and quotes_evidence(answer_format):
+        properties["quote"] = {"type": "string", "maxLength": MAX_QUOTE_CHARS}
     properties["credit"] = credit
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 

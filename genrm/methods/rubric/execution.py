@@ -16,6 +16,10 @@ only where the response's final answer says there is nothing
 (:mod:`verifiers.provenance` says how values are compared). A value that is not there was invented: the criterion is
 scored as the verifier scores no value stated (0), with status ``ungrounded`` and the judge's call kept in the record.
 Values the rule reader copied out of the response (``ParsedJudgement.read_by_rule``) are not looked for again.
+
+**Evidence for fuzzy credit.** Under the ``evidence`` answer format a reference item's credit above 0 counts only with
+a quote found in the response that holds content (:func:`verifiers.provenance.find_evidence`: more than punctuation,
+white space or a bare opener such as "Solution:"); otherwise the criterion scores 0 with status ``ungrounded``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from genrm.methods.base import UNGROUNDED
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import VerifierError, VerifyConfig, parse_call, prediction_not_found, run_verifier
+from verifiers import VerifierError, VerifyConfig, find_evidence, parse_call, prediction_not_found, run_verifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,19 @@ def _run_call(
     return CriterionScore(plan, score, result.status, result.reason, judged.call)
 
 
+def fuzzy_score(
+    plan: CriterionPlan, judged: CriterionJudgement, response: str | None, evidence: bool
+) -> CriterionScore:
+    """The score of a fuzzy criterion from the judge's credit; with ``evidence`` (and the ``response``), a credit above
+    0 only with a quote of the response that earns it (else 0, ``ungrounded``)."""
+    credit = float(judged.credit or 0.0)
+    if evidence and credit > 0 and isinstance(response, str):
+        problem = find_evidence(judged.quote, response)
+        if problem is not None:
+            return CriterionScore(plan, 0.0, UNGROUNDED, f"{plan.path}: {problem}", judged.credit)
+    return CriterionScore(plan, credit, "ok", f"judge credit {credit:g}", judged.credit)
+
+
 def missing_value(plan: CriterionPlan, call: str, response: str) -> str | None:
     """None when the value of a judge's ``call`` for ``plan`` is found in ``response`` (or states none, or cannot be
     read); else a sentence naming what is not there (:mod:`verifiers.provenance`)."""
@@ -99,10 +116,13 @@ def execute(
     config: VerifyConfig | None = None,
     response: str | None = None,
     grounded: bool = True,
+    evidence: bool = False,
 ) -> list[CriterionScore]:
     """Raw score of every criterion of ``plans`` from one checked judge output (see the module docstring); with the
     ``response`` judged, an empty prediction counts only where it says there is nothing, and, when ``grounded``, a
-    model judge's value only where the response states it."""
+    model judge's value only where the response states it and, with ``evidence`` too (the ``evidence`` format), a
+    fuzzy credit only with a quote of the response that earns it."""
+    checked = grounded and not parsed.read_by_rule
     if parsed.failure is not None:
         return [CriterionScore(plan, None, parsed.failure, parsed.reason) for plan in plans]
     scores = []
@@ -111,7 +131,7 @@ def execute(
             extracted = judged.call if judged.call is not None else judged.credit
             scores.append(CriterionScore(plan, None, judged.failure, judged.reason, extracted))
         elif plan.verifier is None:
-            scores.append(CriterionScore(plan, judged.credit, "ok", f"judge credit {judged.credit:g}", judged.credit))
+            scores.append(fuzzy_score(plan, judged, response, checked and evidence))
         else:
-            scores.append(_run_call(plan, judged, config, response, grounded and not parsed.read_by_rule))
+            scores.append(_run_call(plan, judged, config, response, checked))
     return scores

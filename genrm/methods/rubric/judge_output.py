@@ -59,6 +59,7 @@ class CriterionJudgement:
     call: str | None = None
     failure: FailureClass | None = None
     reason: str = ""
+    quote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgemen
         if credit not in FUZZY_CREDITS:
             reason = f"{plan.path}: credit {credit!r} is not 0, 0.5 or 1"
             return CriterionJudgement(**base, failure="schema", reason=reason)
-        return CriterionJudgement(**base, credit=float(credit), reason="fuzzy credit")
+        return CriterionJudgement(**base, credit=float(credit), reason="fuzzy credit", quote=item.quote)
     if not isinstance(credit, str):
         reason = f"{plan.path} is verifiable: credit must be a {plan.verifier}(predict=...) call, not {credit!r}"
         return CriterionJudgement(**base, failure="wrong_path", reason=reason)

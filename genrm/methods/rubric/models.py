@@ -20,6 +20,9 @@ versions (``genrm.choices.ScoringFormat``), and the reader takes every one whate
   criterion, about a third of an item; use it for a judge trained on it.
 - ``brief``: the ``compact`` answer, asked for under a short system prompt (no tools' reference) for small judges
   trained from scratch (``genrm.methods.rubric.prompts``).
+- ``evidence``: ``brief``, with a ``quote`` before each reference item's ``credit``: the shortest passage of the
+  response that earns it. A credit above 0 counts only with a quote found in the response that holds content
+  (``genrm.methods.rubric.execution``).
 
 Sizes are bounded so that a hostile body cannot make the server allocate without limit; every model forbids unknown
 fields, so a misspelt key is an error that names it rather than a silently ignored field.
@@ -99,6 +102,7 @@ class JudgedCriterion(BaseModel):
 
     criterion: str | None = None
     rationale: str = ""
+    quote: str | None = Field(default=None, max_length=2_000)
     credit: Credit
 
 

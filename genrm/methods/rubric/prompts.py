@@ -18,7 +18,8 @@ The audit compares these settings; only ``minimal`` is meant for training reward
 
 **Format versions.** The system message also follows the format version (``genrm.choices.ScoringFormat``): the full
 one documents every scoring tool; ``brief`` leaves that out (each tool item shows its signature) for small judges
-trained from scratch, whose sequences it shortens about threefold.
+trained from scratch, whose sequences it shortens about threefold; ``evidence`` is ``brief`` asking for a quote of the
+response with each reference item's credit.
 
 **Layout for prefix caching.** The system message depends only on the exposure, so it is identical across every
 request. The user message puts everything the G responses of one prompt share (question, checklist, output
@@ -43,6 +44,8 @@ from genrm.choices import (
     ScoringFormat,
     check_exposure,
     check_scoring_format,
+    quotes_evidence,
+    short_system_prompt,
 )
 from genrm.engine.types import ChatPrompt
 from genrm.methods.rubric.models import SECTIONS
@@ -86,7 +89,7 @@ _ITEM_EXAMPLE: dict[ScoringFormat, str] = {
     "compact": '{"rationale": "...", "credit": ...}',
     "rlr3": '{"criterion": "...", "rationale": "...", "credit": ...}',
 }
-_ITEM_EXAMPLE["brief"] = _ITEM_EXAMPLE["compact"]
+_ITEM_EXAMPLE["brief"] = _ITEM_EXAMPLE["evidence"] = _ITEM_EXAMPLE["compact"]
 # The brief version's instructions: the checklist's items carry their tool's scoring-side signature, so the tools'
 # reference (about 600 tokens) and the long item rules are left out; what stays is what a judge cannot infer from
 # the items: what each kind asks for, that the targets are hidden, and the literal-call rules.
@@ -97,6 +100,11 @@ _BRIEF_TOOL = (
     "the value; do not judge it."
 )
 _BRIEF_FUZZY = 'Per item, in order: "rationale", one short sentence, and "credit": 0, 0.5 or 1.'
+# The evidence version: a reference item's credit is paid only with a quote of the response that earns it.
+_EVIDENCE = (
+    'A reference item also has "quote" before "credit": the shortest passage of the response, word for word, that '
+    'earns the credit; "" for credit 0. A credit without such a quote counts as 0.'
+)
 
 
 def _scoring_output(answer_format: ScoringFormat) -> str:
@@ -167,7 +175,7 @@ def render_checklist(plans: Sequence[CriterionPlan], exposure: Exposure = "minim
     return "\n".join(lines)
 
 
-def _brief_system_prompt(exposure: Exposure) -> str:
+def _brief_system_prompt(exposure: Exposure, answer_format: ScoringFormat) -> str:
     if exposure == "no_verifier":
         kinds, items = "Every item's reference is the ground truth: compare the response with it.", _BRIEF_FUZZY
     else:
@@ -179,7 +187,9 @@ def _brief_system_prompt(exposure: Exposure) -> str:
         items = _BRIEF_TOOL
     head = ROLE + " Score the candidate response against the checklist, item by item."
     # The fence's note is in every user message already (scoring_prefix); the full version repeats it here.
-    return "\n\n".join([f"{head} {kinds}", f"{items} {_THOUGHT}", _scoring_output("brief")])
+    if quotes_evidence(answer_format):
+        items = f"{items} {_EVIDENCE}"
+    return "\n\n".join([f"{head} {kinds}", f"{items} {_THOUGHT}", _scoring_output(answer_format)])
 
 
 @lru_cache(maxsize=len(EXPOSURES) * len(SCORING_FORMATS))
@@ -190,8 +200,8 @@ def scoring_system_prompt(
     every request)."""
     exposure, answer_format = check_exposure(exposure), check_scoring_format(answer_format)
     parts = [ROLE + " Score the candidate response against the checklist, item by item."]
-    if answer_format == "brief":
-        return _brief_system_prompt(exposure)
+    if short_system_prompt(answer_format):
+        return _brief_system_prompt(exposure, answer_format)
     if exposure == "no_verifier":
         parts.append("Every checklist item has a reference: the ground truth to compare the response with.")
     else:

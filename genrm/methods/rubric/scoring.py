@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format
+from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format, quotes_evidence
 from genrm.engine.judge import Judge
 from genrm.methods.base import GroupResult
 from genrm.methods.config import MethodConfig
@@ -129,7 +129,8 @@ def score_group(
     responses = instance.responses
     if len(judgements) != len(responses):
         raise ValueError(f"{len(judgements)} judgements for {len(responses)} responses")
-    scores = _execute_all(judgements, plans, config.verify, responses, config.grounded_extraction)
+    evidence = quotes_evidence(config.answer_format)
+    scores = _execute_all(judgements, plans, config.verify, responses, config.grounded_extraction, evidence)
     references = _references(instance)
     violations = [
         format_violations(r, instance.prompt, references, config.format) if config.check_format else []
@@ -164,16 +165,17 @@ def _execute_all(
     verify: VerifyConfig,
     responses: Sequence[object],
     grounded: bool,
+    evidence: bool,
 ) -> list[list[CriterionScore]]:
     # Checks that wait for expression workers run concurrently, one thread per worker, so that a group's hostile
     # expressions cost its slowest check per worker rather than their sum; each thread keeps the caller's context
     # (the server's tenant and budget). In-process checks are fast and stay in this thread.
     if len(judgements) < 2 or not any(uses_workers(plan.verifier) for plan in plans):
         pairs = zip(judgements, responses, strict=True)
-        return [execute(parsed, plans, verify, response, grounded) for parsed, response in pairs]  # type: ignore[arg-type]
+        return [execute(parsed, plans, verify, response, grounded, evidence) for parsed, response in pairs]  # type: ignore[arg-type]
     with ThreadPoolExecutor(max_workers=min(len(judgements), expression_workers())) as pool:
         futures = [
-            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response, grounded)
+            pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response, grounded, evidence)
             for parsed, response in zip(judgements, responses, strict=True)
         ]
         return [future.result() for future in futures]
