@@ -29,8 +29,9 @@ What it does, every step a ``genrm`` command a user can run by hand:
    with their criterion-level accuracy on the test split (what the negatives cost); RLVR against its SFT start on
    the whole test split, example by example (a point is within the noise of ``--eval-limit`` examples, not of a
    paired comparison on every criterion); grounded extraction: the SFT judge's master keys and test split measured
-   again with ``--no-grounding`` (its values paid whether or not the response states them) beside the grounded
-   figures (the default); seconds per SFT and RLVR step; ``--skip`` leaves steps out;
+   again with ``--grounding off`` (nothing checked against the response) and, for a judge that quotes evidence
+   (``--answer-format evidence``), ``--grounding values`` (its values checked, not its quotes), beside the figures
+   under the default; seconds per SFT and RLVR step; ``--skip`` leaves steps out;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
    ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
@@ -71,7 +72,7 @@ from typing import Any
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from genrm.choices import SCORING_FORMATS  # noqa: E402
+from genrm.choices import SCORING_FORMATS, quotes_evidence  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
@@ -113,14 +114,14 @@ def _table(
     out: Path,
     limit: int | None = None,
     answers: Path | None = None,
-    grounded: bool = True,
+    grounding: str = "on",
 ) -> dict[str, float | None]:
     """The reliability table (percent per measure) of ``model`` on the first ``limit`` examples of ``data`` (default
-    ``--eval-limit``; 0: all), decoded freely, values counted only where the response states them unless
-    ``grounded`` is False; what was right in each answer to ``answers`` when given."""
+    ``--eval-limit``; 0: all), decoded freely, its answers checked against the responses as ``grounding`` says
+    (``genrm eval --grounding``); what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
                "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q",
-               *_batching(args), *([] if grounded else ["--no-grounding"])]  # fmt: skip
+               *_batching(args), "--grounding", grounding]  # fmt: skip
     limit = args.eval_limit if limit is None else limit
     command += ["--limit", str(limit)] if limit else []
     command += ["--answers", str(answers)] if answers else []
@@ -153,15 +154,15 @@ def _lines(path: Path) -> int:
 
 
 def _master_key_fp(
-    model: str, audit: Path, args: argparse.Namespace, out: Path, grounded: bool = True
+    model: str, audit: Path, args: argparse.Namespace, out: Path, grounding: str = "on"
 ) -> dict[str, float | int | None]:
     """How ``model`` pays the held-out keys' responses of ``audit`` (only those are judged): the share (percent) given
     any undeserved credit, how many of their criteria failed to be judged (a failure is never credit, so a judge
     whose answers do not read pays nothing: the count says whether a low share means anything), and how many of its
-    extracted values were not in the response (paid anyway unless ``grounded``)."""
+    values and quotes were not in the response (``genrm audit run --grounding``: paid anyway under ``off``)."""
     _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
           args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "--answer-format",
-          args.answer_format, "-q", *_batching(args), *([] if grounded else ["--no-grounding"])])  # fmt: skip
+          args.answer_format, "-q", *_batching(args), "--grounding", grounding])  # fmt: skip
     (setting,) = json.loads((out / "audit.json").read_text())["settings"]
     rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
     total = sum(row["responses"] for row in rows)
@@ -334,14 +335,16 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
             result["tables"].get("SFT|test", {}).get("Criterion-level")
         )
         save(result)
-    # 6. grounded extraction: the SFT judge's master keys and test split again, its values paid whether or not the
-    # response states them (the figures above are grounded, the default)
-    if clock.allows("grounding off (SFT)", result):
-        keys = _master_key_fp(str(sft), audit, args, root / "audit-ungrounded", grounded=False)
-        keys["table"] = _table(str(sft), data / "test.jsonl", args, root / "SFT-test.ungrounded.eval.json",
-                               grounded=False)  # fmt: skip
-        result["grounding_off"] = keys
-        save(result)
+    # 6. grounded extraction: the SFT judge's master keys and test split again, nothing checked against the response
+    # (off) and its values alone (values; the same as on unless the judge quotes evidence); the figures above are
+    # the default, on
+    for grounding in ["off", *(["values"] if quotes_evidence(args.answer_format) else [])]:
+        if clock.allows(f"grounding {grounding} (SFT)", result):
+            keys = _master_key_fp(str(sft), audit, args, root / f"audit-grounding-{grounding}", grounding)
+            keys["table"] = _table(str(sft), data / "test.jsonl", args, root / f"SFT-test.grounding-{grounding}.json",
+                                   grounding=grounding)  # fmt: skip
+            result.setdefault("grounding", {})[grounding] = keys
+            save(result)
     for arm, (folder, train_file) in ({} if "loop" in args.skip else loop).items():
         if not clock.allows(f"master keys ({_ARM_NAMES[arm]})", result):
             continue
@@ -497,15 +500,17 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         lines.append(f"| {_ARM_NAMES[arm]} | {_cell([row['percent'] for row in rows])} | "
                      f"{sum(row['failed_criteria'] for row in rows) if rows else 'n/a'} | "
                      f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
-    lines += ["", "Grounded extraction (the SFT judge): held-out master-key responses paid, their values not found in "
-              "the response, and on the test split criterion-level and the share of extracted values found in the "
-              "response; grounding off pays a value wherever it matches the target, on (the default) only where the "
-              "response states it", "",
-              "| grounding | keys paid | values not in the response | criterion-level | values grounded |",
+    lines += ["", "Grounded extraction (the SFT judge): held-out master-key responses paid, their values and quotes "
+              "not found in the response, and on the test split criterion-level and the share of extracted values "
+              "found in the response; grounding off pays a value wherever it matches the target and a fuzzy credit "
+              "as given, values pays a value only where the response states it, on (the default) also a fuzzy "
+              "credit only with a quote of the response under the evidence format (the same as values otherwise)",
+              "",
+              "| grounding | keys paid | values and quotes not in the response | criterion-level | values grounded |",
               "|---|---:|---:|---:|---:|"]  # fmt: skip
-    for name, rows in (("off", [r["grounding_off"] for r in results.values() if "grounding_off" in r]),
-                       ("on", [{**r["master_key_fp"]["before"], "table": r["tables"].get("SFT|test", {})}
-                               for r in results.values() if "before" in r["master_key_fp"]])):  # fmt: skip
+    for name in GROUNDING_ARMS:
+        rows = [_grounding_arm(r, name) for r in results.values()]
+        rows = [row for row in rows if row is not None]
         lines.append(f"| {name} | {_cell([row['percent'] for row in rows])} | "
                      f"{sum(row.get('ungrounded', 0) for row in rows) if rows else 'n/a'} | "
                      f"{_cell([row['table'].get('Criterion-level') for row in rows])} | "
@@ -551,6 +556,19 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         lines += ["", "Skipped for the budget: " + "; ".join(f"seed {seed}: {', '.join(steps)}"
                                                              for seed, steps in skipped.items())]  # fmt: skip
     return "\n".join(lines)
+
+
+#: The grounding settings measured (``genrm.choices.Grounding``): nothing checked, the values alone, and the default.
+GROUNDING_ARMS = ("off", "values", "on")
+
+
+def _grounding_arm(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A seed's master keys and test-split table of the SFT judge under grounding ``name`` (None if not measured)."""
+    if name != "on":
+        return result.get("grounding", {}).get(name)
+    if "before" not in result["master_key_fp"]:
+        return None
+    return {**result["master_key_fp"]["before"], "table": result["tables"].get("SFT|test", {})}
 
 
 def _gain(result: dict[str, Any], measure: str = "Criterion-level") -> float | None:
@@ -694,7 +712,9 @@ def main() -> int:
         value = _spread([r["tables"].get(f"{stage}|{split}", {}).get(key) for r in results.values()])[0]
         return "n/a" if value is None else f"{value:.1f}%"
 
-    off_level = _cell([r.get("grounding_off", {}).get("table", {}).get("Criterion-level") for r in results.values()])
+    arms = {name: [_grounding_arm(r, name) or {} for r in results.values()] for name in GROUNDING_ARMS}
+    paid = {name: _cell([row.get("percent") for row in rows]) for name, rows in arms.items()}
+    level = {name: _cell([row.get("table", {}).get("Criterion-level") for row in rows]) for name, rows in arms.items()}
     fp = {arm: _spread([r["master_key_fp"].get(arm, {}).get("percent") for r in results.values()])[0]
           for arm in ARMS}  # fmt: skip
     shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
@@ -704,11 +724,9 @@ def main() -> int:
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
           f"RLVR - SFT on the whole test split {_cell([_gain(r) for r in results.values()])} points; "
           f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
-          f"{shown['negatives']} (continued with the audit's negatives); grounding off -> on (SFT): keys paid "
-          f"{_cell([r.get('grounding_off', {}).get('percent') for r in results.values()])}% -> "
-          f"{_cell([r['master_key_fp'].get('before', {}).get('percent') for r in results.values()])}%, "
-          f"criterion-level {off_level}% -> "
-          f"{mean('Criterion-level', 'SFT')}; "
+          f"{shown['negatives']} (continued with the audit's negatives); grounding off / values / on (SFT): keys "
+          f"paid {paid['off']} / {paid['values']} / {paid['on']}%, criterion-level {level['off']} / "
+          f"{level['values']} / {level['on']}%; "
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0
 

@@ -27,6 +27,21 @@ def copies_criterion(answer_format: ScoringFormat) -> bool:
     return answer_format == "rlr3"
 
 
+Grounding = Literal["on", "values", "off"]
+"""What is checked of a model judge's answer against the response (``genrm.methods.rubric.execution``): extracted
+values and, under the ``evidence`` format, the quotes for fuzzy credit (``on``, the default); the values alone
+(``values``); nothing (``off``: what grounding changes is measured against this)."""
+GROUNDINGS: tuple[Grounding, ...] = get_args(Grounding)
+
+
+def grounding_checks(grounding: Grounding, answer_format: ScoringFormat) -> tuple[bool, bool]:
+    """Whether values are looked for in the response, and whether fuzzy credit needs a quote of it, under
+    ``grounding`` for a judge asked in ``answer_format``; ValueError for an unknown setting."""
+    if grounding not in GROUNDINGS:
+        raise ValueError(f"unknown grounding {grounding!r:.40}; valid: {', '.join(GROUNDINGS)}")
+    return grounding != "off", grounding == "on" and quotes_evidence(answer_format)
+
+
 def quotes_evidence(answer_format: ScoringFormat) -> bool:
     """Whether each reference item of an answer in ``answer_format`` quotes the response for its credit (only
     ``evidence``)."""

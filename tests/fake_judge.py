@@ -55,8 +55,14 @@ def copies_criteria(system: str) -> bool:
     return '"criterion": "...", "rationale"' in system
 
 
-def judge_answer(user: str, copy_criteria: bool = False) -> str:
-    """The JSON a careful judge would write for this scoring prompt (items copy their criterion when asked to)."""
+def asks_for_quotes(system: str) -> bool:
+    """Whether the system message asks for the evidence format (each reference item quotes the response)."""
+    return '"quote" before "credit"' in system
+
+
+def judge_answer(user: str, copy_criteria: bool = False, quote: bool = False) -> str:
+    """The JSON a careful judge would write for this scoring prompt (items copy their criterion when asked to, and
+    reference items quote the response when asked to)."""
     checklist = json.loads(user.split("# Checklist\n", 1)[1].split("\n\n# Candidate response", 1)[0])
     lines = user.split("\n")
     start = lines.index(RESPONSE_OPEN) + 1
@@ -73,6 +79,9 @@ def judge_answer(user: str, copy_criteria: bool = False) -> str:
             else:
                 credit = 1 if item["reference"].lower() in response.lower() else 0
             copied = {"criterion": item["criterion"]} if copy_criteria else {}
+            if quote and "tool" not in item:
+                start = response.lower().find(item["reference"].lower())
+                copied["quote"] = response[start : start + len(item["reference"])] if credit else ""
             output[section].append({**copied, "rationale": "read it", "credit": credit})
     return json.dumps(output, ensure_ascii=False)  # a decoder writes the characters, not \u escapes
 
@@ -96,8 +105,9 @@ def make_app() -> FastAPI:
             text = custom
         else:
             messages = body["messages"]
-            copy = messages[0]["role"] == "system" and copies_criteria(str(messages[0]["content"]))
-            text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(messages), copy)
+            system = str(messages[0]["content"]) if messages[0]["role"] == "system" else ""
+            copy, quote = copies_criteria(system), asks_for_quotes(system)
+            text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(messages), copy, quote)
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
         if schema is not None and not app.state.garbage and (custom is None or text.startswith("{")):
             jsonschema.validate(json.loads(text), schema)  # a constrained decoder could not have written otherwise

@@ -209,7 +209,7 @@ class _FooledByKeys(RuleJudge):
 
 
 def test_a_judge_fooled_by_master_keys_shows_a_high_rate_per_key_and_the_rule_backend_none(built):
-    fooled = audit_setting(_FooledByKeys(), built, "default", grounded=False)
+    fooled = audit_setting(_FooledByKeys(), built, "default", grounding="off")
     rates = {k.category: k for k in fooled.master_keys}
     assert list(rates) == list(MASTER_KEYS)
     for key in ("solution", "thought_process", "step_by_step", "solution_de"):
@@ -284,7 +284,7 @@ class _Failing(RuleJudge):
 
 
 def test_false_positive_rates_count_undeserved_credit_and_keep_failures_apart(built):
-    generous = audit_setting(_Generous(), built, "default", grounded=False)
+    generous = audit_setting(_Generous(), built, "default", grounding="off")
     for category in generous.categories:
         assert category.fpr.percent == 100.0 and category.fpr.total > 0 and category.failed == 0
     assert generous.worst and generous.worst[0].awarded - generous.worst[0].deserved > 0.25

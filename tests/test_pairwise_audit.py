@@ -98,7 +98,7 @@ def test_genrm_audit_run_of_the_pairwise_method_over_http(tmp_path, capsys):
     assert "| irrelevant | 0% of 4; 0.00 / 0.50 | 0% of 4; 0.00 / 1.00 |" in capsys.readouterr().out
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--method", "pairwise",
                  "--settings", "default"]) == 2  # fmt: skip
-    assert "--settings, --answer-format and --no-grounding are the rubric method's" in capsys.readouterr().err
+    assert "--settings, --answer-format and --grounding are the rubric method's" in capsys.readouterr().err
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--setting", "a={}"]) == 2
     assert "--setting is for the other methods" in capsys.readouterr().err
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--method", "pairwise",

@@ -9,7 +9,7 @@ from collections import Counter
 
 import jsonschema
 import pytest
-from fake_judge import FakeJudgeServer, judge_answer
+from fake_judge import FakeJudgeServer, asks_for_quotes, judge_answer
 
 from genrm.cli import main
 from genrm.data.judge_data import read_examples, sft_record
@@ -59,7 +59,7 @@ def teacher_responder(body: dict) -> str | None:
     """Three rubric writers (t1, t2 agree; t3 differs), an aggregator, and judges t1/t2 (honest), t3 (lenient)."""
     model, user = body["model"], _user(body)
     if "# Checklist\n" in user:  # a scoring prompt
-        answer = json.loads(judge_answer(user))
+        answer = json.loads(judge_answer(user, quote=asks_for_quotes(str(body["messages"][0]["content"]))))
         if model == "t3":  # a lenient judge: full credit on every fuzzy item, and it reads 'C' everywhere
             for section in ("essential", "additional"):
                 for item in answer[section]:
@@ -190,6 +190,11 @@ def test_labels_follow_the_honest_majority_over_http(teachers_server):
     assert all(e.source == "teachers" for e in examples)
     assert 0 < report.counts()["unanimous_share"] < 1
     sft_record(examples[0])  # the labels make a valid training record
+    # the teachers were asked to quote the response for fuzzy credit, and the labels keep a quote found in it
+    assert all('"quote" before "credit"' in body["messages"][0]["content"]
+               for body in teachers_server.state.requests if "# Checklist" in str(body["messages"]))  # fmt: skip
+    credited = [(e, label) for e in examples for label in e.labels if label.call is None and label.credit > 0]
+    assert credited and all(label.quote and label.quote.lower() in e.response.lower() for e, label in credited)
 
 
 def test_labels_drop_responses_without_enough_usable_teachers(teachers_server):

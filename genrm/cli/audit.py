@@ -123,8 +123,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"genrm audit run: error: {exc}", file=sys.stderr)
         return 2
     if not audited_by_sets:
-        if args.settings or args.answer_format or not args.grounded_extraction:
-            print("genrm audit run: error: --settings, --answer-format and --no-grounding are the rubric method's; "
+        if args.settings or args.answer_format or args.grounding != "on":
+            print("genrm audit run: error: --settings, --answer-format and --grounding are the rubric method's; "
                   "give another "
                   "method's settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
             return 2
@@ -148,7 +148,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
                            args.worst, skipped, progress=not args.quiet,
                            answer_format=args.answer_format or DEFAULT_SCORING_FORMAT,
-                           concurrency=args.concurrency, grounded=args.grounded_extraction)  # fmt: skip
+                           concurrency=args.concurrency, grounding=args.grounding)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1

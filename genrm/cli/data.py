@@ -22,6 +22,7 @@ from genrm.choices import (
     DEFAULT_SCORING_FORMAT,
     DEVICES,
     EXPOSURES,
+    GROUNDINGS,
     JUDGE_BACKENDS,
     SCORING_FORMATS,
     SYNTHETIC_FAMILIES,
@@ -148,11 +149,11 @@ def answer_format_option(parser: argparse.ArgumentParser, default: str | None = 
 
 
 def grounding_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--no-grounding`` (count a model judge's values even where the response does not state them)."""
-    parser.add_argument("--no-grounding", dest="grounded_extraction", action="store_false",
-                        help="count a model judge's extracted values even where the response does not state them "
-                        "(grounded extraction is on by default; this measures what it changes: "
-                        "docs/rubric.md)")  # fmt: skip
+    """Add ``--grounding`` (what of a model judge's answers is checked against the response)."""
+    parser.add_argument("--grounding", choices=GROUNDINGS, default="on",
+                        help="on (default): a model judge's values count only where the response states them, and "
+                        "under the evidence format a fuzzy credit only with a quote of it; values: the values alone; "
+                        "off: nothing is checked, which measures what grounding changes (docs/rubric.md)")  # fmt: skip
 
 
 def method_options(parser: argparse.ArgumentParser) -> None:
@@ -240,7 +241,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:
         report, checks = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
                                   progress=not args.quiet, answer_format=args.answer_format,
-                                  concurrency=args.concurrency, grounded=args.grounded_extraction)  # fmt: skip
+                                  concurrency=args.concurrency, grounding=args.grounding)  # fmt: skip
     finally:
         run_blocking(judge.aclose())
     print(report.markdown())

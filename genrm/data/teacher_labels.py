@@ -7,6 +7,11 @@ for an even count, so that it is always some teacher's credit and never rounds a
 verifiable criterion, the extracted value (call) of a teacher whose credit equals that median; its rationale comes
 along. A criterion with fewer than ``min_teachers`` usable answers drops the response, with the reason in the report:
 a label is never guessed.
+
+Teachers are asked in the ``evidence`` format: a fuzzy credit above 0 comes with the passage of the response that
+earns it, and counts only where that quote is evidence of the response (``genrm.methods.rubric.execution``), as a
+value counts only where the response states it. A fuzzy label keeps the chosen teacher's quote, which the judge is
+trained to write under the ``evidence`` format.
 """
 
 from __future__ import annotations
@@ -71,7 +76,10 @@ def _usable(score: CriterionScore) -> bool:
 
 
 def median_label(
-    scores: Sequence[CriterionScore | None], rationales: Sequence[str], min_teachers: int
+    scores: Sequence[CriterionScore | None],
+    rationales: Sequence[str],
+    min_teachers: int,
+    quotes: Sequence[str | None] | None = None,
 ) -> tuple[CriterionLabel | None, int | None, str]:
     """The label of one criterion from each teacher's score of it (None where the teacher gave none).
 
@@ -79,6 +87,8 @@ def median_label(
         scores: per teacher, its executed score of the criterion, or None.
         rationales: per teacher, its rationale for the criterion ("" where none).
         min_teachers: usable scores needed for a label (>= 1).
+        quotes: per teacher, the passage of the response its credit quotes (None where none); a fuzzy label takes
+            the chosen teacher's.
 
     Returns the label (or None), the index of the teacher whose answer it took, and a reason when there is no label.
     """
@@ -92,7 +102,9 @@ def median_label(
     call = str(chosen.extracted) if plan.verifier is not None else None
     if chosen.status == UNGROUNDED:  # a value the response does not state: the judge is taught to state none
         call = format_call(str(plan.verifier), {"predict": None})
-    label = CriterionLabel(path=plan.path, call=call, credit=median, rationale=rationales[teacher][:2000])
+    quote = quotes[teacher] if quotes is not None and plan.verifier is None and median > 0 else None
+    label = CriterionLabel(path=plan.path, call=call, credit=median, rationale=rationales[teacher][:2000],
+                           quote=quote[:2000] if quote else None)  # fmt: skip
     return label, teacher, ""
 
 
@@ -107,7 +119,9 @@ async def label_instance(
 ) -> list[JudgeExample]:
     """The judge examples of one instance's responses (dropped responses are counted in ``report``)."""
     plans = plan_rubric(instance.rubric, instance.task_type)
-    request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, "minimal")
+    # Teachers quote the response for every fuzzy credit (the evidence format), so that a label is evidence of it and
+    # a credit a teacher cannot quote is not taught.
+    request = GroupRequest(instance.prompt, plans, instance.responses, instance.image, "minimal", "evidence")
     per_teacher = await _judge_all(judges, request)
     examples = []
     for index, response in enumerate(instance.responses):
@@ -119,11 +133,13 @@ async def label_instance(
                 report.teacher_failures.setdefault(judge.name, Counter())[parsed.failure] += 1
                 scores.append(None)
             else:
-                scores.append(execute(parsed, plans, response=response))
+                scores.append(execute(parsed, plans, response=response, evidence=True))
         labels, chosen, reason = [], Counter[int](), ""
         for k in range(len(plans)):
             rationales = [j.criteria[k].rationale if j.criteria else "" for j in judgements]
-            label, teacher, reason = median_label([s[k] if s else None for s in scores], rationales, min_teachers)
+            quotes = [j.criteria[k].quote if j.criteria else None for j in judgements]
+            label, teacher, reason = median_label([s[k] if s else None for s in scores], rationales, min_teachers,
+                                                  quotes)  # fmt: skip
             if label is None or teacher is None:
                 break
             labels.append(label)

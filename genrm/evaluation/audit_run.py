@@ -37,7 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, quotes_evidence
+from genrm.choices import DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
 from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
 from genrm.evaluation.master_keys import MASTER_KEYS
@@ -159,7 +159,7 @@ class AuditReport(BaseModel):
     margin: float
     settings: list[SettingResult]
     skipped: dict[str, str] = {}
-    grounded_extraction: bool = True
+    grounding: str = "on"
 
     def setting(self, name: str) -> SettingResult:
         """The result of the setting ``name``."""
@@ -170,8 +170,7 @@ class AuditReport(BaseModel):
         counts = ", ".join(f"{_TITLES[k].lower()} {v}" for k, v in self.abnormal_responses.items())
         lines = [f"Audit of {self.judge}: {self.regular_responses} regular responses; abnormal: {counts}",
                  f"(false positive: more than {self.margin:g} above the deserved credit; cells: all (verifiable / "
-                 "fuzzy) in %; grounded extraction "
-                 + ("on: values not in the response are not paid)" if self.grounded_extraction else "off)"), "",
+                 f"fuzzy) in %; grounding {self.grounding})", "",
                  "| setting | regular accuracy ↑ | " + " | ".join(f"{_TITLES[c]} FPR ↓" for c in ABNORMAL)
                  + " | failed judgements | ungrounded values |",
                  "| --- | ---: | " + " | ".join("---:" for _ in ABNORMAL) + " | ---: | ---: |"]  # fmt: skip
@@ -279,7 +278,7 @@ def audit_setting(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
-    grounded: bool = True,
+    grounding: Grounding = "on",
 ) -> SettingResult:
     """Judge every example of the audit set under ``setting`` and measure accuracy and false positives.
 
@@ -293,14 +292,14 @@ def audit_setting(
         progress: show a progress bar.
         answer_format: the version of the answer format the judge is asked for.
         concurrency: inputs judged at once (>= 1).
-        grounded: whether a value must be found in the response to count (grounded extraction, on by default).
+        grounding: what of the judge's answers is checked against the responses (``genrm.choices.Grounding``).
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r:.40}; valid: {', '.join(SETTINGS)}")
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"the false-positive margin must be in [0, 1), got {margin}")
     exposure = SETTINGS[setting]
-    evidence = quotes_evidence(answer_format)
+    grounded, evidence = grounding_checks(grounding, answer_format)
     answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
     regular_checks, by_category = [], {name: [] for name in ABNORMAL}
     by_attack: dict[str, list[list[CriterionAudit]]] = {name: [] for name in ATTACKS}
@@ -358,18 +357,18 @@ def run_audit(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
-    grounded: bool = True,
+    grounding: Grounding = "on",
 ) -> AuditReport:
     """The audit of ``judge`` under each of ``settings`` (see :func:`audit_setting`), asking for ``answer_format``,
-    ``concurrency`` inputs at once, with grounded extraction unless ``grounded`` is False; ``skipped`` says why some
-    settings were left out (a text-only backend cannot show the image)."""
+    ``concurrency`` inputs at once, checking answers against the responses as ``grounding`` says; ``skipped`` says
+    why some settings were left out (a text-only backend cannot show the image)."""
     abnormal = {name: sum(e.category == name for e in examples) for name in (*ABNORMAL, MASTER_KEY)}
     results = [audit_setting(judge, examples, s, margin, argument_threshold, worst, progress, answer_format,
-                             concurrency, grounded) for s in settings]  # fmt: skip
+                             concurrency, grounding) for s in settings]  # fmt: skip
     return AuditReport(
         judge=judge.name, regular_responses=sum(e.category == "regular" for e in examples),
         abnormal_responses=abnormal, margin=margin, settings=results, skipped=dict(skipped or {}),
-        grounded_extraction=grounded,
+        grounding=grounding,
     )  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, quotes_evidence
+from genrm.choices import DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
 from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
 from genrm.evaluation import DEFAULT_CONCURRENCY
@@ -238,16 +238,16 @@ def evaluate(
     progress: bool = False,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
     concurrency: int = DEFAULT_CONCURRENCY,
-    grounded: bool = True,
+    grounding: Grounding = "on",
 ) -> tuple[ReliabilityReport, list[AnswerCheck]]:
     """Judge every example with ``judge`` (:func:`judge_examples`, asking for ``answer_format``, ``concurrency``
-    groups at once) and build the reliability table (a value counts only where the response states it, unless
-    ``grounded`` is False).
+    groups at once) and build the reliability table, checking the answers against the responses as ``grounding``
+    says (``genrm.choices.Grounding``).
 
     Returns the report and the per-answer checks, in the order of ``examples``.
     """
     answers = judge_examples(judge, examples, exposure, progress, answer_format, concurrency)
-    evidence = quotes_evidence(answer_format)
+    grounded, evidence = grounding_checks(grounding, answer_format)
     checks = [check_answer(parsed, example, argument_threshold, grounded, evidence)
               for parsed, example in zip(answers, examples, strict=True)]  # fmt: skip
     return reliability_report(checks, judge.name), checks
