@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from verifiers.text import TextOptions, to_simplified, without_lone_surrogates
+from verifiers.text import TextOptions, substitute_until_stable, to_simplified, without_lone_surrogates
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|\d+(?:\.\d+)?|(?:(?![{_CJK}])[^\W\d_])+|[+\-*/=<>≤≥≠^%±∞°!|]")
@@ -111,11 +111,7 @@ def plain(text: str) -> str:
     """``text`` in the plain notation values are compared in (steps 1-2 of the module docstring)."""
     text = unicodedata.normalize("NFKC", without_lone_surrogates(text))
     text = _DEGREE.sub("°", text)
-    for _ in range(_MAX_FRAC_DEPTH):
-        unfolded = _FRAC_BRACED.sub(r" \1 / \2 ", text)
-        if unfolded == text:
-            break
-        text = unfolded
+    text = substitute_until_stable(_FRAC_BRACED, r" \1 / \2 ", text, _MAX_FRAC_DEPTH)
     text = _FRAC_SHORT.sub(r" \1 / \2 ", text)
     text = _COMMAND.sub(_command, text)
     text = _SYMBOL_WORDS.sub(lambda m: _SYMBOL_COMMANDS[m.group(1)], text)

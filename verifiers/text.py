@@ -73,13 +73,20 @@ _WHITESPACE = re.compile(r"\s+")
 _MAX_WRAPPER_PASSES = 8
 
 
+def substitute_until_stable(pattern: re.Pattern[str], replacement: str, text: str, passes: int) -> str:
+    """``pattern.sub(replacement, text)`` repeated until nothing changes or ``passes`` passes are made (nested
+    wrappers unwrap from the inside out, one level a pass)."""
+    for _ in range(passes):
+        changed = pattern.sub(replacement, text)
+        if changed == text:
+            break
+        text = changed
+    return text
+
+
 def _strip_latex(text: str) -> str:
     text = _DELIMITERS.sub(" ", text)
-    for _ in range(_MAX_WRAPPER_PASSES):
-        unwrapped = _WRAPPERS.sub(r"\1", text)
-        if unwrapped == text:
-            break
-        text = unwrapped
+    text = substitute_until_stable(_WRAPPERS, r"\1", text, _MAX_WRAPPER_PASSES)
     text = _SIZING.sub("", text)
     text = _SPACING.sub(" ", text)
     text = _ESCAPED.sub(r"\1", text)
