@@ -134,11 +134,14 @@ def test_an_invented_value_is_scored_as_no_value_with_its_status_and_the_call_ke
 
 
 def test_the_labels_of_the_synthetic_set_are_all_grounded():
-    """The false-ungrounded rate on labelled answers: 0 (every label copies its value from its response)."""
-    checked = 0
+    """The false-ungrounded rate on labelled answers: 0 (every label copies its value, and quotes its evidence, from
+    its response)."""
+    checked = quoted = 0
     for example in generate_examples(120, seed=3):
         for plan, label in zip(example.plans(), example.labels, strict=True):
-            if label.call is None:
+            if label.call is None:  # a fuzzy label: its credit above 0 comes with a quote that is evidence
+                assert label.credit == 0 or find_evidence(label.quote, example.response) is None, label
+                quoted += label.credit > 0
                 continue
             keywords = parse_call(label.call, side="scoring").as_dict()
             assert prediction_not_found(plan.verifier, plan.target_kwargs, keywords, example.response) is None, (
@@ -146,7 +149,7 @@ def test_the_labels_of_the_synthetic_set_are_all_grounded():
                 example.response,
             )
             checked += 1
-    assert checked > 300
+    assert checked > 300 and quoted > 100
 
 
 def test_the_rule_readers_values_are_found_by_the_same_check():
