@@ -38,8 +38,8 @@ class ServerMetrics:
             "genrm_verifier_timeouts", "verifier checks stopped at the deadline", registry=self.registry
         )
         self.values_ungrounded = Counter(
-            "genrm_values_ungrounded", "values a model judge extracted that the response does not state (scored as "
-            "no value stated)", registry=self.registry,
+            "genrm_values_ungrounded", "values a model judge extracted, and claims it attributed to a caption, that "
+            "the response does not state (scored as not stated, not counted)", registry=self.registry,
         )  # fmt: skip
         self.verifier_unjudged = Counter(
             "genrm_verifier_unjudged", "verifier checks that judged nothing, by status (busy: no worker free in "

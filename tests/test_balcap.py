@@ -35,7 +35,7 @@ CAPTIONS = [
 W = (0.1, 0.3, 0.3)
 PRECISION = [1.0, 1.0, 0.75, 0.0, 1.0, 0.0, 1.0]
 RECALL = [1.0, 2 / 3, 1.0, 0.0, 1.0, 0.0, 1.0]
-UNMASKED = [8 / 9, 8 / 9, 8 / 9, 8 / 9, 6 / 9, 8 / 9, 5 / 9]  # (mean score - 1) / 9
+UNMASKED = [8 / 9, 8 / 9, 8 / 9, 8 / 9, 6 / 9, 0.0, 5 / 9]  # (mean score - 1) / 9; the empty caption is not judged
 IN_BAND = [True, True, True, False, True, False, False]
 LINGUISTIC = [ling if band else 0.0 for ling, band in zip(UNMASKED, IN_BAND, strict=True)]
 EXPECTED = [(W[0] * p + W[1] * r + W[2] * ling) / sum(W) for p, r, ling in zip(PRECISION, RECALL, LINGUISTIC,
@@ -66,7 +66,7 @@ def test_the_length_mask_zeroes_only_the_linguistic_column():
     assert masked.precision == unmasked.precision and masked.recall == unmasked.recall
     assert unmasked.linguistic == pytest.approx(UNMASKED)
     changed = [i for i in range(len(CAPTIONS)) if masked.linguistic[i] != unmasked.linguistic[i]]
-    assert changed == [3, 5, 6]  # too short (the boat, the empty caption) and too long
+    assert changed == [3, 6]  # too short (the boat) and too long; the empty caption earns nothing either way
     assert all(masked.records[i].linguistic_unmasked == unmasked.linguistic[i] for i in range(len(CAPTIONS)))
     wide = _score({"length_low": 0.0, "length_high": 3.0})
     assert wide.linguistic == pytest.approx(UNMASKED)
@@ -93,7 +93,8 @@ def test_one_request_per_caption_with_the_image_and_a_shared_prefix():
     engine = ScriptedEngine(scripted)
     score_instance(make_method("balcap"), _instance(), Judge(engine))
     requests = engine.requests
-    assert len(requests) == len(CAPTIONS) and {r.prompt.image for r in requests} == {"park.png"}
+    # the empty caption holds no content word: it is not sent
+    assert len(requests) == len(CAPTIONS) - 1 and {r.prompt.image for r in requests} == {"park.png"}
     assert {r.schema_name for r in requests} == {"balcap"} and len({r.prompt.system for r in requests}) == 1
     prefix = requests[0].prompt.user.split("SYNTHETIC CAPTION")[0]
     assert REFERENCE in prefix and all(r.prompt.user.startswith(prefix) for r in requests)
@@ -101,13 +102,14 @@ def test_one_request_per_caption_with_the_image_and_a_shared_prefix():
 
 def test_a_failed_judgement_is_no_reward_in_any_column():
     garbled = _score(script=lambda request: "Looks good to me.")
-    assert garbled.rewards == [None] * len(CAPTIONS)
-    assert garbled.precision == garbled.recall == garbled.linguistic == [None] * len(CAPTIONS)
+    unjudged = [None if caption else 0.0 for caption in CAPTIONS]  # the empty caption is not judged: nothing
+    assert garbled.rewards == unjudged and garbled.records[5].no_content
+    assert garbled.precision == garbled.recall == garbled.linguistic == unjudged
     method = make_method("balcap")
     assert method.column_values(garbled, 0) == {"precision": None, "recall": None, "linguistic": None}
     assert method.unknown_reward(garbled, 0).retry and "unreadable" in method.unknown_reward(garbled, 0).message
     blind = score_instance(method, _instance(), Judge(ScriptedEngine(scripted, sees_images=False)))
-    assert blind.rewards == [None] * len(CAPTIONS) and "cannot see the image" in blind.records[0].failure_reason
+    assert blind.rewards == unjudged and "cannot see the image" in blind.records[0].failure_reason
 
 
 def test_a_blank_reference_is_refused_naming_the_field():
@@ -151,7 +153,7 @@ def test_cli_server_and_trainers_agree_over_http_with_one_judge_call_per_complet
     assert cli["rewards"] == pytest.approx(EXPECTED) and scored["groups"][0]["rewards"] == pytest.approx(EXPECTED)
     assert [f.__name__ for f in columns] == ["precision", "recall", "linguistic"]
     assert trl == [pytest.approx(PRECISION), pytest.approx(RECALL), pytest.approx(LINGUISTIC)]
-    assert trl_calls == n  # three columns, one judge call per completion
+    assert trl_calls == n - 1  # three columns, one judge call per completion (none for the empty caption)
     (decoupled,) = decoupled_advantages([[list(r) for r in zip(PRECISION, RECALL, LINGUISTIC, strict=True)]], list(W))
     assert [row["score"] for row in verl] == pytest.approx(decoupled)  # the advantage, as TRL forms it
     assert [row["reward"] for row in verl] == pytest.approx(EXPECTED)

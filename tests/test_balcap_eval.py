@@ -29,11 +29,24 @@ REFERENCE = "A red car. Two dogs. A green bench."
 REGULAR = "A red car. Two dogs. A green bench. A man in a hat."
 PARK = BalCapInstance(id="park", image="park.png", reference=REFERENCE, responses=[REGULAR])
 CATEGORIES = audit_plan("balcap").categories
-FOOLED = json.dumps({
-    "synthetic_features": {"atomic_assertions": [{"text": "x", "is_verified": True}], "clarity_score": 10,
-                           "fluency_score": 10, "coherency_score": 10, "linguistic_scores_explanation": ""},
-    "gt_features": {"atomic_assertions": [{"text": "y", "is_covered": True}]},
-})  # fmt: skip
+
+
+def _sentences(text: str) -> list[str]:
+    return [sentence.strip() for sentence in text.split(".") if sentence.strip()]
+
+
+def fooled(request) -> str:
+    """A judge fooled by everything: each sentence of the caption an assertion, verified; each of the reference's
+    covered; top linguistic scores."""
+    reference, caption = request.prompt.user.removeprefix("GROUND TRUTH CAPTION (reference):\n").split(
+        "\n\nSYNTHETIC CAPTION (to evaluate):\n", 1
+    )
+    return json.dumps({
+        "synthetic_features": {"atomic_assertions": [{"text": s, "is_verified": True} for s in _sentences(caption)],
+                               "clarity_score": 10, "fluency_score": 10, "coherency_score": 10,
+                               "linguistic_scores_explanation": ""},
+        "gt_features": {"atomic_assertions": [{"text": s, "is_covered": True} for s in _sentences(reference)]},
+    })  # fmt: skip
 
 
 def test_the_balcap_categories_are_built_from_a_regular_caption():
@@ -46,13 +59,13 @@ def test_the_balcap_categories_are_built_from_a_regular_caption():
 
 def test_the_scene_judge_charges_every_attack_under_every_setting():
     report = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap")
-    assert report.settings == ["default", "split_checks", "no_length_mask", "eval_prompt"]
+    assert report.settings == ["default", "split_checks", "no_length_mask", "eval_prompt", "no_grounding"]
     rates = report.rates()
     assert all(rates[s][c]["rate"] == 0.0 for s in report.settings for c in CATEGORIES)
 
 
 def test_against_a_fooled_judge_only_the_length_mask_stands():
-    rates = run_response_audit([PARK], Judge(ScriptedEngine(lambda request: FOOLED)), method="balcap").rates()
+    rates = run_response_audit([PARK], Judge(ScriptedEngine(fooled)), method="balcap").rates()
     # the regular caption scores 1.0; with the mask, every attack that leaves the band [0.5, 2] loses its
     # linguistic reward (rho 2.1 to 3.6); hedging adds 4 tokens (rho 1.9) and is a false positive
     assert {c: rates["default"][c]["rate"] for c in CATEGORIES} == {c: float(c == "hedged") for c in CATEGORIES}
@@ -120,18 +133,22 @@ def test_master_keys_alone_and_around_a_wrong_caption_with_a_rate_per_key():
 
     def fooled_by_keys(request):  # credits everything once a word key is in the caption, else rules as the scene
         caption = request.prompt.user.rsplit("SYNTHETIC CAPTION (to evaluate):\n", 1)[-1]
-        return FOOLED if any(k in caption for k in ("Solution", "Thought process")) else scripted(request)
+        return fooled(request) if any(k in caption for k in ("Solution", "Thought process")) else scripted(request)
 
     careful = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap").rates()
-    fooled = run_response_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), method="balcap").rates()
+    tricked = run_response_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), method="balcap").rates()
     keys = master_key_categories()
     assert all(careful[s][k]["rate"] == 0.0 for s in careful for k in keys)
-    solution = fooled["no_length_mask"]["master_key:solution"]
+    solution = tricked["no_length_mask"]["master_key:solution"]
+    # the key around the wrong caption pays (the judge verifies the giraffe the caption does state); the key alone
+    # holds no content word, is not sent to the judge and earns nothing
     assert {k: solution[k] for k in ("pairs", "failed", "false_positives", "rate", "rises", "rise_rate")} == {
-        "pairs": 3, "failed": 0, "false_positives": 3, "rate": 1.0, "rises": 3, "rise_rate": 1.0}  # fmt: skip
-    assert solution["abnormal_mean"] > solution["regular_mean"]
+        "pairs": 3, "failed": 0, "false_positives": 2, "rate": 2 / 3, "rises": 2, "rise_rate": 2 / 3}  # fmt: skip
+    settings = {"ungrounded": {"length_rule": "none", "grounded_claims": False}}
+    ungrounded = run_response_audit([PARK], Judge(ScriptedEngine(fooled_by_keys)), settings, method="balcap")
+    assert ungrounded.rates()["ungrounded"]["master_key:solution"]["rate"] == 1.0  # the key alone pays too
     # with the mask, the key alone (rho 0.1) and the padded wrong captions (rho 2.2) lose the linguistic reward
-    assert fooled["default"]["master_key:solution"]["rate"] == 0.0
-    assert fooled["no_length_mask"]["master_key:space"]["rate"] == 0.0  # the careful ruling, not fooled
+    assert tricked["default"]["master_key:solution"]["rate"] == 0.0
+    assert tricked["no_length_mask"]["master_key:space"]["rate"] == 0.0  # the careful ruling, not fooled
     without = run_response_audit([PARK], Judge(ScriptedEngine(scripted)), method="balcap", master_keys=False)
     assert not any(c.startswith("master_key:") for c in without.categories)

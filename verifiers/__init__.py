@@ -28,7 +28,7 @@ from verifiers.calls import (
 )
 from verifiers.config import DEFAULT_CONFIG, VerifyConfig
 from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
-from verifiers.provenance import find_evidence
+from verifiers.provenance import find_claim, find_evidence, holds_content
 from verifiers.registry import (
     REGISTRY,
     VerifierSpec,
@@ -66,7 +66,9 @@ __all__ = [
     "configure_expr_pool",
     "expr_verify",
     "expression_workers",
+    "find_claim",
     "find_evidence",
+    "holds_content",
     "format_call",
     "get_spec",
     "list_verify",

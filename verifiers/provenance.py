@@ -40,6 +40,14 @@ compiled pattern or of ``str.find``; a response is read once per group (cached).
 must hold content: a token other than a bare opener's words (:data:`OPENER_WORDS`: "Solution", "Answer:", "Thought
 process:", "Let's solve this problem step by step.", and their translations), so that punctuation, white space or an
 opener alone is never evidence.
+
+**Claims** (:func:`find_claim`): what a caption judge says a caption claims is a paraphrase, not a copy, so it is
+checked by its content words rather than as a run: the claim's tokens, case folded, with English function words and
+the words judges use to talk about captions left out (:data:`CLAIM_FILLER_WORDS`), number words as digits (``three``
+is ``3``), and the other words by their Snowball stems (``dogs`` is ``dog``, ``parked`` is ``park``). A claim is found
+when every number it holds is in the text and more than half of its content words are; a claim with no content word is
+not found (it says nothing of the caption). A text with no content word at all (punctuation, an opener) holds no
+content (:func:`holds_content`).
 """
 
 from __future__ import annotations
@@ -207,7 +215,7 @@ def _shapes(value: Any, arity: int) -> list[Any]:
 OPENER_WORDS: frozenset[str] = frozenset(
     "solution solutions answer answers final thought thoughts process reasoning let lets s us solve this problem step "
     "by the is a an here so therefore thus response reply solución solucion respuesta lösung loesung antwort réponse "
-    "reponse решение ответ 解 答 解答 回 答案 题 步 骤".split()
+    "reponse решение ответ 解 答 案 解答 回 答案 题 步 骤".split()
 )
 
 
@@ -250,4 +258,75 @@ def find_prediction(kind: str, prediction: Any, response: str, rubric: Mapping[s
         fold = options.ignore_case or kind == "time" or (kind == "expression" and _option_letter(item))
         if not _text_found(item, response, fold, options.ignore_st, options.ignore_space):
             return f"{item!r:.80} is not in the response"
+    return None
+
+
+#: Words a claim about a caption holds without saying what the caption states: English function words, and the words
+#: a judge uses to talk about captions and images. Compared case folded, before stemming.
+CLAIM_FILLER_WORDS: frozenset[str] = OPENER_WORDS | frozenset(
+    "a an the this that these those there here it its it's they them their he him his she her we our you your i me "
+    "my is are was were be been being am has have had do does did will would can could may might shall should must "
+    "of in on at to from by with without for about into onto over under near next beside besides behind above below "
+    "between among around across through along against toward towards up down out off and or but nor so yet as than "
+    "then also too very just only some any each every all both either neither other another such same which who whom "
+    "whose what when where why how not no none nothing n t s caption captions image images picture photo photograph "
+    "scene shown shows show showing depicted depicts depict depicting visible appears appear mention mentions "
+    "mentioned mentioning state states stated stating say says said describe describes described describing "
+    "claim claims claimed".split()
+)
+_NUMBER_WORDS = {word: str(value) for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split())}  # fmt: skip
+#: The share of a claim's content words that the text it is said to come from must exceed.
+CLAIM_SHARE = 0.5
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer  # imported at first use: it loads every language's stemmer (tens of milliseconds)
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65_536)
+def _term(token: str) -> str | None:
+    """A claim's or text's token as the term it is compared by (None: filler, not content)."""
+    if token in CLAIM_FILLER_WORDS or _OPERATOR.fullmatch(token):
+        return None
+    if token in _NUMBER_WORDS:
+        return _NUMBER_WORDS[token]
+    if token[0].isdigit() or len(token) == 1:
+        return token
+    return _stemmer().stemWord(token)
+
+
+def _terms(text: str) -> list[str]:
+    return [term for term in map(_term, _tokens(text, True, False)) if term is not None]
+
+
+@lru_cache(maxsize=8)
+def _text_terms(text: str) -> frozenset[str]:
+    return frozenset(_terms(text))
+
+
+def holds_content(text: str) -> bool:
+    """Whether ``text`` holds a content word: a token other than punctuation, an operator, a bare opener's words or
+    the function words of :data:`CLAIM_FILLER_WORDS`."""
+    return bool(_text_terms(text))
+
+
+def find_claim(claim: str, text: str) -> str | None:
+    """None when ``claim`` (a judge's paraphrase of what ``text`` states) is found in ``text``: every number it holds
+    is there and more than :data:`CLAIM_SHARE` of its content words are (stems, case folded; see the module
+    docstring); else a sentence saying what is wrong."""
+    terms = _terms(claim)
+    if not terms:
+        return f"the claim {claim!r:.60} holds no content word"
+    present = _text_terms(text)
+    numbers = [term for term in terms if term[0].isdigit() and term not in present]
+    if numbers:
+        return f"the claim {claim!r:.60} holds the number {numbers[0]}, which the text does not"
+    found = sum(term in present for term in terms)
+    if found <= CLAIM_SHARE * len(terms):
+        return f"the claim {claim!r:.60} is not in the text ({found} of its {len(terms)} content words are)"
     return None

@@ -11,18 +11,31 @@ response audit (:mod:`genrm.evaluation.response_audit`) reads any of them; the m
 which of its settings that audit compares (:class:`genrm.methods.base.ResponseAuditPlan`, its ``response_audit``
 attribute).
 
+**Grounding** (the ``grounded_claims`` option of claimdiff and balcap, on by default): what a judge says a caption
+claims is looked for in that caption (:func:`verifiers.find_claim`), and a claim not found is not counted
+(:class:`UngroundedClaim` in the records says which and why); a caption with no content word (punctuation, white
+space, a bare opener: :func:`verifiers.holds_content`) is not sent to the judge and earns nothing
+(:func:`ask_with_content`).
+
 Not here: what a method asks its judge, or how it turns answers into rewards.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.methods.base import MAX_RESPONSES
+from genrm.methods.base import MAX_RESPONSES, UNGROUNDED, ResultTally
 from genrm.methods.config import check_open_exposure
+from verifiers import holds_content
+
+_Reading = TypeVar("_Reading")
+
+#: Why a caption was not sent to the judge (the reason of its record).
+NO_CONTENT = "the caption holds no content word (punctuation, white space or an opener): it describes nothing"
 
 #: The captioning prompt of an instance that gives none.
 DEFAULT_CAPTION_PROMPT = "Describe this image in detail."
@@ -69,3 +82,35 @@ def answer_text(response: str) -> str:
         if closing is not None:
             return response[opening.end() : closing.start()].strip()
     return response.strip()
+
+
+class UngroundedClaim(BaseModel):
+    """A claim the judge attributed to a caption and that caption does not make: left out of the reward."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item: int = Field(ge=1, description="the difference's or assertion's number in the judge's answer, from 1")
+    caption: Literal["caption", "reference"] = Field(description="the caption the claim was attributed to")
+    reason: str
+
+
+async def ask_with_content(
+    captions: Sequence[str], grounded: bool, ask_about: Callable[[list[str]], Awaitable[list[_Reading]]],
+    not_asked: _Reading,
+) -> list[_Reading]:  # fmt: skip
+    """The judge's readings of ``captions``: with ``grounded``, a caption that holds no content word is not sent
+    (its reading is ``not_asked``), since it earns the floor whatever the judge says; ``ask_about`` asks about a list
+    of captions and returns one reading each."""
+    asked = [index for index, caption in enumerate(captions) if not grounded or holds_content(caption)]
+    readings = await ask_about([captions[index] for index in asked]) if asked else []
+    out = [not_asked] * len(captions)
+    for index, reading in zip(asked, readings, strict=True):
+        out[index] = reading
+    return out
+
+
+def caption_tally(records: Sequence[Any]) -> ResultTally:
+    """What a server counts of a caption method's records (each with ``failure`` and ``ungrounded``): the judge
+    failures, and one ``ungrounded`` status per claim left out."""
+    return ResultTally(judge_failures=[r.failure for r in records if r.failure],
+                       verifier_statuses=[UNGROUNDED for r in records for _ in r.ungrounded])  # fmt: skip

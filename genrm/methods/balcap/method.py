@@ -5,7 +5,7 @@ its clarity, fluency and coherency; :mod:`.rewards` turns the answer into three 
 Options (``method_options``; the fields of :class:`.rewards.BalCapConfig`): ``w_prec`` (0.1), ``w_rec`` (0.3),
 ``w_ling`` (0.3), ``ling_scale`` (``affine``), ``empty_precision`` (0), ``length_rule`` (``mask``), ``length_low``
 (0.5), ``length_high`` (2), ``length_lambda`` (1), ``length_tokenizer`` (none: words and punctuation),
-``split_checks`` (false), ``prompt`` (``train``; ``eval`` for b-CapScore).
+``split_checks`` (false), ``prompt`` (``train``; ``eval`` for b-CapScore), ``grounded_claims`` (true).
 
 Three reward columns (``precision``, ``recall``, ``linguistic``: :class:`genrm.methods.columns.HasRewardColumns`),
 all from the same judge answer: a trainer normalizes them apart (c-GDPO) with the weights above. The scalar reward is
@@ -18,6 +18,9 @@ Choices this method makes where the source leaves room:
   arithmetic is ours, so they would change nothing. A judge that cannot see images fails each caption, with the
   reason.
 - **A failed judgement is not a reward**: every column of the caption is null with the failure's class and reason.
+- **Grounded claims** (``grounded_claims``, on; not in the source): an assertion not found in the caption it is said
+  to come from is not counted, and a caption with no content word is not judged and earns nothing
+  (:mod:`.grounding`).
 - **The empty cases**, the mapping of 1-10 scores and the token counter are in :mod:`.rewards` and :mod:`.lengths`.
 - **No group remap**: each caption is judged against the reference alone; the group matters only in the advantage.
 
@@ -37,13 +40,14 @@ from pydantic import TypeAdapter, ValidationError
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
 from genrm.methods.balcap import rewards as formulas
+from genrm.methods.balcap.grounding import grounded_answer
 from genrm.methods.balcap.lengths import TokenCounter, make_counter
 from genrm.methods.balcap.models import BalCapInstance, BalCapRecord, BalCapResult
 from genrm.methods.balcap.prompts import caption_requests
 from genrm.methods.balcap.reading import Reading, answer_reader
 from genrm.methods.balcap.rewards import BalCapConfig
 from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally, UnknownReward, judge_failed
-from genrm.methods.captions import answer_text, check_caption_exposure
+from genrm.methods.captions import NO_CONTENT, answer_text, ask_with_content, caption_tally, check_caption_exposure
 from genrm.methods.config import MethodConfig
 
 _OPTIONS = tuple(f.name for f in dataclasses.fields(BalCapConfig))
@@ -89,12 +93,12 @@ class BalCapMethod:
     result_model = BalCapResult
     reads_without_engine = False
     #: The caption audit: the attacks the source's design answers (meta-commentary that is not pointable, padding,
-    #: repetition, hedging) and two it does not name; the default settings, the two tests asked apart, no length mask
-    #: and the evaluation prompt.
+    #: repetition, hedging) and two it does not name; the default settings, the two tests asked apart, no length mask,
+    #: the evaluation prompt, and the judge's assertions taken as given (no grounding, as the source).
     response_audit = ResponseAuditPlan(
         ("meta_commentary", "length_padding", "repetition", "hedged", "hallucinated_object", "self_praise"),
         {"default": {}, "split_checks": {"split_checks": True}, "no_length_mask": {"length_rule": "none"},
-         "eval_prompt": {"prompt": "eval"}},
+         "eval_prompt": {"prompt": "eval"}, "no_grounding": {"grounded_claims": False}},
     )  # fmt: skip
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
@@ -126,13 +130,18 @@ class BalCapMethod:
 
     async def judge(self, prepared: PreparedCaptions, judge: Judge) -> list[Reading]:
         """One reading per caption: the judge asked once per caption (with the image), its answer read."""
-        if judge.engine is None or not judge.sees_images:
-            reason = f"{judge.model} cannot see the image, and the balcap judge checks assertions against it"
-            return [Reading(None, "backend_error", reason)] * len(prepared.captions)
-        instance, settings = prepared.instance, self.settings
-        requests = caption_requests(instance.image, instance.reference, prepared.captions, settings.prompt,
-                                    settings.split_checks)  # fmt: skip
-        return await ask(judge.engine, requests, answer_reader(), judge.parse_retries)
+        instance, settings, engine = prepared.instance, self.settings, judge.engine
+
+        async def ask_about(captions: list[str]) -> list[Reading]:
+            if engine is None or not judge.sees_images:
+                reason = f"{judge.model} cannot see the image, and the balcap judge checks assertions against it"
+                return [Reading(None, "backend_error", reason)] * len(captions)
+            requests = caption_requests(instance.image, instance.reference, captions, settings.prompt,
+                                        settings.split_checks)  # fmt: skip
+            return await ask(engine, requests, answer_reader(), judge.parse_retries)
+
+        not_asked = Reading(None, None, NO_CONTENT)
+        return await ask_with_content(prepared.captions, settings.grounded_claims, ask_about, not_asked)
 
     def uses_workers(self, prepared: PreparedCaptions) -> bool:
         """Never: no verifier of this method runs in the expression workers."""
@@ -140,24 +149,36 @@ class BalCapMethod:
 
     def score(self, prepared: PreparedCaptions, readings: Sequence[Reading]) -> BalCapResult:
         """Each caption's rewards from its reading (null where the judge failed)."""
-        records = [self._record(tokens, prepared.reference_tokens, reading)
-                   for tokens, reading in zip(prepared.caption_tokens, readings, strict=True)]  # fmt: skip
+        reference = prepared.instance.reference
+        records = [self._record(caption, tokens, reference, prepared.reference_tokens, reading)
+                   for caption, tokens, reading in zip(prepared.captions, prepared.caption_tokens, readings,
+                                                       strict=True)]  # fmt: skip
         return BalCapResult(id=prepared.instance.id, rewards=[r.reward for r in records], records=records,
                             precision=[r.precision for r in records], recall=[r.recall for r in records],
                             linguistic=[r.linguistic for r in records])  # fmt: skip
 
-    def _record(self, tokens: int, reference_tokens: int, reading: Reading) -> BalCapRecord:
+    def _record(self, caption: str, tokens: int, reference: str, reference_tokens: int,
+                reading: Reading) -> BalCapRecord:  # fmt: skip
         settings = self.settings
         rho = formulas.length_ratio(tokens, reference_tokens)
         band = formulas.in_band(rho, settings.length_low, settings.length_high)
         penalty = 0.0
         if settings.length_rule == "linear":
             penalty = settings.length_lambda * formulas.band_deviation(rho, settings.length_low, settings.length_high)
-        common = {"length_ratio": rho, "length_in_band": band, "length_penalty": penalty, "caption_tokens": tokens,
-                  "reference_tokens": reference_tokens}  # fmt: skip
+        common: dict[str, Any] = {"length_ratio": rho, "length_in_band": band, "length_penalty": penalty,
+                                  "caption_tokens": tokens, "reference_tokens": reference_tokens}  # fmt: skip
         answer = reading.answer
+        if reading.failure is None and answer is None:  # not asked: the caption holds no content word
+            return BalCapRecord(reward=0.0, precision=0.0, recall=0.0, linguistic=0.0,
+                                linguistic_unmasked=0.0, no_content=True, **common)  # fmt: skip
         if answer is None:
             return BalCapRecord(reward=None, failure=reading.failure, failure_reason=reading.reason, **common)
+        read = answer
+        if settings.grounded_claims:
+            answer, common["ungrounded"] = grounded_answer(answer, caption, reference)
+            if not answer.gt_features.atomic_assertions:
+                reason = "none of the judge's assertions of the reference is in the reference caption"
+                return BalCapRecord(reward=None, failure="ungrounded", failure_reason=reason, answer=read, **common)
         prec = formulas.precision(answer, settings.empty_precision)
         rec = formulas.recall(answer)
         ling = formulas.linguistic(answer, settings.ling_scale)
@@ -166,12 +187,12 @@ class BalCapMethod:
         pointable = None
         if settings.split_checks:
             pointable = sum(a.is_pointable is True for a in assertions)
-        reference = answer.gt_features.atomic_assertions
+        found = answer.gt_features.atomic_assertions
         return BalCapRecord(
             reward=formulas.weighted_mean((prec, rec, masked), settings.weights), precision=prec, recall=rec,
             linguistic=masked, linguistic_unmasked=ling, assertions=len(assertions),
             verified=sum(a.is_verified for a in assertions), pointable=pointable,
-            reference_assertions=len(reference), covered=sum(a.is_covered for a in reference), answer=answer, **common,
+            reference_assertions=len(found), covered=sum(a.is_covered for a in found), answer=read, **common,
         )  # fmt: skip
 
     def column_values(self, result: BalCapResult, index: int) -> dict[str, float | None]:
@@ -218,5 +239,6 @@ class BalCapMethod:
         return functools.partial(scripted, base_dir=image_dir)
 
     def tally(self, result: BalCapResult) -> ResultTally:
-        """The judge failures met (this method runs no verifier)."""
-        return ResultTally(judge_failures=[r.failure for r in result.records if r.failure])
+        """The judge failures met, and one ``ungrounded`` status per assertion left out (this method runs no
+        verifier)."""
+        return caption_tally(result.records)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genrm.methods.base import GroupResult
-from genrm.methods.captions import CaptionInstance
+from genrm.methods.captions import CaptionInstance, UngroundedClaim
 
 #: The most assertions one side of an answer may list (an answer with more is not read: a judge that loops).
 MAX_ASSERTIONS = 128
@@ -111,6 +111,10 @@ class BalCapRecord(BaseModel):
     covered: int | None = None
     failure: str | None = Field(default=None, description="why the judge's answer could not be used")
     failure_reason: str | None = None
+    ungrounded: list[UngroundedClaim] = Field(
+        default_factory=list, description="assertions not found in their caption: not counted"
+    )
+    no_content: bool = Field(default=False, description="the caption holds no content word: nothing, unjudged")
     answer: BalCapAnswer | None = Field(default=None, description="the judge's answer, as read")
 
 

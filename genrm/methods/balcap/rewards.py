@@ -68,6 +68,8 @@ class BalCapConfig:
         split_checks: ask the judge for the two tests of an assertion apart (``is_pointable``, ``is_visible``).
         prompt: ``train`` (the source's A.2 rubric: strict pointability) or ``eval`` (A.4: visible evidence that
             justifies an inference passes too; b-CapScore's).
+        grounded_claims: count only the assertions found in the caption they are said to come from, and give a
+            caption with no content word nothing without asking the judge (:mod:`.grounding`; not in the source).
     """
 
     w_prec: float = 0.1
@@ -82,6 +84,7 @@ class BalCapConfig:
     length_tokenizer: str | None = None
     split_checks: bool = False
     prompt: PromptKind = "train"
+    grounded_claims: bool = True
 
     def __post_init__(self) -> None:
         for name, allowed in (("ling_scale", LING_SCALES), ("length_rule", LENGTH_RULES), ("prompt", PROMPT_KINDS)):

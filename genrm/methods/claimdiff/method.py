@@ -6,7 +6,8 @@ Options (``method_options``; every one is a field of :class:`.rewards.ClaimDiffC
 ``mode`` (``normalized_diff``), ``severity_weighted``, ``severity_weights``, ``judge_severity``,
 ``ambiguity_penalty``, ``ambiguity_decay``, ``ambiguity_words_per_free``, ``ambiguity_free``, ``max_error_diff``,
 ``reward_scale``, ``min_reward``, ``max_reward``, ``alpha``, ``epsilon``, ``k``, ``d_max``, ``format_ratio``,
-``require_think``, ``answer_format`` (``json`` or ``blocks``, see :mod:`.prompts`), and for judge training
+``require_think``, ``grounded_claims`` (on: :mod:`.grounding`), ``answer_format`` (``json`` or ``blocks``, see
+:mod:`.prompts`), and for judge training
 ``f1_judge`` (a judge spec: the F1 reward's predictions checked by that judge with the image, :mod:`.checked_f1`).
 
 Choices this method makes where the source leaves room:
@@ -21,6 +22,9 @@ Choices this method makes where the source leaves room:
 - **One call per caption**, as the source; the G captions of an image share the prompt's prefix (image, instructions,
   reference), for the judge server's prefix cache.
 - **No group remap**: each caption is compared with the reference alone, so its reward does not depend on the others.
+- **Grounded claims** (``grounded_claims``, on; not in the source): a difference whose claim the caption (or the
+  reference) does not make is not counted, and a caption with no content word is not judged and gets the floor
+  (:mod:`.grounding`).
 - The format mask of the rubric method (repetition, language mixing) does not apply; the source's format part does
   (``format_ratio``, ``require_think``).
 
@@ -45,8 +49,9 @@ from genrm.methods.base import (
     UnknownReward,
     judge_failed,
 )
-from genrm.methods.captions import check_caption_exposure
+from genrm.methods.captions import NO_CONTENT, ask_with_content, caption_tally, check_caption_exposure
 from genrm.methods.claimdiff import judge_payload
+from genrm.methods.claimdiff.grounding import grounded_differences
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
 from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader
@@ -106,12 +111,13 @@ class ClaimDiffMethod:
     result_model = ClaimDiffResult
     reads_without_engine = False
     payload_model = judge_payload.JudgePayload
-    #: The caption audit: the default mode with and without the hedging penalty, and the modes that count only
-    #: caption A's errors.
+    #: The caption audit: the default mode with and without the hedging penalty, the modes that count only caption A's
+    #: errors, and the judge's claims taken as given (no grounding, as the source).
     response_audit = ResponseAuditPlan(
         ("hallucinated_object", "missing_salient_fact", "hedged", "copied_reference", "self_praise"),
         {"normalized_diff": {}, "normalized_diff+hedging_penalty": {"ambiguity_penalty": True},
-         "normalized_a_only": {"mode": "normalized_a_only"}, "a_only": {"mode": "a_only"}},
+         "normalized_a_only": {"mode": "normalized_a_only"}, "a_only": {"mode": "a_only"},
+         "no_grounding": {"grounded_claims": False}},
     )  # fmt: skip
 
     def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
@@ -133,13 +139,18 @@ class ClaimDiffMethod:
 
     async def judge(self, prepared: PreparedCaptions, judge: Judge) -> list[Reading]:
         """One reading per caption: the judge asked once per caption (with the image), its answer read."""
-        if judge.engine is None or not judge.sees_images:
-            reason = f"{judge.model} cannot see the image, and the claimdiff judge rules against it"
-            return [Reading(None, "backend_error", reason)] * len(prepared.captions)
-        instance = prepared.instance
-        requests = caption_requests(instance.image, instance.reference, prepared.captions, self.hall_vs_miss,
-                                    self.rewards.judge_severity, self.answer_format)  # fmt: skip
-        return await ask(judge.engine, requests, answer_reader(self.hall_vs_miss), judge.parse_retries)
+        instance, engine = prepared.instance, judge.engine
+
+        async def ask_about(captions: list[str]) -> list[Reading]:
+            if engine is None or not judge.sees_images:
+                reason = f"{judge.model} cannot see the image, and the claimdiff judge rules against it"
+                return [Reading(None, "backend_error", reason)] * len(captions)
+            requests = caption_requests(instance.image, instance.reference, captions, self.hall_vs_miss,
+                                        self.rewards.judge_severity, self.answer_format)  # fmt: skip
+            return await ask(engine, requests, answer_reader(self.hall_vs_miss), judge.parse_retries)
+
+        not_asked = Reading(None, None, NO_CONTENT)
+        return await ask_with_content(prepared.captions, self.rewards.grounded_claims, ask_about, not_asked)
 
     def uses_workers(self, prepared: PreparedCaptions) -> bool:
         """Never: no verifier of this method runs in the expression workers."""
@@ -147,28 +158,36 @@ class ClaimDiffMethod:
 
     def score(self, prepared: PreparedCaptions, readings: Sequence[Reading]) -> ClaimDiffResult:
         """Each caption's reward from its reading (null where the judge failed)."""
-        records = [self._record(response, caption, reading) for response, caption, reading in
+        reference = prepared.instance.reference
+        records = [self._record(response, caption, reference, reading) for response, caption, reading in
                    zip(prepared.instance.responses, prepared.captions, readings, strict=True)]  # fmt: skip
         return ClaimDiffResult(id=prepared.instance.id, rewards=[r.reward for r in records], records=records,
                                accuracy=[r.accuracy for r in records], format=[r.format for r in records])  # fmt: skip
 
-    def _record(self, response: str, caption: str, reading: Reading) -> ClaimDiffRecord:
+    def _record(self, response: str, caption: str, reference: str, reading: Reading) -> ClaimDiffRecord:
         config = self.rewards
         form = format_score(response, config)
         hedges = hedging(caption, config)
-        common = {"format": form, "hedges": hedges.count, "hedging_penalty": hedges.penalty}
+        common: dict[str, Any] = {"format": form, "hedges": hedges.count, "hedging_penalty": hedges.penalty}
         answer = reading.answer
+        if reading.failure is None and answer is None:  # not asked: the caption holds no content word
+            floor = map_to_range(0.0, config)
+            return ClaimDiffRecord(reward=final_reward(floor, form, config.format_ratio), accuracy=floor,
+                                   no_content=True, **common)  # fmt: skip
         if answer is None:
             return ClaimDiffRecord(reward=None, failure=reading.failure, failure_reason=reading.reason, **common)
+        differences: list[Any] = list(answer.differences)
+        if config.grounded_claims:
+            differences, common["ungrounded"] = grounded_differences(answer, caption, reference)
         if isinstance(answer, DiffAnswer):
-            a_errors = [(d.caption_a_error.error_type, d.caption_a_error.severity) for d in answer.differences]
-            b_errors = [(d.caption_b_error.error_type, d.caption_b_error.severity) for d in answer.differences]
+            a_errors = [(d.caption_a_error.error_type, d.caption_a_error.severity) for d in differences]
+            b_errors = [(d.caption_b_error.error_type, d.caption_b_error.severity) for d in differences]
             tally = DiffTally(
-                differences=len(answer.differences),
+                differences=len(differences),
                 a=count_errors(a_errors, config),
                 b=count_errors(b_errors, config),
-                a_wins=sum(d.judgment == "A" for d in answer.differences),
-                b_wins=sum(d.judgment == "B" for d in answer.differences),
+                a_wins=sum(d.judgment == "A" for d in differences),
+                b_wins=sum(d.judgment == "B" for d in differences),
                 winner=answer.overall_winner,
             )  # fmt: skip
             accuracy = map_to_range(diff_base_reward(tally, config), config) * hedges.penalty
@@ -180,13 +199,13 @@ class ClaimDiffMethod:
                 "overall_winner": tally.winner, "error_difference": error_difference(tally, config),
             }  # fmt: skip
         else:
-            total = len(answer.differences)
-            hallucinations = sum(d.verification == "false" for d in answer.differences)
-            missing = sum(d.type == "missing_fact" for d in answer.differences)
+            total = len(differences)
+            hallucinations = sum(d.verification == "false" for d in differences)
+            missing = sum(d.type == "missing_fact" for d in differences)
             base = hall_vs_miss_base(total, hallucinations, missing)
             accuracy = map_to_range(base * hedges.penalty, config)
             figures = {"differences": total, "hallucinations": hallucinations, "missing_facts": missing,
-                       "extra_info": sum(d.type == "extra_info" for d in answer.differences),
+                       "extra_info": sum(d.type == "extra_info" for d in differences),
                        "error_difference": (hallucinations + missing) / total if total else 0.0}  # fmt: skip
         reward = final_reward(accuracy, form, config.format_ratio)
         return ClaimDiffRecord(reward=reward, accuracy=accuracy, answer=answer, **figures, **common)
@@ -244,5 +263,6 @@ class ClaimDiffMethod:
         return functools.partial(scripted, base_dir=image_dir)
 
     def tally(self, result: ClaimDiffResult) -> ResultTally:
-        """The judge failures met (this method runs no verifier)."""
-        return ResultTally(judge_failures=[r.failure for r in result.records if r.failure])
+        """The judge failures met, and one ``ungrounded`` status per claim left out (this method runs no
+        verifier)."""
+        return caption_tally(result.records)

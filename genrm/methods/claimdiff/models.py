@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.methods.base import GroupResult
-from genrm.methods.captions import CaptionInstance
+from genrm.methods.captions import CaptionInstance, UngroundedClaim
 
 #: The most differences one answer may list (an answer with more is not read: a judge that loops).
 MAX_DIFFERENCES = 64
@@ -123,6 +123,10 @@ class ClaimDiffRecord(BaseModel):
     error_difference: float | None = Field(default=None, description="the mode's signed error figure")
     hedges: int = 0
     hedging_penalty: float = 1.0
+    ungrounded: list[UngroundedClaim] = Field(
+        default_factory=list, description="claims not found in their caption: their differences are not counted"
+    )
+    no_content: bool = Field(default=False, description="the caption holds no content word: the floor, unjudged")
     answer: DiffAnswer | HallMissAnswer | None = Field(default=None, description="the judge's answer, as read")
 
 

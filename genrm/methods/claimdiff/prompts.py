@@ -31,7 +31,8 @@ Caption B is a reference caption; caption A is the caption under evaluation. Nei
 
 1. List the concrete differences between caption A and caption B, one claim at a time: a fact one of them states and \
 the other states differently or leaves out (objects, counts, attributes, colours, text, spatial relations, actions, \
-style, lighting, camera angle).
+style, lighting, camera angle). Give each caption's claim in that caption's own words, and leave it empty when the \
+caption says nothing of it.
 2. For each difference, look at the image and rule which caption it supports: A, B, both_wrong or both_supported.
 3. For each caption, say whether it errs on that difference. A fact the image shows that a caption leaves out is an \
 error of that caption. A claim the image clearly settles but the caption words as a hedge or an alternative \
@@ -53,8 +54,8 @@ _DIFF_BLOCKS = """Answer in plain text, with no markdown, exactly in this layout
 
 [DIFFERENCE 1]
 ASPECT: <what the difference is about>
-CAPTION_A_CLAIM: <caption A's claim>
-CAPTION_B_CLAIM: <caption B's claim>
+CAPTION_A_CLAIM: <caption A's words for it, or nothing>
+CAPTION_B_CLAIM: <caption B's words for it, or nothing>
 JUDGMENT: <A|B|both_wrong|both_supported>
 
 CAPTION_A_ERROR:
@@ -72,7 +73,8 @@ _HALL_TASK = """You check a predicted caption of an image for hallucinations, wi
 
 1. Compare the two captions and list each difference with its type: contradiction (the prediction says otherwise \
 than the ground truth), extra_info (the prediction says something the ground truth does not) or missing_fact (the \
-ground truth says something the prediction leaves out).
+ground truth says something the prediction leaves out). Give its content in the words of the caption that states \
+it (the ground truth's for a missing fact, the prediction's otherwise).
 2. Check the prediction's claim of each contradiction or extra_info against the image: verified (the image shows it), \
 false (the image shows otherwise or shows nothing of it) or ambiguous (the image cannot tell). A missing_fact is \
 verification missing.
@@ -87,7 +89,7 @@ _HALL_BLOCKS = """Answer in plain text, with no markdown, exactly in this layout
 
 [DIFFERENCE 1]
 TYPE: <contradiction|extra_info|missing_fact>
-CONTENT: <the prediction's claim, or the missing fact>
+CONTENT: <the prediction's words for its claim, or the ground truth's for the missing fact>
 CATEGORY: <natural|design>
 VERIFICATION: <verified|false|ambiguous|missing>
 REASON: <why>

@@ -88,6 +88,8 @@ class ClaimDiffConfig:
             differences at which the difficulty bonus is full).
         format_ratio: weight of the format part against the accuracy part (>= 0; 0: the reward is the accuracy).
         require_think: the format part asks for ``<think>`` and ``<answer>`` blocks.
+        grounded_claims: leave out a difference whose claim the caption (or the reference) does not make, and give a
+            caption with no content word the floor without asking the judge (:mod:`.grounding`; not in the source).
     """
 
     mode: RewardMode = "normalized_diff"
@@ -108,6 +110,7 @@ class ClaimDiffConfig:
     d_max: int = 10
     format_ratio: float = 0.0
     require_think: bool = False
+    grounded_claims: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in REWARD_MODES:
