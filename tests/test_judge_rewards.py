@@ -69,7 +69,8 @@ def test_the_labelled_answer_earns_full_content():
 def test_values_are_judged_by_the_verifier_not_by_string():
     expr = _by_verifier("expr_verify")
     value = expr.labels[0].call.split("'")[1]
-    assert content_reward(_answer(expr, **{"essential[0]": f"expr_verify(predict='{value}.0')"}), expr) == 1.0
+    rewritten = f"expr_verify(predict='{value}.0')"
+    assert arguments_score(expr.plans()[0], expr.labels[0].call, rewritten) == 1.0
     time = _by_verifier("time_verify")
     assert arguments_score(time.plans()[0], time.labels[0].call, time.labels[0].call) == 1.0
     box = _by_verifier("bbox_verify")
@@ -111,3 +112,19 @@ def test_trl_reward_functions_read_conversational_completions():
         content_reward_func(completions)
     with pytest.raises(ValueError, match="judge_label"):
         format_reward_func(completions)
+
+
+def test_a_value_the_response_does_not_state_earns_no_content_however_near():
+    # held to grounding as when it is scored: the verifier would take 440.0 for 440 and a shifted box at its IoU, but
+    # neither is what the response wrote, and a judge rewarded for them learns to approximate instead of to copy
+    expr = _by_verifier("expr_verify")
+    value = expr.labels[0].call.split("'")[1]
+    assert f"{value}.0" not in expr.response
+    labelled = content_reward(json.dumps(labelled_answer(expr)), expr)
+    rewritten = content_reward(_answer(expr, **{"essential[0]": f"expr_verify(predict='{value}.0')"}), expr)
+    per_criterion = 1 / len(expr.labels)
+    assert labelled == 1.0 and rewritten == pytest.approx(1.0 - per_criterion)
+    box = _by_verifier("bbox_verify")
+    x1, y1, x2, y2 = json.loads(box.labels[0].call.split("predict=")[1].rstrip(")"))[0]
+    shifted = _answer(box, **{"essential[0]": f"bbox_verify(predict=[[{x1 + 3}, {y1}, {x2 + 3}, {y2}]])"})
+    assert content_reward(shifted, box) == pytest.approx(1.0 - 1 / len(box.labels))

@@ -9,9 +9,12 @@
 - :func:`content_reward`: the mean over the rubric's criteria of: for a verifiable criterion, how well the extracted
   value matches the label's, judged by that criterion's own verifier with the label's value as the target (so
   ``expr_verify(predict='0.5')`` matches a label of ``1/2``, and a box a few units off still scores its IoU); for a
-  fuzzy criterion, 1 when the credit equals the label's. A credit given with a quote (the ``evidence`` format)
-  counts only where the quote is evidence of the response (``genrm.methods.rubric.execution.fuzzy_score``: found in
-  it, with content), as when it is scored. A criterion the answer gets wrong in form scores 0.
+  fuzzy criterion, 1 when the credit equals the label's. Both are held to grounding as when they are scored (on by
+  default): an extracted value the response does not state earns 0, however near the label's (a box a few units off
+  that the response never wrote is invented, not read: its IoU would teach the judge to approximate instead of to
+  copy; ``genrm.methods.rubric.execution.missing_value``), and a credit given with a quote (the ``evidence`` format)
+  counts only where the quote is evidence of the response (``fuzzy_score``: found in it, with content). A criterion
+  the answer gets wrong in form scores 0.
 
 Free-text fields (``thought``, ``rationale``) are never rewarded. :func:`format_reward_func` and
 :func:`content_reward_func` have the signature of TRL reward functions: they read conversational completions and the
@@ -26,7 +29,7 @@ from typing import Any
 
 from genrm.choices import Exposure, check_exposure
 from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
-from genrm.methods.rubric.execution import fuzzy_score
+from genrm.methods.rubric.execution import fuzzy_score, missing_value
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
@@ -69,14 +72,17 @@ def arguments_score(plan: CriterionPlan, label_call: str, predicted_call: str) -
 
 
 def criterion_content(judged: CriterionJudgement, label: CriterionLabel, response: str | None = None) -> float:
-    """The content score of one judged criterion against its label, in [0, 1] (0 when it failed in form); a fuzzy
-    credit that comes with a quote counts only where the quote is evidence of ``response``."""
+    """The content score of one judged criterion against its label, in [0, 1] (0 when it failed in form); given the
+    ``response``, an extracted value counts only where the response states it, and a fuzzy credit that comes with a
+    quote only where the quote is evidence of it."""
     if judged.failure is not None:
         return 0.0
     if judged.plan.verifier is None:
         credit = fuzzy_score(judged.plan, judged, response, judged.quote is not None).score
         return 1.0 if credit == expected_credit(label) else 0.0
     if label.call is None or judged.call is None:
+        return 0.0
+    if response is not None and missing_value(judged.plan, judged.call, response) is not None:
         return 0.0
     return arguments_score(judged.plan, label.call, judged.call)
 
