@@ -221,3 +221,41 @@ def test_rlvr_of_a_vision_language_judge_on_a_batch_mixing_inputs_with_and_witho
     assert len(shown) >= 2 and set(shown) == {2}, shown
     logged = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
     assert logged and "rewards/format_reward_func/mean" in logged[0]
+
+
+def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_step_and_the_run_resumes_there(tmp_path, tiny_judge_dir,
+                                                                                   monkeypatch, caplog):  # fmt: skip
+    import logging
+    import os
+    import signal
+
+    import trl
+
+    out = tmp_path / "sft"
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
+            "--output_dir", str(out), "--max_steps", "5", "--save_steps", "100", "--max_examples", "16",
+            "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+    step = trl.SFTTrainer.training_step
+
+    def ctrl_c_in_step_3(self, *a, **k):
+        if self.state.global_step == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, in the middle of step 3
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(trl.SFTTrainer, "training_step", ctrl_c_in_step_3)
+    with caplog.at_level(logging.INFO):
+        assert main(args) == 130
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    # no save_steps checkpoint was due: the one there is Ctrl-C's, of the step under way, and resumable
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-3"]
+    assert (out / "checkpoint-3" / "trainer_state.json").is_file() and not (out / "config.json").exists()
+    assert any("checkpoint saved in" in r.getMessage() and "checkpoint-3" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert main([*args, "--resume_from_checkpoint", "last"]) == 0
+    logged = [e["step"] for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    assert logged == [1, 2, 3, 4, 5]
+    # the tied output embeddings are not reported missing from the checkpoint
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "missing keys" in r.getMessage()]
+    assert any("tied to the input embeddings" in r.getMessage() for r in caplog.records)

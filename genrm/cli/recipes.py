@@ -52,6 +52,9 @@ def read_recipe(parser: Any, rest: list[str], command: str, example: str) -> tup
     if problem:
         print(f"{command}: error: {problem}", file=sys.stderr)
         return None
+    from genrm.training.callbacks import quiet_upstream_deprecations
+
+    quiet_upstream_deprecations()  # before the configs are made: TRL's defaults set the deprecated names
     try:
         return tuple(parser.parse_args_and_config(args=rest))
     except ValueError as exc:

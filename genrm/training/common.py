@@ -238,39 +238,44 @@ def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
 def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[str], title: str) -> Path:
     """Run ``trainer``, save the model (:func:`save_judge`) and, when ``data.plot``, its curves; returns the output
     dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's), and
-    optionally ``stop_after_s`` (:func:`stop_after`)."""
+    optionally ``stop_after_s`` (:func:`genrm.training.callbacks.stop_after`).
+
+    Every run warns when GRPO's groups have no reward spread for several logs in a row, and saves a checkpoint on
+    Ctrl-C (:mod:`genrm.training.callbacks`); an interrupted run raises KeyboardInterrupt once the checkpoint is saved,
+    saying where it is and how to resume."""
+    from genrm.training.callbacks import (
+        InterruptCheckpoint,
+        NoSpreadWarning,
+        TiedWeightsNote,
+        stop_after,
+        ties_output_embeddings,
+    )
+
     seconds = getattr(data, "stop_after_s", None)
     if seconds is not None:
         trainer.add_callback(stop_after(seconds))
-    trainer.train(resume_from_checkpoint=resume_point(trainer.args.resume_from_checkpoint, trainer.args.output_dir))
+    interrupt = InterruptCheckpoint()
+    trainer.add_callback(interrupt.callback)
+    trainer.add_callback(NoSpreadWarning().callback)
+    trainer_log, note = logging.getLogger("transformers.trainer"), TiedWeightsNote()
+    if ties_output_embeddings(trainer.model):
+        trainer_log.addFilter(note)
+    try:
+        trainer.train(resume_from_checkpoint=resume_point(trainer.args.resume_from_checkpoint,
+                                                          trainer.args.output_dir))  # fmt: skip
+    finally:
+        interrupt.restore()
+        trainer_log.removeFilter(note)
+    if interrupt.step is not None:  # a Ctrl-C after the last step changed nothing: the run is saved as usual
+        folder = Path(trainer.args.output_dir) / f"checkpoint-{interrupt.step}"
+        logger.warning("interrupted at step %s: checkpoint saved in %s; go on with the same command and "
+                       "--resume_from_checkpoint last", interrupt.step, folder)  # fmt: skip
+        raise KeyboardInterrupt
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
         plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)
     logger.info("saved the model to %s", out)
     return out
-
-
-def stop_after(seconds: float) -> Any:
-    """A ``transformers.TrainerCallback`` that ends training at the end of the first step that finishes ``seconds``
-    (> 0) or more after training began (a run held to a time budget keeps the steps it made)."""
-    import time
-
-    from transformers import TrainerCallback
-
-    if not seconds > 0:
-        raise ValueError(f"stop_after_s must be a positive number of seconds, got {seconds}")
-
-    class StopAfter(TrainerCallback):
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.deadline = time.monotonic() + seconds
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-            if time.monotonic() >= self.deadline:
-                logger.info("stop_after_s: %g s of training reached at step %d; stopping", seconds, state.global_step)
-                control.should_training_stop = True
-            return control
-
-    return StopAfter()
 
 
 def records_dataset(
