@@ -1,4 +1,5 @@
-"""Reading JSONL files: lines split on ``\\n`` alone, and pydantic models with one wording for a refused line wherever
+"""Reading and writing JSONL files: lines written as one line of JSON text each (:func:`json_line`), read split on
+``\\n`` alone, and pydantic models with one wording for a refused line wherever
 a command reads one.
 
 A JSONL record ends at ``\\n`` and nowhere else: JSON keeps U+2028, U+2029, U+0085 and other characters that
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -77,3 +78,13 @@ def first_error(exc: ValidationError, whole: str = "line") -> str:
     first = exc.errors(include_url=False)[0]
     # a validator's own ValueError already says what is wrong; pydantic's prefix only says it was a ValueError
     return f"{'.'.join(map(str, first['loc'])) or whole}: {first['msg'].removeprefix('Value error, ')}"
+
+
+def json_line(value: Any) -> str:
+    """``value`` (plain JSON data) as one line of JSON text that encodes to UTF-8, non-ASCII kept where it can be."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text

@@ -119,16 +119,6 @@ def json_text(model: BaseModel) -> str:
         return json.dumps(model.model_dump(mode="json"), ensure_ascii=True, allow_nan=False)
 
 
-def json_line(value: Any) -> str:
-    """``value`` (plain JSON data) as one line of JSON text that encodes to UTF-8, non-ASCII kept where it can be."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escape it (see json_text)
-        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
-    return text
-
-
 def json_response(model: BaseModel, status: int = 200) -> Response:
     """An answer holding ``model``, serialized once by pydantic (:func:`json_text`; FastAPI would validate the model
     a second time)."""

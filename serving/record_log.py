@@ -28,7 +28,7 @@ from pathlib import Path
 
 from genrm.methods.base import GroupInstance as Instance
 from genrm.methods.base import GroupResult as InstanceResult
-from serving.payloads import json_line
+from genrm.records import record_line
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +72,7 @@ class RecordLog:
         batch never starts glued to a torn line."""
         now = time.time()
         lines = "".join(
-            json_line({"time": now, "request_id": request_id, "instance": instance.model_dump(mode="json"),
-                       "result": result.model_dump(mode="json")}) + "\n"
+            record_line(instance, result, now, request_id=request_id) + "\n"
             for instance, result in zip(instances, results, strict=True)
         ).encode("utf-8")  # fmt: skip
         with self._lock:

@@ -4,6 +4,7 @@ the log of a real ``genrm serve`` process on loopback."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fake_judge import ServeProcess
@@ -93,3 +94,19 @@ def test_genrm_audit_mine_on_the_log_of_a_served_judge(tmp_path, capsys):
     assert main(["audit", "mine", str(not_a_log), "-o", str(out)]) == 2
     assert "holds no scored group" in capsys.readouterr().err
     assert main(["audit", "mine", str(tmp_path / "missing.jsonl"), "-o", str(out)]) == 2
+
+
+def test_genrm_score_writes_the_record_log_the_server_writes_and_mining_reads_it(tmp_path):
+    records, rewards = tmp_path / "runs" / "records.jsonl", tmp_path / "rewards.jsonl"
+    bad = tmp_path / "in.jsonl"
+    lines = Path("datasets/examples/reward_core.jsonl").read_text().splitlines()[:3]
+    bad.write_text("\n".join([*lines, "{not json"]) + "\n")
+    assert main(["score", str(bad), "-o", str(rewards), "--record-log", str(records), "-q"]) == 1  # the bad line
+    logged = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [entry["instance"]["id"] for entry in logged] == [json.loads(line)["id"] for line in lines]
+    scored = [json.loads(line) for line in rewards.read_text().splitlines()][:3]
+    assert [entry["result"]["rewards"] for entry in logged] == [s["rewards"] for s in scored]
+    assert set(logged[0]) == {"time", "instance", "result"}
+    assert main(["audit", "mine", str(records), "-o", str(tmp_path / "mined")]) == 0
+    mined = json.loads((tmp_path / "mined" / "mined.json").read_text())
+    assert (mined["lines"], mined["groups"], mined["unreadable"]) == (3, 3, 0)

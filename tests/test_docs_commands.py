@@ -56,7 +56,6 @@ NOT_RUN: list[tuple[str, str]] = [
     ),
     (r"--model runs/tiny-judge-rlvr", "needs the RLVR run above (tests/test_train_judge.py)"),
     (r"genrm rl --config recipes/rl_tiny_cpu.yaml", "minutes of GRPO (tests/test_policy_grpo.py runs the recipe)"),
-    (r"genrm audit mine runs/records.jsonl", "needs a served run's record log (tests/test_audit_mining.py)"),
     (r"--config serve.yaml", "a user's settings file"),
     (r"--host 0\.0\.0\.0", "binds every interface"),
 ]

@@ -59,7 +59,7 @@ def test_trls_deprecated_names_are_not_warned_about_and_other_warnings_are():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quiet_upstream_deprecations()
-        warnings.warn("`gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning)
-        warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning)
-        warnings.warn("`something_else` is deprecated", FutureWarning)
+        warnings.warn("`gradient_checkpointing` is deprecated (v6).", FutureWarning, stacklevel=1)
+        warnings.warn("`is_gradient_checkpointing` is deprecated (v6).", FutureWarning, stacklevel=1)
+        warnings.warn("`something_else` is deprecated", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["`something_else` is deprecated"]

@@ -119,12 +119,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
         try:
             source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
             sink = sys.stdout if args.output == "-" else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            records = None
+            if args.record_log is not None:
+                records = stack.enter_context(open(args.record_log, "a", encoding="utf-8"))
         except OSError as exc:
             print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
             return 2
         stack.callback(run_blocking, judge.aclose())
         try:
-            summary = score_file(source, sink, method, judge, progress=not args.quiet)
+            summary = score_file(source, sink, method, judge, progress=not args.quiet, records=records)
         except BackendUnavailable as exc:
             print(f"genrm score: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
             return 1
@@ -214,6 +217,9 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument("--min-judged", type=share, default=None, metavar="SHARE",
                        help="fail (exit 1) when fewer than this share (0-1) of the responses get a reward "
                        "(default: fail only when none does)")  # fmt: skip
+    score.add_argument("--record-log", default=None, metavar="RECORDS.jsonl", type=output_file,
+                       help="also write each scored instance with its result, as genrm serve --record-log does "
+                       "(what genrm audit mine reads)")  # fmt: skip
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     score.set_defaults(handler=_cmd_score)
 

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -27,6 +27,7 @@ from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
 from genrm.methods.run import score_instance
 from genrm.rates import per_second
+from genrm.records import record_line
 from verifiers.result import VERDICT_STATUSES
 
 MAX_LINE_CHARS = 16_000_000
@@ -106,39 +107,45 @@ def _validation_message(exc: ValidationError) -> str:
 
 def score_line(text: str, number: int, method: RewardMethod, judge: Judge) -> GroupResult:
     """Score one input line with ``method``; never raises: every problem becomes an error line."""
+    return _scored(text, number, method, judge)[1]
+
+
+def _scored(text: str, number: int, method: RewardMethod, judge: Judge) -> tuple[Any, GroupResult]:
+    """The instance of one input line (None when it is not one) and its result (:func:`score_line`)."""
     if len(text) > MAX_LINE_CHARS:
-        return failed_result(method, None, f"line longer than {MAX_LINE_CHARS:,} characters", number)
+        return None, failed_result(method, None, f"line longer than {MAX_LINE_CHARS:,} characters", number)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        return failed_result(method, None, f"invalid JSON: {json_problem(text, exc)}", number)
+        return None, failed_result(method, None, f"invalid JSON: {json_problem(text, exc)}", number)
     except (ValueError, RecursionError) as exc:
-        return failed_result(method, None, f"invalid JSON: {exc}", number)
+        return None, failed_result(method, None, f"invalid JSON: {exc}", number)
     if not isinstance(raw, dict):
-        return failed_result(method, None, "invalid instance: expected a JSON object", number)
+        return None, failed_result(method, None, "invalid instance: expected a JSON object", number)
     raw_id = raw.get("id")
     ident = raw_id if isinstance(raw_id, str) else None
     try:
         instance = method.instance_model.model_validate(raw)
     except ValidationError as exc:
-        return failed_result(method, ident, _validation_message(exc), number)
+        return None, failed_result(method, ident, _validation_message(exc), number)
     try:
         result = score_instance(method, instance, judge)
     except MethodInputError as exc:
-        return failed_result(method, ident, f"invalid {exc.kind}: {exc}", number)
+        return None, failed_result(method, ident, f"invalid {exc.kind}: {exc}", number)
     except BackendUnavailable:
         raise  # the judge, not this line: every line after it would fail the same way (the caller stops the run)
     except Exception as exc:  # noqa: BLE001 - one failing line must not lose the others; it is reported
-        return failed_result(method, ident, f"internal error: {type(exc).__name__}: {exc}", number)
+        return None, failed_result(method, ident, f"internal error: {type(exc).__name__}: {exc}", number)
     result.line = number
-    return result
+    return instance, result
 
 
-def score_lines(lines: Iterable[str], method: RewardMethod, judge: Judge) -> Iterator[GroupResult]:
-    """Score every non-blank line of an instance JSONL stream, in order (line numbers are 1-based)."""
+def score_lines(lines: Iterable[str], method: RewardMethod, judge: Judge) -> Iterator[tuple[Any, GroupResult]]:
+    """Score every non-blank line of an instance JSONL stream, in order (line numbers are 1-based): each line's
+    instance (None for a line that is not one) and result."""
     for number, text in enumerate(lines, 1):
         if text.strip():
-            yield score_line(text, number, method, judge)
+            yield _scored(text, number, method, judge)
 
 
 def _instances_in(source: IO[str]) -> int | None:
@@ -156,19 +163,24 @@ def _instances_in(source: IO[str]) -> int | None:
 
 
 def score_file(
-    source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True
-) -> ScoreSummary:
+    source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True,
+    records: IO[str] | None = None,
+) -> ScoreSummary:  # fmt: skip
     """Score ``source`` (instance JSONL) into ``sink`` (one JSON line per instance) with ``method``; returns the
-    summary. Raises :class:`genrm.engine.BackendUnavailable` when the judge cannot be reached (the lines scored before
-    are in ``sink``)."""
+    summary. With ``records``, each scored instance is also written there as a record log line
+    (:func:`genrm.records.record_line`, what ``genrm audit mine`` reads). Raises
+    :class:`genrm.engine.BackendUnavailable` when the judge cannot be reached (the lines scored before are in
+    ``sink``)."""
     from tqdm import tqdm
 
     summary = ScoreSummary()
     start = time.perf_counter()
     with tqdm(desc=f"scoring ({method.name}, {judge.name})", unit=" instances", disable=not progress,
               leave=False, total=_instances_in(source) if progress else None) as bar:  # fmt: skip
-        for result in score_lines(source, method, judge):
+        for instance, result in score_lines(source, method, judge):
             sink.write(result.model_dump_json() + "\n")
+            if records is not None and instance is not None:
+                records.write(record_line(instance, result) + "\n")
             summary.add(result, None if result.error is not None else method.tally(result))
             bar.update(1)
     summary.seconds = time.perf_counter() - start
