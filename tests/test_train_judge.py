@@ -22,6 +22,13 @@ pytestmark = pytest.mark.slow
 JUDGE_RISE = 0.10  # the least rise of the sampled format reward RLVR must bring (see the RLVR test)
 
 
+def _short_sft(base, out, max_steps: int, save_steps: int) -> list[str]:
+    """``genrm train sft`` of the tiny CPU recipe for a few steps of 16 examples, logging every step."""
+    return ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(base),
+            "--output_dir", str(out), "--max_steps", str(max_steps), "--save_steps", str(save_steps),
+            "--max_examples", "16", "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+
+
 def _losses(run):
     return [e["loss"] for e in json.loads((run / "log_history.json").read_text()) if "loss" in e]
 
@@ -110,9 +117,7 @@ def test_a_run_stopped_midway_keeps_its_checkpoint_says_so_and_resumes(tmp_path,
     import trl
 
     out = tmp_path / "sft"
-    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
-            "--output_dir", str(out), "--max_steps", "4", "--save_steps", "2", "--max_examples", "16",
-            "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+    args = _short_sft(tiny_judge_dir, out, max_steps=4, save_steps=2)
     step = trl.SFTTrainer.training_step
 
     def stopped_at_step_3(self, *a, **k):
@@ -232,9 +237,7 @@ def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_step_and_the_run_resumes_th
     import trl
 
     out = tmp_path / "sft"
-    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(tiny_judge_dir),
-            "--output_dir", str(out), "--max_steps", "5", "--save_steps", "100", "--max_examples", "16",
-            "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+    args = _short_sft(tiny_judge_dir, out, max_steps=5, save_steps=100)
     step = trl.SFTTrainer.training_step
 
     def ctrl_c_in_step_3(self, *a, **k):
