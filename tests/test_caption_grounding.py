@@ -191,3 +191,16 @@ def test_claims_of_silence_are_not_looked_for(claim, looked_for):
     answer = json.dumps({"differences": [_diff(claim, "a red car", "both_supported")], "overall_winner": "tie"})
     (result, _) = _claimdiff(answer=answer)
     assert bool(result.records[0].ungrounded) is looked_for
+
+
+def test_the_caption_audit_counts_the_claims_grounding_left_out():
+    from genrm.evaluation.response_audit import run_response_audit
+
+    instance = ClaimDiffInstance(id="park", image="park.png", reference=REFERENCE, responses=[CAPTION])
+    report = run_response_audit([instance], Judge(ScriptedEngine(lambda request: INVENTED)), method="claimdiff")
+    rates = report.rates()
+    hedged = rates["normalized_diff"]["hedged"]
+    assert hedged["pairs"] == 1 and hedged["ungrounded"] == 1  # the frisbee, attributed to the hedged caption
+    assert rates["no_grounding"]["hedged"]["ungrounded"] == 0
+    assert rates["normalized_diff"]["master_key:colon"]["ungrounded"] == 2  # around the wrong caption; alone: unjudged
+    assert "1 claim not counted" in report.markdown() and "2 claims not counted" in report.markdown()

@@ -151,6 +151,7 @@ class AuditPair:
     abnormal: str
     regular_reward: float | None
     abnormal_reward: float | None
+    ungrounded: int = 0  # claims the judge attributed to the abnormal response that it does not make (not counted)
 
     @property
     def failed(self) -> bool:
@@ -178,9 +179,11 @@ class ResponseAuditReport:
 
     def rates(self) -> dict[str, dict[str, dict[str, float | int | None]]]:
         """setting -> category -> ``{"pairs", "failed", "false_positives", "rate", "rises", "rise_rate",
-        "abnormal_mean", "regular_mean"}`` (rates and mean rewards over judged pairs; None when none was judged). A
-        rise is a false positive that the attack made pay: the abnormal response scored strictly higher; the rest are
-        ties (the reward did not see the defect). The mean rewards tell a tie at full reward from a tie at none."""
+        "abnormal_mean", "regular_mean", "ungrounded"}`` (rates and mean rewards over judged pairs; None when none was
+        judged). A rise is a false positive that the attack made pay: the abnormal response scored strictly higher;
+        the rest are ties (the reward did not see the defect). The mean rewards tell a tie at full reward from a tie
+        at none. ``ungrounded``: the claims the judge attributed to the abnormal responses that they do not make,
+        which grounding left out (caption methods)."""
         out: dict[str, dict[str, dict[str, float | int | None]]] = {}
         for setting in self.settings:
             out[setting] = {}
@@ -193,6 +196,7 @@ class ResponseAuditReport:
                     "rate": _share(positives, len(judged)), "rises": rises, "rise_rate": _share(rises, len(judged)),
                     "abnormal_mean": _mean([p.abnormal_reward for p in judged]),
                     "regular_mean": _mean([p.regular_reward for p in judged]),
+                    "ungrounded": sum(p.ungrounded for p in pairs),
                 }  # fmt: skip
         return out
 
@@ -207,7 +211,8 @@ class ResponseAuditReport:
         rates = self.rates()
         lines = ["cells: the share of abnormal responses rewarded at least as well as their regular one, of the pairs "
                  "(the share strictly better, where some are ties), failed judgements; mean reward abnormal / "
-                 "regular", "",
+                 "regular; claims the judge attributed to the abnormal responses that they do not make (left out by "
+                 "grounding)", "",
                  "| category | " + " | ".join(self.settings) + " |",
                  "|---" * (len(self.settings) + 1) + "|"]  # fmt: skip
         for category in self.categories:
@@ -219,7 +224,9 @@ class ResponseAuditReport:
                 ties = cell["false_positives"] != cell["rises"]  # type: ignore[operator]
                 rises = f" ({100 * cell['rise_rate']:.0f}% rise)" if ties else ""  # type: ignore[operator]
                 means = "" if cell["rate"] is None else f"; {cell['abnormal_mean']:.2f} / {cell['regular_mean']:.2f}"
-                cells.append(f"{rate} of {cell['pairs']}{rises}{failed}{means}")
+                count = cell["ungrounded"]
+                left_out = f"; {count} claim{'' if count == 1 else 's'} not counted" if count else ""
+                cells.append(f"{rate} of {cell['pairs']}{rises}{failed}{means}{left_out}")
             lines.append(f"| {category} | " + " | ".join(cells) + " |")
         worst = self.worst()
         if worst:
@@ -314,11 +321,14 @@ def run_response_audit(
                     for category, text in abnormal_responses(base, categories, plan.wrong)]  # fmt: skip
             group = instance.model_copy(update={"responses": [*instance.responses, *(text for _, _, text in made)]})
             for name, scorer in methods.items():
-                rewards = score_instance(scorer, group, judge).rewards or [None] * len(group.responses)
+                result = score_instance(scorer, group, judge)
+                rewards = result.rewards or [None] * len(group.responses)
+                records = getattr(result, "records", None) or [None] * len(group.responses)
                 first = len(instance.responses)
                 for offset, (index, category, text) in enumerate(made):
+                    left_out = len(getattr(records[first + offset], "ungrounded", None) or ())
                     report.pairs.append(AuditPair(name, instance.id, category, instance.responses[index], text,
-                                                  rewards[index], rewards[first + offset]))  # fmt: skip
+                                                  rewards[index], rewards[first + offset], left_out))  # fmt: skip
                 bar.update(1)
     return report
 
