@@ -2,7 +2,8 @@
 
     genrm rl --config recipes/rl_tiny_cpu.yaml [--max_steps 10 --judge http://127.0.0.1:8000 ...]
 
-Everything after ``rl`` goes to ``trl.TrlParser``; ``genrm rl --help`` lists every field.
+Everything after ``rl`` goes to ``trl.TrlParser``; ``genrm rl --help`` lists its own fields and the common ones,
+``--help-all`` every field.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The genrm command line, run as a user runs it: a separate process."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -178,6 +179,15 @@ def test_a_recipe_command_says_what_to_type_and_its_help_names_the_recipe_option
     assert bare.returncode == 2 and f"give a recipe: {example}" in bare.stderr and "Traceback" not in bare.stderr
     helped = _genrm(*command, "--help")
     assert helped.returncode == 0 and "A recipe is --config FILE.yaml" in helped.stdout
+    # short: the command's own fields and the common ones; --help-all lists every field (TRL's hundreds, where the
+    # command takes TRL's config: pairs train declares its own 22)
+    assert "--config RECIPE.yaml" in helped.stdout and "--output_dir" in helped.stdout
+    assert "--help-all lists every field" in helped.stdout and "--fsdp_config" not in helped.stdout
+    every = _genrm(*command, "--help-all")
+    fields = set(re.findall(r"--[a-z][a-z0-9_]*", helped.stdout)) - {"--config", "--help", "--field"}
+    assert every.returncode == 0 and fields and all(option in every.stdout for option in fields)
+    if command != ["pairs", "train"]:
+        assert "--fsdp_config" in every.stdout and len(every.stdout) > 3 * len(helped.stdout)
 
 
 def test_a_setting_trl_refuses_is_one_line_with_the_fix():

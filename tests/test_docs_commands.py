@@ -128,8 +128,12 @@ def _genrm_words(text: str) -> list[list[str]]:
     return out
 
 
+_RECIPE_COMMANDS = {("train", "sft"), ("train", "rlvr"), ("rl",), ("pairs", "train")}
+
+
 def _help(path: tuple[str, ...]) -> str:
-    done = subprocess.run([sys.executable, "-m", "genrm", *path, "--help"], capture_output=True, text=True,
+    every = "--help-all" if path in _RECIPE_COMMANDS else "--help"  # their --help lists the common fields only
+    done = subprocess.run([sys.executable, "-m", "genrm", *path, every], capture_output=True, text=True,
                           timeout=120, cwd=ROOT)  # fmt: skip
     return done.stdout + done.stderr
 
@@ -147,7 +151,7 @@ def _options_known(command: Command) -> list[str]:
         if path not in _HELP_CACHE:
             _HELP_CACHE[path] = _help(path)
         listed = _HELP_CACHE[path]
-        if path in (("train", "sft"), ("train", "rlvr"), ("rl",), ("pairs", "train")):
+        if path in _RECIPE_COMMANDS:
             listed += " --config --field"  # TRL's parser reads --config itself; --field stands for any field
         for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", " ".join(words)):
             spellings = {option, option.replace("-", "_").replace("__", "--", 1)}

@@ -3,12 +3,14 @@ flags, read by ``trl.TrlParser``, behind one front door.
 
 Each says in its help that a recipe is ``--config FILE.yaml`` (TRL reads it before argparse sees the rest, so argparse
 would not list it), answers a call with no arguments with the line to type, and reports a recipe that is missing or a
-setting TRL refuses in one line, before any model is loaded.
+setting TRL refuses in one line, before any model is loaded. ``--help`` is short: genrm's own fields, then the TRL
+and model fields a recipe sets most; ``--help-all`` lists every field (hundreds: TRL's configs).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
@@ -23,6 +25,43 @@ def recipe_parser(types: tuple[type, ...], prog: str, example: str) -> Any:
     description = (f"A recipe is --config FILE.yaml (its keys: the fields below), e.g. {example}; any field given as "
                    "--field value overrides it.")  # fmt: skip
     return TrlParser(types, prog=prog, description=description)
+
+
+#: The TRL and model fields a recipe sets most, which the short help lists after the command's own.
+COMMON_FIELDS = ("model_name_or_path", "output_dir", "max_steps", "learning_rate", "per_device_train_batch_size",
+                 "num_generations", "max_completion_length", "logging_steps", "save_steps", "resume_from_checkpoint",
+                 "use_cpu", "bf16", "seed")  # fmt: skip
+
+
+def _own_fields(types: tuple[type, ...]) -> set[str]:
+    """The fields a recipe command declares itself: its first dataclass's when TRL's come in others, else those its
+    one dataclass declares on top of the TRL config it extends."""
+    if len(types) > 1:
+        return {field.name for field in dataclasses.fields(types[0])}
+    return set(vars(types[0]).get("__annotations__", {}))
+
+
+def short_help(parser: Any) -> str:
+    """``parser``'s help with the command's own fields and :data:`COMMON_FIELDS` of TRL's, and how to see every
+    field (``parser``: a ``trl.TrlParser``)."""
+    types = tuple(parser.dataclass_types)
+    short = argparse.ArgumentParser(prog=parser.prog, description=parser.description, add_help=False,
+                                    usage=f"{parser.prog} --config RECIPE.yaml [--FIELD VALUE ...]",
+                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    own, fields = _own_fields(types), [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    mine = short.add_argument_group(f"the fields of {types[0].__name__} (this command's own)")
+    common = short.add_argument_group("the fields of TRL and the model that a recipe sets most")
+    shown = set()
+    for action in fields:
+        if action.dest in own and action.dest not in shown:
+            mine._add_action(action)
+            shown.add(action.dest)
+    for name in COMMON_FIELDS:
+        action = next((a for a in fields if a.dest == name), None)
+        if action is not None and name not in shown:
+            common._add_action(action)
+            shown.add(name)
+    return short.format_help() + f"\n--help-all lists every field ({len(fields)}).\n"
 
 
 def _config_problem(rest: list[str]) -> str | None:
@@ -46,8 +85,14 @@ def read_recipe(parser: Any, rest: list[str], command: str, example: str) -> tup
     when there are no arguments, the recipe is not a readable file, or TRL refuses a setting (an unknown field, bf16
     on a machine without a GPU)."""
     if not rest:
-        print(f"{command}: give a recipe: {example} (--help lists every field)", file=sys.stderr)
+        print(f"{command}: give a recipe: {example} (--help lists the fields)", file=sys.stderr)
         return None
+    if "--help-all" in rest:
+        parser.print_help()
+        raise SystemExit(0)
+    if "-h" in rest or "--help" in rest:
+        print(short_help(parser))
+        raise SystemExit(0)
     problem = _config_problem(rest)
     if problem:
         print(f"{command}: error: {problem}", file=sys.stderr)

@@ -3,7 +3,8 @@
     genrm train sft --config recipes/sft_tiny_cpu.yaml
     genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml --max_steps 10
 
-Everything after the job name goes to ``trl.TrlParser``; ``genrm train sft --help`` lists every field.
+Everything after the job name goes to ``trl.TrlParser``; ``genrm train sft --help`` lists its own fields and the
+common ones, ``--help-all`` every field.
 """
 
 from __future__ import annotations
@@ -54,7 +55,12 @@ def register(sub: Any) -> None:
         description="Train the judge. Arguments after the job go to TRL's parser: --config recipe.yaml and any field "
         "of JudgeDataArguments, SFTConfig/GRPOConfig and ModelConfig as --flag value.",
     )  # fmt: skip
-    train.add_argument("-h", "--help", action="help", help="show this help; genrm train sft --help lists the fields")
+    train.add_argument(
+        "-h",
+        "--help",
+        action="help",
+        help="show this help; genrm train sft --help lists the fields (--help-all: every field)",
+    )
     train.add_argument("job", choices=["sft", "rlvr"])
     train.add_argument("rest", nargs=argparse.REMAINDER)
     train.set_defaults(handler=_cmd_train)
