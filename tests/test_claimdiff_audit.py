@@ -49,7 +49,8 @@ def test_the_scene_judge_charges_every_defect_but_what_the_reference_shares():
         assert rates[mode]["copied_reference"] == {"pairs": 1, "failed": 0, "false_positives": 1, "rate": 1.0,
                                                    "rises": int(mode == "normalized_a_only"),
                                                    "rise_rate": float(mode == "normalized_a_only"),
-                                                   "abnormal_mean": 1.0, "regular_mean": regular}  # fmt: skip
+                                                   "abnormal_mean": 1.0, "regular_mean": regular,
+                                                   "ungrounded": 0}  # fmt: skip
         assert all(rates[mode][c]["rate"] == 0.0 for c in CATEGORIES if c != "copied_reference")
     (worst,) = [p for p in report.worst() if p.setting == "normalized_a_only"]
     assert worst.abnormal == REFERENCE and worst.abnormal_reward == 1.0
@@ -66,7 +67,7 @@ def test_a_judge_that_sees_no_difference_is_fooled_by_everything_and_failures_ar
     broken = Judge(ScriptedEngine(lambda request: "unsure"), parse_retries=0)
     failed = run_response_audit([PARK], broken, {"default": {}}).rates()["default"]
     assert all(failed[c] == {"pairs": 1, "failed": 1, "false_positives": 0, "rate": None, "rises": 0,
-                             "rise_rate": None, "abnormal_mean": None, "regular_mean": None}
+                             "rise_rate": None, "abnormal_mean": None, "regular_mean": None, "ungrounded": 0}
                for c in CATEGORIES)  # fmt: skip
 
 
