@@ -21,6 +21,10 @@ the response as the evidence for each reference item's credit."""
 SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
 DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 
+#: The group-wise remapping threshold of the rubric method's rewards (in (0, 1)), unless a setting gives another: the
+#: default of every way in (``genrm score --tau``, the server's ``tau``, ``genrm rl``, TRL's and verl's functions).
+DEFAULT_TAU = 0.5
+
 
 def copies_criterion(answer_format: ScoringFormat) -> bool:
     """Whether each item of an answer in ``answer_format`` copies its criterion first (only ``rlr3``)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import check_exposure
+from genrm.choices import DEFAULT_TAU, check_exposure
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, RewardMethod
 from genrm.methods.columns import HasRewardColumns
@@ -68,7 +68,7 @@ class PolicyRLArguments:
         metadata={"help": "most pixels of an image a judge run from here is shown; larger ones are scaled down "
                   "(0: every image at its own size; a reward server applies its own)"},
     )  # fmt: skip
-    tau: float = field(default=0.5, metadata={"help": "remapping threshold in (0, 1)"})
+    tau: float = field(default=DEFAULT_TAU, metadata={"help": "remapping threshold in (0, 1)"})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
     length_rule: bool = field(

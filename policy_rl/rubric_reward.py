@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from genrm.choices import DEFAULT_TAU
 from genrm.methods.config import check_tau
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.models import Instance
@@ -66,7 +67,9 @@ class Outcome:
     error: str | None = None
 
 
-def group_rewards(outcomes: Sequence[Outcome], group_size: int | None = None, tau: float = 0.5) -> list[float | None]:
+def group_rewards(
+    outcomes: Sequence[Outcome], group_size: int | None = None, tau: float = DEFAULT_TAU
+) -> list[float | None]:
     """The reward of every completion, remapped and aggregated over its group (``None`` when it cannot be known).
 
     Args:
@@ -133,7 +136,7 @@ class RubricReward:
     def __init__(
         self,
         scorer: InstanceScorer,
-        tau: float = 0.5,
+        tau: float = DEFAULT_TAU,
         length_rule: LengthRule | None = None,
         name: str = "rubric",
         max_failed_batches: int = 3,

@@ -51,6 +51,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from genrm.choices import DEFAULT_TAU
 from policy_rl.method_reward import MethodReward
 from policy_rl.rubric_reward import RubricReward
 
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 
 def _tau() -> float:
     try:
-        return float(os.environ.get("GENRM_TAU", "0.5"))
+        return float(os.environ.get("GENRM_TAU", DEFAULT_TAU))
     except ValueError:
         raise ValueError(f"GENRM_TAU must be a number in (0, 1), got {os.environ['GENRM_TAU']!r}") from None
 

@@ -51,6 +51,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from genrm.choices import DEFAULT_TAU
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
 from genrm.methods.registry import DEFAULT_METHOD
@@ -101,7 +102,7 @@ def compute_score_batch(
     *,
     judge: str = "rule",
     api_key_env: str | None = None,
-    tau: float = 0.5,
+    tau: float = DEFAULT_TAU,
     unknown_reward: float | None = None,
     method: str = DEFAULT_METHOD,
     method_options: Mapping[str, Any] | None = None,

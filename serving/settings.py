@@ -20,7 +20,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from genrm.choices import Device, Dtype, Exposure, JudgeBackend
+from genrm.choices import DEFAULT_TAU, Device, Dtype, Exposure, JudgeBackend
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
@@ -54,7 +54,7 @@ class ServerSettings(BaseSettings):
         default_factory=dict, description="settings of the reward method itself (see the method's documentation)"
     )
     exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
-    tau: float = Field(0.5, gt=0.0, lt=1.0, description="remapping threshold")
+    tau: float = Field(DEFAULT_TAU, gt=0.0, lt=1.0, description="remapping threshold")
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
     verifier_deadline_s: float = Field(
         2.0, gt=0.0, le=60.0, description="time limit of one verifier check, from when it starts, s"

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
+from genrm.choices import DEFAULT_TAU
 from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int, share
 from genrm.cli.paths import input_file, output_dir, output_file
@@ -207,7 +208,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     method_options(score)
     judge_backend_options(score)
-    score.add_argument("--tau", type=float, default=0.5, help="remapping threshold in (0, 1) (default: 0.5)")
+    score.add_argument("--tau", type=float, default=DEFAULT_TAU,
+                       help=f"remapping threshold in (0, 1) (default: {DEFAULT_TAU})")  # fmt: skip
     score.add_argument(
         "--exposure", choices=EXPOSURES, default="minimal",
         help="what a model judge sees of the rubric (default: minimal)",

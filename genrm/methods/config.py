@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from genrm.choices import Exposure, check_exposure
+from genrm.choices import DEFAULT_TAU, Exposure, check_exposure
 from genrm.methods.format_checks import FormatConfig
 from verifiers import VerifyConfig
 
@@ -42,7 +42,7 @@ class MethodConfig:
         verify: the verifiers' deadline and bounds.
     """
 
-    tau: float = 0.5
+    tau: float = DEFAULT_TAU
     exposure: Exposure = "minimal"
     format: FormatConfig = field(default_factory=FormatConfig)
     check_format: bool = True

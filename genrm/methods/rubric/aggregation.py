@@ -30,13 +30,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from genrm.choices import DEFAULT_TAU
 from genrm.methods.config import check_tau
 from genrm.methods.rubric.models import SectionName as Section
 
 _DIGITS = 12
 
 
-def remap_group(scores: Sequence[float | None], tau: float = 0.5) -> list[float | None]:
+def remap_group(scores: Sequence[float | None], tau: float = DEFAULT_TAU) -> list[float | None]:
     """Remap one criterion's raw scores (in [0, 1]) over the responses of a group (eq. 2-3); ``None`` stays ``None``.
 
     Args:
@@ -158,7 +159,7 @@ def aggregate_group(
     raw_scores: Sequence[Sequence[float | None]],
     format_violations: Sequence[Sequence[str]] | None = None,
     length_ok: Sequence[bool] | None = None,
-    tau: float = 0.5,
+    tau: float = DEFAULT_TAU,
 ) -> list[Aggregate]:
     """Rewards of a group of responses to one prompt.
 
