@@ -3,9 +3,9 @@
     python benchmarks/hostile_load.py [--victim-requests 60] [--hostile-clients 6] [--json FILE]
 
 A ``genrm serve`` process (rule judge, a record log, image URLs allowed from a loopback host) is measured phase by
-phase. In each phase a victim sends cheap requests one at a time, alternating ``/v1/score`` (one group of three short
-responses) and ``/health``, while ``--hostile-clients`` clients send one hostile pattern as fast as the server answers
-them:
+phase. In each phase a victim (a process of its own, as another client would be) sends cheap requests one at a time,
+alternating ``/v1/score`` (one group of three short responses) and ``/health``, while ``--hostile-clients`` clients
+send one hostile pattern as fast as the server answers them:
 
 - ``none``: no hostile load (the victim's baseline);
 - ``quadratic_text``: groups of 64 responses of 100,000 characters of ``\\boxed{``, ``\\(`` and ``<think>`` (the scans
@@ -30,6 +30,7 @@ import argparse
 import base64
 import io
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -264,13 +265,15 @@ def main(argv: list[str] | None = None) -> int:
                    "--image-private-addresses", "--image-fetch-timeout-s", "2"]  # fmt: skip
         process, url = start_server(command, port, None, "reward")
         watch = MemoryWatch(process.pid)
+        victims = multiprocessing.get_context("spawn")
         rows, hostile = [], None
         try:
             for name in ["none", *patterns]:
                 watch.reset()
                 hostile = Hostile(url, patterns[name], args.hostile_clients) if name != "none" else None
                 time.sleep(args.warm_s if hostile else 0.0)
-                times = _victim(url, args.victim_requests)
+                with victims.Pool(1) as pool:  # another client is another process: it shares no GIL with these
+                    times = pool.apply(_victim, (url, args.victim_requests))
                 if hostile is not None and name != list(patterns)[-1]:
                     hostile.stop(wait_s=300.0)  # the next phase starts on an idle server
                 rows.append({

@@ -36,7 +36,7 @@ from fastapi import FastAPI
 
 from genrm import __version__
 from genrm.engine.judge import Judge
-from genrm.methods import RewardMethod, check_judge, make_method, method_judge
+from genrm.methods import RewardMethod, check_judge
 from genrm.methods.base import AnswersJudgePayloads
 from serving.bodies import publish_body_schemas
 from serving.errors import install_handlers
@@ -49,6 +49,8 @@ from serving.record_log import RecordLog
 from serving.routes import health, reward, verify
 from serving.routes.judge_payload import judge_payload_router
 from serving.routes.score import score_router
+from serving.score_workers import ScoreWorkers
+from serving.server_method import make_backend, make_server_method
 from serving.settings import ServerSettings
 from serving.state import ServerState
 from verifiers import warm_up
@@ -56,26 +58,6 @@ from verifiers import warm_up
 __all__ = ["create_app", "make_backend", "make_server_method"]
 
 logger = logging.getLogger("genrm.serving")
-
-
-def make_backend(settings: ServerSettings, method: RewardMethod | None = None) -> Judge:
-    """The judge ``settings`` name (:func:`genrm.methods.method_judge`; ``scripted`` is ``method``'s scripted judge,
-    the method the settings name by default); raises ValueError when it cannot judge for the method, or cannot serve
-    the configured exposure (a text-only checkpoint under ``vlm``)."""
-    method = method or make_server_method(settings)
-    judge = method_judge(method, settings.judge_spec(), settings.engine_options(), parse_retries=1)
-    if settings.exposure == "vlm" and not judge.sees_images:
-        raise ValueError(
-            f"{judge.model} is a text-only judge (no image processor), but the vlm exposure shows it images: "
-            "serve a vision-language checkpoint, or another exposure"
-        )
-    return judge
-
-
-def make_server_method(settings: ServerSettings) -> RewardMethod:
-    """The reward method ``settings`` name, configured by them (``ServerSettings.method_config`` and the method's own
-    ``method_options``). Raises ValueError for an unknown method or option."""
-    return make_method(settings.method, settings.method_config(), settings.method_options)
 
 
 def create_app(
@@ -91,6 +73,7 @@ def create_app(
     Raises ValueError when the method cannot judge with the judge (no model, and no fixed-rule reader).
     """
     settings = settings or ServerSettings()
+    from_settings = backend is None and method is None  # a worker process can build the same from the settings
     method = method or make_server_method(settings)
     judge = backend or make_backend(settings, method)
     check_judge(method, judge)
@@ -101,6 +84,8 @@ def create_app(
                         settings.method_config().verify,
                         RecordLog(settings.record_log, settings.record_log_max_bytes or None, settings.record_log_keep)
                         if settings.record_log else None)  # fmt: skip
+    if from_settings and judge.engine is None and settings.score_workers:
+        state.score_workers = ScoreWorkers(settings, settings.score_workers)
     if settings.group_size:
         state.gatherer = GroupGatherer(
             settings.group_size, settings.group_wait_s, partial(reward.judge_gathered, state)
@@ -118,6 +103,8 @@ def create_app(
                 await state.gatherer.aclose(settings.shutdown_timeout_s)
             await judge.aclose()
             state.decoders.close()
+            if state.score_workers is not None:
+                state.score_workers.close()
             if state.log is not None:
                 state.log.close()
 

@@ -23,7 +23,9 @@ from serving.errors import RequestError
 _SCHEMAS = "#/components/schemas/{model}"
 
 
-def _validated(model: type[BaseModel], raw: bytes) -> BaseModel:
+def validated_body(model: type[BaseModel], raw: bytes) -> BaseModel:
+    """``raw`` parsed as JSON and validated as ``model``; raises FastAPI's RequestValidationError (``loc`` starts with
+    ``body``). Blocking."""
     try:
         value = json.loads(raw)
     except ValueError as exc:  # not JSON, or not UTF-8
@@ -45,19 +47,22 @@ def request_tenant(request: Request) -> str:
     return tenant
 
 
+async def body_bytes(request: Request) -> bytes:
+    """The request's body, read whole (on the loop: it waits only on the network); 400 when the client left first."""
+    try:
+        return await request.body()
+    except ClientDisconnect:  # the client left, or the guard refused the body (413) and answered already
+        raise RequestError(400, ["body"], "the body did not arrive whole: the client left", "disconnected") from None
+
+
 def json_body(model: type[BaseModel]) -> Any:
     """A FastAPI dependency giving the request's JSON body as ``model``, parsed and validated in a worker thread
     that takes one of the server's CPU slots as this request (declare the parameter as
     ``body: Annotated[Model, json_body(Model)]``)."""
 
     async def read(request: Request) -> BaseModel:
-        try:
-            raw = await request.body()
-        except ClientDisconnect:  # the client left, or the guard refused the body (413) and answered already
-            raise RequestError(
-                400, ["body"], "the body did not arrive whole: the client left", "disconnected"
-            ) from None
-        return await request.app.state.server.cpu(request_tenant(request), _validated, model, raw)
+        raw = await body_bytes(request)
+        return await request.app.state.server.cpu(request_tenant(request), validated_body, model, raw)
 
     return Depends(read)
 

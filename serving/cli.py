@@ -100,6 +100,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             return 2
         from serving.http_protocol import head_timeout_protocol
 
+        if app.state.server.score_workers is not None:  # ready before the first large request, not started by it
+            app.state.server.score_workers.start_in_background()
+
         # CPU work runs in threads, one per request (serving.state); the event loop and a cheap request's thread
         # wait for the interpreter behind them, 5 ms each by default: 1 ms turns make a cheap request under load
         # several times faster, for a few context switches more per second

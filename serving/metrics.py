@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from genrm.methods.base import UNGROUNDED, GroupResult, ResultTally
@@ -50,7 +52,10 @@ class ServerMetrics:
     def observe_result(self, result: GroupResult, tally: ResultTally) -> None:
         """Count the responses and unknown rewards of a scored group, and the judge failures and verifier statuses
         its method found in it (``RewardMethod.tally``)."""
-        rewards = result.rewards or []
+        self.observe_group(result.rewards or [], tally)
+
+    def observe_group(self, rewards: Sequence[float | None], tally: ResultTally) -> None:
+        """:meth:`observe_result` of a group scored elsewhere (a worker process), from its rewards and tally."""
         self.responses.inc(len(rewards))
         self.unknown_rewards.inc(sum(reward is None for reward in rewards))
         for failure in tally.judge_failures:

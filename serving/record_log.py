@@ -67,14 +67,14 @@ class RecordLog:
         logger.info("record log %s rotated: the lines before are in %s.1", self.path, self.path)
 
     def write(self, request_id: str, instances: Sequence[Instance], results: Sequence[InstanceResult]) -> None:
-        """Append one line per group and make it durable (fsync) before returning: whole lines or nothing. A write
-        that fails part way (a full disk) is cut back to where the batch began and the error raised, so the next
-        batch never starts glued to a torn line."""
-        now = time.time()
-        lines = "".join(
-            record_line(instance, result, now, request_id=request_id) + "\n"
-            for instance, result in zip(instances, results, strict=True)
-        ).encode("utf-8")  # fmt: skip
+        """Append one line per group (:func:`record_lines`) and make it durable (fsync) before returning: whole lines
+        or nothing."""
+        self.append(record_lines(request_id, instances, results))
+
+    def append(self, lines: bytes) -> None:
+        """Append whole lines (UTF-8, each ending in a new line) and make them durable (fsync) before returning. A
+        write that fails part way (a full disk) is cut back to where the batch began and the error raised, so the
+        next batch never starts glued to a torn line."""
         with self._lock:
             if self._fd is None:
                 raise ValueError(f"the record log {self.path} is closed")
@@ -97,6 +97,15 @@ class RecordLog:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def record_lines(request_id: str, instances: Sequence[Instance], results: Sequence[InstanceResult]) -> bytes:
+    """The log's lines for one answered batch: a line per group, stamped now and with ``request_id``."""
+    now = time.time()
+    return "".join(
+        record_line(instance, result, now, request_id=request_id) + "\n"
+        for instance, result in zip(instances, results, strict=True)
+    ).encode("utf-8")
 
 
 def _whole(line: bytes) -> bool:

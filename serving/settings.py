@@ -69,6 +69,16 @@ class ServerSettings(BaseSettings):
     max_responses: int = Field(64, gt=0, description="most responses in one group")
     max_response_chars: int = Field(100_000, gt=0, description="longest response, characters")
     max_concurrent_groups: int = Field(64, gt=0, description="groups judged at the same time, all requests together")
+    score_workers: int = Field(
+        2, ge=0, le=64,
+        description="rule judge: worker processes that score /v1/score requests larger than a few ms of work, one "
+        "request each at a time, so that they never slow a cheap request (0: every request in the server's process)",
+    )  # fmt: skip
+    score_timeout_s: float = Field(
+        60.0, gt=0.0, le=3600.0,
+        description="most seconds a request scored in a worker process may take; past it the worker is stopped and "
+        "the request refused (503), with no reward",
+    )  # fmt: skip
     special_tokens: list[str] = Field(
         default_factory=list,
         description="/get_reward: special-token texts of the policy to cut from the end of a response, besides "

@@ -14,21 +14,23 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import Depends, Request
+from fastapi.exceptions import RequestValidationError
 
 from genrm.engine.judge import Judge
-from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, MethodInputError, RewardMethod
+from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, RewardMethod
 from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
 from serving.fair_slots import FairSlots
+from serving.group_checks import WHERE, check_limits, prepare_groups, safe_responses
 from serving.image_workers import ImageDecoders
 from serving.images import ImageRefused, ImageResolver
 from serving.judge_cost import plan_request
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.record_log import RecordLog
+from serving.score_workers import ScoreWorkers, WorkerDied
 from serving.settings import ServerSettings
 from verifiers import VerifyConfig, tenant
-from verifiers.text import has_lone_surrogates, without_lone_surrogates
 
 _THREADS = 40  # threads for in-process work (anyio's default for all threads together)
 # Threads for scoring that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
@@ -61,6 +63,7 @@ class ServerState:
     verify_config: VerifyConfig
     log: RecordLog | None = None
     gatherer: Any = None  # serving.gathering.GroupGatherer when a group size is set
+    score_workers: ScoreWorkers | None = None  # large /v1/score requests are scored there when set
     # Made here rather than at start-up, so that the app also works where no lifespan runs (some test clients).
     slots: FairSlots = field(init=False)
     images: ImageResolver = field(init=False)
@@ -97,17 +100,7 @@ class ServerState:
 
     def check_limits(self, groups: Sequence[GroupInstance], where: list[Any]) -> None:
         """Refuse (422) a group with more responses, or a response longer, than the settings allow."""
-        settings = self.settings
-        for i, group in enumerate(groups):
-            if len(group.responses) > settings.max_responses:
-                raise RequestError(422, [*where, i, "responses"],
-                                   f"{len(group.responses)} responses; at most {settings.max_responses}",
-                                   "limit")  # fmt: skip
-            for j, response in enumerate(group.responses):
-                if len(response) > settings.max_response_chars:
-                    raise RequestError(422, [*where, i, "responses", j],
-                                       f"response of {len(response)} characters; at most "
-                                       f"{settings.max_response_chars}", "limit")  # fmt: skip
+        check_limits(self.settings, groups, where)
 
     async def resolve_image(self, group: GroupInstance, where: list[Any], tenant: str) -> GroupInstance:
         """``group`` with its image (if it has one) read by the server into a checked data URI
@@ -126,9 +119,18 @@ class ServerState:
         self, groups: Sequence[GroupInstance], loc: Callable[[int], list[Any]], tenant: str
     ) -> list[GroupInstance]:
         references = [getattr(group, IMAGE_FIELD, None) for group in groups]
+        uris = await self.resolve_references(references, loc, tenant)
+        return [group if uri is None else group.model_copy(update={IMAGE_FIELD: uri})
+                for group, uri in zip(groups, uris, strict=True)]  # fmt: skip
+
+    async def resolve_references(
+        self, references: Sequence[Any], loc: Callable[[int], list[Any]], tenant: str
+    ) -> list[str | None]:
+        """Each image reference (None, or not text: no image) read by the server into a checked data URI, each
+        distinct one once, as request ``tenant``; the first refused one is this request's 413 or 422 at ``loc(i)``."""
         distinct = list(dict.fromkeys(r for r in references if isinstance(r, str)))
         if not distinct:
-            return list(groups)
+            return [None] * len(references)
 
         async def read_one(reference: str) -> str:
             async with self._image_slots.slot(tenant):  # these slots bound the reading threads too
@@ -136,17 +138,17 @@ class ServerState:
 
         read = await asyncio.gather(*(read_one(reference) for reference in distinct), return_exceptions=True)
         uris = dict(zip(distinct, read, strict=True))
-        out = []
-        for i, (group, reference) in enumerate(zip(groups, references, strict=True)):
+        out: list[str | None] = []
+        for i, reference in enumerate(references):
             if not isinstance(reference, str):
-                out.append(group)
+                out.append(None)
                 continue
             uri = uris[reference]
             if isinstance(uri, ImageRefused):
                 raise RequestError(uri.status, loc(i), str(uri), "image")
             if isinstance(uri, BaseException):
                 raise uri
-            out.append(group.model_copy(update={IMAGE_FIELD: uri}))
+            out.append(uri)
         return out
 
     async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any], tenant: str) -> None:
@@ -172,13 +174,7 @@ class ServerState:
 
     def prepare(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[Any]:
         """Each group prepared by the method; the first that cannot be is this request's 422, located."""
-        prepared = []
-        for i, group in enumerate(groups):
-            try:
-                prepared.append(self.method.prepare(group))
-            except MethodInputError as exc:
-                raise RequestError(422, [*where, i, *exc.loc], str(exc), exc.kind) from None
-        return prepared
+        return prepare_groups(self.method, groups, where)
 
     async def _score_one(self, prepared: Any, request_id: str) -> GroupResult:
         # every wait here is fair between requests: a request of 256 groups takes its turns like one of a single
@@ -214,24 +210,46 @@ class ServerState:
             self.metrics.observe_result(result, self.method.tally(result))
         return results
 
+    async def score_in_worker(self, tenant: str, raw: bytes) -> bytes:
+        """The answer to the ``/v1/score`` body ``raw``, scored in a worker process (:mod:`serving.score_workers`)
+        as request ``tenant``: its images read here, its groups counted and logged here. Raises what the in-process
+        path raises for the same body, and 503 when the worker passed its deadline or died."""
+        outcome = await self._in_worker(tenant, raw, None)
+        if outcome[0] == "images":  # read here, by the server's image workers, then sent again with them
+            references = [reference for _, reference in outcome[1]]
+            groups = [i for i, _ in outcome[1]]
+            uris = await self.resolve_references(references, lambda k: [*WHERE, groups[k], IMAGE_FIELD], tenant)
+            outcome = await self._in_worker(tenant, raw, dict(zip(groups, uris, strict=True)))
+        if outcome[0] == "invalid":
+            raise RequestValidationError(outcome[1])
+        if outcome[0] == "refused":
+            raise RequestError(*outcome[1:])
+        if outcome[0] != "ok":
+            raise RuntimeError(f"a scoring worker failed: {outcome[-1]}")
+        _, answer, lines, counts = outcome
+        for rewards, tally in counts:
+            self.metrics.observe_group(rewards, tally)
+        if lines is not None and self.log is not None:
+            await anyio.to_thread.run_sync(self.log.append, lines)
+        return answer
+
+    async def _in_worker(self, tenant: str, raw: bytes, images: dict[int, Any] | None) -> tuple[Any, ...]:
+        assert self.score_workers is not None
+        try:
+            return await self.score_workers.score(tenant, raw, images)
+        except TimeoutError:
+            raise RequestError(503, ["body"], f"scoring this request took more than {self.settings.score_timeout_s:g} "
+                               "s (score_timeout_s); nothing of it is rewarded: send fewer or shorter responses per "
+                               "request", "deadline") from None  # fmt: skip
+        except WorkerDied:
+            raise RequestError(503, ["body"], "the worker process scoring this request exited before it answered "
+                               "(out of memory?); nothing of it is rewarded", "worker") from None  # fmt: skip
+
     async def record(self, received: Sequence[GroupInstance], results: Sequence[GroupResult]) -> None:
         """Log groups as the client sent them with their results as answered, once the answer is decided: a group
         whose client is refused is never logged (off the event loop; nothing when the server keeps no log)."""
         if self.log is not None:
             await anyio.to_thread.run_sync(self.log.write, uuid.uuid4().hex, received, results)
-
-
-def safe_responses(groups: Sequence[GroupInstance]) -> tuple[list[GroupInstance], list[list[int]]]:
-    """The groups with every lone surrogate in a response (a policy can emit any code point; UTF-8 cannot carry this
-    one) replaced by U+FFFD, and the indices of the responses of each group that held one."""
-    out, replaced = [], []
-    for group in groups:
-        indices = [i for i, response in enumerate(group.responses) if has_lone_surrogates(response)]
-        if indices:
-            group = group.model_copy(update={"responses": [without_lone_surrogates(r) for r in group.responses]})
-        out.append(group)
-        replaced.append(indices)
-    return out, replaced
 
 
 async def server_state(request: Request) -> ServerState:

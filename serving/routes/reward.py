@@ -20,6 +20,7 @@ from genrm.methods.columns import refuse_advantage_penalty
 from serving.bodies import body_openapi, json_body, request_tenant
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
+from serving.group_checks import check_group_count
 from serving.openrlhf import QueryError, openrlhf_groups
 from serving.payloads import ErrorResponse, RewardRequest, RewardResponse, json_response
 from serving.state import ServerState, State
@@ -120,8 +121,7 @@ async def get_reward(
         )  # fmt: skip
     except QueryError as exc:
         raise RequestError(422, exc.loc, str(exc), exc.kind) from None
-    if len(groups) > state.settings.max_groups:
-        raise RequestError(422, _WHERE, f"{len(groups)} groups; at most {state.settings.max_groups}", "limit")
+    check_group_count(state.settings, len(groups), _WHERE)
     shares = await (
         _gathered(state, groups, request)
         if state.gatherer is not None

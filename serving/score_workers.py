@@ -1,0 +1,206 @@
+"""Large ``/v1/score`` requests scored in worker processes, so that one client's CPU work cannot slow another's.
+
+Under the rule judge every step of a request is CPU work: parsing, reading, verifying, serialising. The threads of one
+process share one interpreter, so however fair the server's queues are, each step of a cheap request waits behind
+the steps of every heavy request under way (six clients sending groups of 6 MB took another client's p99 from 10 ms
+to 1 s). So a request that is not cheap (:func:`scored_inline`) is handed, as the bytes that came, to one of
+``score_workers`` worker processes. The worker parses, checks, reads, scores and serialises it, and sends back the
+answer's bytes, the record log's lines and the counts for ``/metrics``. The operating system shares the cores
+between processes, and the workers run at a lower priority (nice +10), so a cheap request handled in the server's own
+process is answered at once.
+
+- **Fair**: one worker per request at a time, handed out round-robin over requests (:class:`FairSlots`).
+- **Deadline**: past ``score_timeout_s`` the worker is killed (a fresh one starts for the next request) and the
+  request is refused with 503: a failed judgement, never a reward.
+- **Images**: the worker names the request's image references; the server reads them (in its own image workers,
+  :mod:`serving.images`) and sends the request again with them read.
+- **Where it applies**: the rule judge, on a server whose method and judge come from its settings (the worker builds
+  its own from them). With a model judge, the judge's budget (``max_judge_calls``, ``max_judge_bytes``) bounds a
+  request's CPU work, and requests are scored in the server's process.
+- **Expression checks** of a request scored in a worker run in that worker's own expression pool (one process,
+  started on its first check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+import traceback
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from serving.fair_slots import FairSlots
+from serving.group_checks import WHERE
+from serving.worker_processes import WorkerDied, WorkerProcesses, process_bytes
+
+logger = logging.getLogger("genrm.serving")
+
+#: A request is scored in the server's own process when its body is at most this many bytes ...
+INLINE_BODY_BYTES = 16 * 2**10
+#: ... and its responses times its body's bytes are at most this (a few ms of work); else in a worker.
+INLINE_WORK = 256 * 2**10
+_NICE = 10
+# A worker that holds this much more memory than when it started leaves after its request: the memory a large
+# request took is not given back to the system while the process lives.
+_RETIRE_GROWTH = 256 * 2**20
+
+
+def scored_inline(body_bytes: int, responses: int | None) -> bool:
+    """Whether a request of ``body_bytes`` bytes with ``responses`` responses in all (None: not counted yet) is cheap
+    enough to score in the server's own process."""
+    if body_bytes > INLINE_BODY_BYTES:
+        return False
+    return responses is None or responses * body_bytes <= INLINE_WORK
+
+
+class ScoreWorkers:
+    """``size`` (>= 1) worker processes scoring ``/v1/score`` bodies for ``settings`` (see the module docstring),
+    each request within ``settings.score_timeout_s``."""
+
+    def __init__(self, settings: Any, size: int) -> None:
+        self.size, self.timeout_s = size, settings.score_timeout_s
+        self._workers = WorkerProcesses(_spawn, _serve, (settings,))
+        self._slots = FairSlots(size, 1)
+
+    def start(self) -> None:
+        """Start every worker now (blocking, a few seconds), instead of at the first request that needs one."""
+        self._workers.start(self.size)
+
+    def start_in_background(self) -> None:
+        """:meth:`start` in a thread of its own; a worker that cannot start is logged (and tried again on use)."""
+
+        def start() -> None:
+            try:
+                self.start()
+            except Exception:  # noqa: BLE001 - the request that needs one will report it
+                logger.exception("the scoring workers did not start")
+
+        threading.Thread(target=start, name="genrm-score-workers", daemon=True).start()
+
+    async def score(self, tenant: str, raw: bytes, images: dict[int, str] | None) -> tuple[Any, ...]:
+        """The outcome of scoring body ``raw`` (images read: ``images``, by group) in a worker, as request ``tenant``:
+        ``("ok", answer, log_lines, counts)``, ``("images", [(group, reference), ...])``, ``("invalid", errors)``,
+        ``("refused", status, loc, message, kind)`` or ``("crash", text)``. Raises TimeoutError past the deadline,
+        WorkerDied when the worker died."""
+        async with self._slots.slot(tenant):
+            cancel = threading.Event()
+            try:
+                return await anyio.to_thread.run_sync(self._workers.call, (raw, images), self.timeout_s, cancel,
+                                                      abandon_on_cancel=True)  # fmt: skip
+            except BaseException:
+                cancel.set()  # the request was cut (its client left, or shutdown): its worker is stopped
+                raise
+
+    def close(self) -> None:
+        """Stop every worker, busy ones too."""
+        self._workers.close()
+
+
+def _spawn() -> Any:
+    # not fork: the server has threads; not the fork server: the image workers set its preloaded modules
+    return multiprocessing.get_context("spawn")
+
+
+def _serve(connection: Any, settings: Any) -> None:
+    """A worker: build the method and judge from ``settings``, then score each body it is sent."""
+    from verifiers import configure_expr_pool
+
+    with contextlib.suppress(OSError):
+        os.nice(_NICE)
+    configure_expr_pool(size=1)  # started on the first expression check, if any: a worker scores one request
+    scorer = _Scorer(settings)
+    grown = process_bytes(1) + _RETIRE_GROWTH
+    connection.send(("ready",))
+    while True:
+        try:
+            raw, images = connection.recv()
+        except (EOFError, OSError):
+            return
+        outcome = scorer.run(raw, images)
+        retire = process_bytes(1) > grown
+        connection.send((outcome, retire))
+        if retire:
+            return
+
+
+class _Scorer:
+    """What a worker needs to score a body: the server's method, judge and request model, made from its settings."""
+
+    def __init__(self, settings: Any) -> None:
+        from genrm.methods import check_judge
+        from serving.payloads import score_request_model
+        from serving.server_method import make_backend, make_server_method
+
+        self.settings = settings
+        self.method = make_server_method(settings)
+        self.judge = make_backend(settings, self.method)
+        check_judge(self.method, self.judge)
+        self.request_model = score_request_model(self.method.instance_model)
+
+    def run(self, raw: bytes, images: dict[int, str] | None) -> tuple[Any, ...]:
+        from fastapi.exceptions import RequestValidationError
+
+        from serving.errors import RequestError
+
+        try:
+            return self._run(raw, images)
+        except RequestValidationError as exc:
+            return ("invalid", list(exc.errors()))
+        except RequestError as exc:
+            (detail,) = exc.detail
+            return ("refused", exc.status, detail["loc"], detail["msg"], detail["type"])
+        except Exception:  # noqa: BLE001 - the server answers 500 and logs it
+            return ("crash", traceback.format_exc(limit=20))
+
+    def _run(self, raw: bytes, images: dict[int, str] | None) -> tuple[Any, ...]:
+        from genrm.methods.base import IMAGE_FIELD
+        from serving.answers import answer_limit, bounded_answer
+        from serving.bodies import validated_body
+        from serving.group_checks import check_group_count, check_limits
+        from serving.record_log import record_lines
+
+        settings = self.settings
+        groups = validated_body(self.request_model, raw).groups  # type: ignore[attr-defined]
+        check_group_count(settings, len(groups), WHERE)
+        check_limits(settings, groups, WHERE)
+        references = [(i, getattr(group, IMAGE_FIELD, None)) for i, group in enumerate(groups)]
+        references = [(i, reference) for i, reference in references if isinstance(reference, str)]
+        if references and images is None:
+            return ("images", references)
+        read = [group if images is None or i not in images else group.model_copy(update={IMAGE_FIELD: images[i]})
+                for i, group in enumerate(groups)]  # fmt: skip
+        results = score_blocking(self.method, self.judge, settings, read)
+        counts = [(result.rewards or [], self.method.tally(result)) for result in results]
+        answer, answered = bounded_answer(results, answer_limit(len(raw), settings.max_answer_ratio))
+        lines = record_lines(uuid.uuid4().hex, groups, answered) if settings.record_log else None
+        return ("ok", answer, lines, counts)
+
+
+def score_blocking(method: Any, judge: Any, settings: Any, groups: Sequence[Any]) -> list[Any]:
+    """Every group's result, in order, scored in this thread: text made safe, every group prepared (a bad one refuses
+    the whole request), then each judged and scored, its expression checks within ``settings.verifier_budget_s``."""
+    from genrm.engine import run_blocking
+    from genrm.methods.run import judge_prepared
+    from serving.group_checks import WHERE, prepare_groups, safe_responses
+    from verifiers import tenant
+
+    safe, replaced = safe_responses(groups)
+    prepared = prepare_groups(method, safe, WHERE)
+    results = []
+    for one in prepared:
+        readings = run_blocking(judge_prepared(method, one, judge))
+        with tenant(uuid.uuid4().hex, settings.verifier_budget_s):
+            results.append(method.score(one, readings))
+    for result, indices in zip(results, replaced, strict=True):
+        if indices:
+            result.replaced_text = indices
+    return results
+
+
+__all__ = ["INLINE_BODY_BYTES", "INLINE_WORK", "ScoreWorkers", "WorkerDied", "score_blocking", "scored_inline"]

@@ -1,0 +1,137 @@
+"""Large ``/v1/score`` requests are scored in worker processes: the same answer, errors, images, log and metrics as in
+the server's own process, a deadline that ends in no reward, and workers that are stopped when their caller goes."""
+
+import base64
+import io
+import json
+import multiprocessing
+import threading
+import time
+
+import pytest
+from PIL import Image
+from test_serving_app import GROUP, served
+
+from serving.record_log import read_records
+from serving.score_workers import INLINE_BODY_BYTES, INLINE_WORK, scored_inline
+from serving.settings import ServerSettings
+from serving.worker_processes import WorkerDied, WorkerProcesses
+
+pytestmark = pytest.mark.anyio
+
+# Long enough that the body passes INLINE_BODY_BYTES: the request is scored in a worker.
+LARGE = dict(GROUP, id="large", responses=[*GROUP["responses"], "\\boxed{42} " + "and so on " * 2_000])
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def _png(width: int, height: int) -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buffer, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_cheap_requests_stay_in_the_server_and_the_rest_go_to_workers():
+    assert len(json.dumps({"groups": [LARGE]})) > INLINE_BODY_BYTES
+    assert scored_inline(1_000, None) and scored_inline(1_000, 3)
+    assert not scored_inline(INLINE_BODY_BYTES + 1, None)
+    # a small body can still ask for much work: many responses against a long rubric
+    assert not scored_inline(INLINE_BODY_BYTES, INLINE_WORK // INLINE_BODY_BYTES + 1)
+
+
+async def _answers(settings: ServerSettings, bodies: list[dict]) -> list[tuple[int, dict]]:
+    async with served(settings) as http:
+        return [((a := await http.post("/v1/score", json=body)).status_code, a.json()) for body in bodies]
+
+
+async def test_a_request_scored_in_a_worker_is_answered_as_in_the_server_errors_images_and_log_alike(tmp_path):
+    second = dict(LARGE, id="second", responses=["\\boxed{41}", *LARGE["responses"][3:]])
+    bodies = [
+        {"groups": [LARGE, second]},
+        {"groups": [dict(LARGE, image=_png(8, 8))]},
+        {"groups": [LARGE, dict(second, image="data:image/png;base64,AAAA")]},  # refused image: named
+        {"groups": [LARGE, dict(second, rubric={"essential": []})]},  # refused by the method: named
+        {"groups": [dict(LARGE, responses=LARGE["responses"] * 3)]},  # over max_responses
+        {"groups": [dict(LARGE, rubric="nope")]},  # does not validate
+    ]
+    settings = [ServerSettings(score_workers=k, max_responses=8, record_log=tmp_path / f"{k}.jsonl") for k in (0, 1)]
+    inline, pooled = [await _answers(one, bodies) for one in settings]
+    for (status, answer), (status_in, answer_in) in zip(pooled, inline, strict=True):
+        assert status == status_in and answer == answer_in
+    assert [status for status, _ in pooled] == [200, 200, 422, 422, 422, 422]
+    assert pooled[0][1]["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
+    assert pooled[2][1]["detail"][0]["loc"] == ["body", "groups", 1, "image"]
+    logged = [[(r["instance"], r["result"]) for r in read_records(tmp_path / f"{k}.jsonl")] for k in (0, 1)]
+    assert len(logged[1]) == 3 and logged[0] == logged[1]  # the groups answered, nothing of the refused requests
+
+
+async def test_a_worker_counts_what_it_scored_in_the_servers_metrics():
+    async with served(ServerSettings(score_workers=1)) as http:
+        await http.post("/v1/score", json={"groups": [LARGE, LARGE]})
+        metrics = (await http.get("/metrics")).text
+    assert f"genrm_responses_scored_total {2.0 * len(LARGE['responses'])}" in metrics
+
+
+async def test_a_request_past_its_deadline_is_refused_with_no_reward_and_the_next_is_scored():
+    async with served(ServerSettings(score_workers=1, score_timeout_s=0.001)) as http:
+        refused = await http.post("/v1/score", json={"groups": [LARGE]})
+        cheap = await http.post("/v1/score", json={"groups": [GROUP]})
+    assert refused.status_code == 503 and "rewards" not in refused.text
+    assert refused.json()["detail"][0]["type"] == "deadline" and "score_timeout_s" in refused.text
+    assert cheap.status_code == 200 and cheap.json()["groups"][0]["rewards"] == [1.0, 0.0, 0.0]
+
+
+def _echo(connection, delay_s: float) -> None:
+    connection.send(("ready",))
+    while True:
+        message = connection.recv()
+        if message == "exit":
+            return
+        time.sleep(delay_s)
+        connection.send((message, message == "retire"))
+
+
+def test_worker_processes_answer_in_turn_keep_workers_and_stop_them_at_the_deadline_or_on_cancel():
+    workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _echo, (0.2,))
+    try:
+        assert workers.call("a", 10.0) == "a"
+        (first,) = workers._idle
+        assert workers.call("b", 10.0) == "b" and workers._idle == [first]  # kept between calls
+        with pytest.raises(TimeoutError):
+            workers.call("slow", 0.01)
+        assert not first.process.is_alive() and workers._idle == []  # killed at the deadline
+        cancel = threading.Event()
+        threading.Timer(0.05, cancel.set).start()
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            workers.call("c", 10.0, cancel)
+        assert time.monotonic() - start < 5.0 and workers._idle == []
+        assert workers.call("retire", 10.0) == "retire" and workers._idle == []  # it said it leaves: not kept
+        with pytest.raises(WorkerDied):
+            workers.call("exit", 10.0)
+        workers.close()
+        assert workers.call("again", 10.0) == "again"  # a fresh worker after close (an app started again)
+    finally:
+        workers.close()
+
+
+def test_closing_stops_a_busy_worker_and_its_caller_returns():
+    workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _echo, (60.0,))
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            workers.call("long", 120.0)
+        except BaseException as exc:  # noqa: BLE001 - what the caller got
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    while not workers._busy:
+        time.sleep(0.01)
+    workers.close()
+    caller.join(30.0)
+    assert not caller.is_alive() and isinstance(outcome[0], WorkerDied)
