@@ -57,11 +57,6 @@ def short_system_prompt(answer_format: ScoringFormat) -> bool:
     return answer_format in ("brief", "evidence")
 
 
-JudgeBackend = Literal["rule", "scripted", "transformers", "openai", "sglang"]
-"""Where judgements come from: fixed rules, the reward method's scripted judge (no model, for trying a method
-offline), a checkpoint in process, or an OpenAI-compatible or SGLang endpoint."""
-JUDGE_BACKENDS: tuple[JudgeBackend, ...] = get_args(JudgeBackend)
-
 ImageCondition = Literal["real", "shuffled", "blank"]
 """What a pairwise judge is shown as the prompt's image in evaluation: the real one, another pair's, or a blank one."""
 IMAGE_CONDITIONS: tuple[ImageCondition, ...] = get_args(ImageCondition)

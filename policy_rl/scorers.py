@@ -93,7 +93,7 @@ def make_scorer(
     for the method (``rule`` for a method without a fixed-rule reader).
     """
     from genrm.engine import EngineOptions, JudgeSpec
-    from genrm.engine.spec import SPEC_FORMS
+    from genrm.engine.backends import spec_forms
 
     method = method or RubricMethod()
     if spec.startswith(("http://", "https://")):
@@ -101,7 +101,7 @@ def make_scorer(
     try:
         parsed = JudgeSpec.parse(spec)
     except ValueError:
-        raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {SPEC_FORMS}") from None
+        raise ValueError(f"judge {spec!r:.80}: expected a reward server URL (http://...) or {spec_forms()}") from None
     options = EngineOptions(api_key=api_key, device=device, image_dir=image_dir, image_budget=image_budget)
     judge = method_judge(method, parsed, options)
     return JudgeScorer(judge, method)

@@ -12,7 +12,7 @@ import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,15 +20,15 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from genrm.choices import DEFAULT_TAU, Device, Dtype, Exposure, JudgeBackend
+from genrm.choices import DEFAULT_TAU, Device, Dtype, Exposure
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
+from genrm.engine.backends import DEFAULT_BACKEND, backend, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD
 from serving.images import ImagePolicy
 from verifiers import VerifyConfig
 
-BackendName = JudgeBackend  # the name settings users know it by
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -42,10 +42,10 @@ class ServerSettings(BaseSettings):
     api_key: SecretStr | None = Field(None, description="bearer token required on every endpoint but /health")
     judge: str | None = Field(
         None,
-        description="the judge in one spelling: rule, transformers:PATH, openai:MODEL@URL[,URL...] or "
-        "sglang:MODEL@URL[,URL...]; instead of backend, model_path, judge_model and judge_urls",
+        description=f"the judge in one spelling: {spec_forms()}; instead of backend, model_path, judge_model and "
+        "judge_urls",
     )
-    backend: BackendName = Field("rule", description="the judge backend")
+    backend: str = Field(DEFAULT_BACKEND, description="the judge backend (genrm.engine.backends)")
     method: str = Field(
         DEFAULT_METHOD, min_length=1, max_length=64,
         description="the reward method served (rubric, claimdiff, balcap, rubicap, pairwise, or a plug-in)",
@@ -211,6 +211,11 @@ class ServerSettings(BaseSettings):
     )  # fmt: skip
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        return backend(value).name
+
     @model_validator(mode="after")
     def _judge_in_one_spelling(self) -> ServerSettings:
         if self.judge is None:
@@ -220,10 +225,10 @@ class ServerSettings(BaseSettings):
             raise ValueError(f"judge names the judge already; drop {', '.join(sorted(spelled_out))}")
         spec = JudgeSpec.parse(self.judge)
         self.backend = spec.backend
-        if spec.backend == "transformers":
-            self.model_path = spec.model
-        elif spec.takes_model:
+        if spec.served:
             self.judge_model, self.judge_urls = spec.model, list(spec.urls)
+        elif spec.takes_model:
+            self.model_path = spec.model
         return self
 
     @model_validator(mode="after")
@@ -233,11 +238,12 @@ class ServerSettings(BaseSettings):
                 raise ValueError("launch needs backend sglang and a model_path")
             self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.sglang_port}/v1"]
             self.judge_model = self.judge_model or self.model_path
-        if self.backend == "transformers":
+        kind = backend(self.backend).model
+        if kind == "checkpoint":
             if not self.model_path:
-                raise ValueError("the transformers backend needs a model_path")
+                raise ValueError(f"the {self.backend} backend needs a model_path")
             self.judge_model = self.judge_model or self.model_path
-        elif self.backend not in ("rule", "scripted") and not (self.judge_urls and self.judge_model):
+        elif kind == "served" and not (self.judge_urls and self.judge_model):
             raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
         return self
 
@@ -257,9 +263,10 @@ class ServerSettings(BaseSettings):
 
     def judge_spec(self) -> JudgeSpec:
         """The judge these settings name."""
-        if self.backend == "transformers":
-            return JudgeSpec("transformers", self.model_path)
-        if self.backend in ("rule", "scripted"):
+        kind = backend(self.backend).model
+        if kind == "checkpoint":
+            return JudgeSpec(self.backend, self.model_path)
+        if kind == "none":
             return JudgeSpec(self.backend)
         return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
 
@@ -288,7 +295,7 @@ class ServerSettings(BaseSettings):
             prefix_cache=self.prefix_cache, continuous_batching=self.continuous_batching,
             image_dir=str(self.image_dir) if self.image_dir else None, image_budget=self.judge_image_pixels or None,
             max_batch_size=self.max_batch_size, batch_wait_s=self.batch_wait_ms / 1000,
-            name=self.judge_model if self.backend == "transformers" else None,
+            name=self.judge_model if backend(self.backend).model == "checkpoint" else None,
         )  # fmt: skip
 
     @classmethod

@@ -3,6 +3,7 @@
 import pytest
 
 from genrm.engine import JudgeSpec, make_engine
+from genrm.engine.backends import backend, backend_names, spec_forms
 from genrm.engine.http import HttpEngine
 
 
@@ -35,7 +36,7 @@ def test_every_form_parses_and_prints_back(text, backend, model, urls):
         ("sglang:@http://h/v1", "a judge is"),
         ("judge@ftp://h/v1", "must start with http"),
         ("transformers:", "needs a checkpoint path"),
-        ("vllm:judge@http://127.0.0.1:8000/v1", "unknown judge backend 'vllm'.*openai:MODEL@URL"),
+        ("tgi:judge@http://127.0.0.1:8000/v1", "unknown judge backend 'tgi'.*openai:MODEL@URL.*vllm:MODEL@URL"),
         ("llama3:8b@http://h:1/v1", "unknown judge backend 'llama3'.*openai:NAME:TAG@URL"),
     ],
 )
@@ -50,17 +51,54 @@ def test_fields_are_checked_when_built_directly():
     with pytest.raises(ValueError, match="at least one base URL"):
         JudgeSpec("sglang", "m")
     with pytest.raises(ValueError, match="unknown judge backend"):
-        JudgeSpec("vllm", "m", ("http://h/v1",))  # type: ignore[arg-type]
+        JudgeSpec("tgi", "m", ("http://h/v1",))
 
 
 def test_the_factory_builds_http_engines_and_refuses_rule():
     engine = make_engine(JudgeSpec.parse("sglang:m@http://127.0.0.1:9/v1"))
     assert isinstance(engine, HttpEngine) and engine.name == "sglang" and engine.model == "m"
-    assert engine._health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/health"
+    assert backend("sglang").health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/health"
     plain = make_engine(JudgeSpec.parse("m@http://127.0.0.1:9/v1"))
-    assert plain.name == "openai" and plain._health_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1/models"
+    assert plain.name == "openai" and backend("openai").health_url("http://h:9/v1") == "http://h:9/v1/models"
     with pytest.raises(ValueError, match="no engine"):
         make_engine(JudgeSpec())
+    with pytest.raises(ValueError, match="method_judge"):
+        make_engine(JudgeSpec("scripted"))
+
+
+@pytest.mark.parametrize("name", backend_names())
+def test_every_backend_is_written_as_its_row_says_and_reads_back(name):
+    row = backend(name)
+    example = {"none": name, "checkpoint": f"{name}:some/dir", "served": f"{name}:m@http://h/v1,http://g/v1"}
+    spec = JudgeSpec.parse(example[row.model])
+    assert spec.backend == name and JudgeSpec.parse(str(spec)) == spec
+    assert row.form in spec_forms()
+    assert spec.takes_model == (row.model != "none") and spec.served == (row.model == "served")
+
+
+def _toy_engine(spec, options):
+    return ("toy engine", spec.model, tuple(spec.urls), options.timeout_s)
+
+
+def test_a_new_backend_is_one_row_parsed_built_and_named_everywhere(monkeypatch):
+    import argparse
+
+    from genrm.cli.data import judge_backend_options, judge_spec_from_args
+    from genrm.engine.backends import BACKENDS, Backend
+    from genrm.engine.spec import EngineOptions
+    from serving.settings import ServerSettings
+
+    row = Backend("toy", "served", "a toy engine", engine=f"{__name__}:_toy_engine", health="/ready")
+    monkeypatch.setitem(BACKENDS, "toy", row)
+    spec = JudgeSpec.parse("toy:m@http://h:1/v1")
+    assert make_engine(spec, EngineOptions(timeout_s=7.0)) == ("toy engine", "m", ("http://h:1/v1",), 7.0)
+    assert row.health_url("http://h:1/v1") == "http://h:1/ready" and "toy:MODEL@URL" in spec_forms()
+    assert ServerSettings(judge="toy:m@http://h:1/v1").judge_spec() == spec
+    assert ServerSettings(backend="toy", judge_model="m", judge_urls=["http://h:1/v1"]).judge_spec() == spec
+    parser = argparse.ArgumentParser()
+    judge_backend_options(parser)
+    args = parser.parse_args(["--backend", "toy", "--model", "m", "--url", "http://h:1/v1"])
+    assert judge_spec_from_args(args) == spec
 
 
 def test_the_engine_decides_whether_a_schema_constrains_decoding():

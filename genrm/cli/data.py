@@ -23,16 +23,15 @@ from genrm.choices import (
     DEVICES,
     EXPOSURES,
     GROUNDINGS,
-    JUDGE_BACKENDS,
     SCORING_FORMATS,
     SYNTHETIC_FAMILIES,
 )
 from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
+from genrm.engine.backends import DEFAULT_BACKEND, backend, backend_names, spec_forms
 from genrm.engine.blocking import run_blocking
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
-from genrm.engine.spec import SPEC_FORMS
 
 if TYPE_CHECKING:
     from genrm.engine import Judge, JudgeSpec
@@ -176,19 +175,21 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
         if args.backend is not None or args.model or args.url:
             raise ValueError("--judge names the judge already; drop --backend, --model and --url")
         return JudgeSpec.parse(args.judge)
-    backend = args.backend or "rule"
-    if backend in ("rule", "scripted"):
+    name = args.backend or DEFAULT_BACKEND
+    kind = backend(name).model
+    if kind == "none":
         if args.model or args.url:
-            raise ValueError("--model and --url name a model judge: add --backend (transformers, openai or sglang), "
-                             f"or give --judge SPEC; the {backend} judge takes neither")  # fmt: skip
-        return JudgeSpec(backend)
+            models = ", ".join(backend_names("checkpoint") + backend_names("served"))
+            raise ValueError(f"--model and --url name a model judge: add --backend ({models}), or give --judge SPEC; "
+                             f"the {name} judge takes neither")  # fmt: skip
+        return JudgeSpec(name)
     if not args.model:
-        raise ValueError(f"--backend {backend} needs --model (a checkpoint path, or the served model's name)")
-    if backend == "transformers":
-        return JudgeSpec("transformers", args.model)
+        raise ValueError(f"--backend {name} needs --model (a checkpoint path, or the served model's name)")
+    if kind == "checkpoint":
+        return JudgeSpec(name, args.model)
     if not args.url:
-        raise ValueError(f"--backend {backend} needs --url BASE_URL (ending in /v1)")
-    return JudgeSpec(backend, args.model, tuple(args.url))
+        raise ValueError(f"--backend {name} needs --url BASE_URL (ending in /v1)")
+    return JudgeSpec(name, args.model, tuple(args.url))
 
 
 def judge_from_args(
@@ -514,16 +515,13 @@ def judge_backend_options(parser: argparse.ArgumentParser) -> None:
     :func:`judge_from_args`)."""
     parser.add_argument(
         "--judge", metavar="SPEC",
-        help=f"the judge: {SPEC_FORMS} (default: rule); or spell it out with --backend, --model, --url",
+        help=f"the judge: {spec_forms()} (default: rule); or spell it out with --backend, --model, --url",
     )  # fmt: skip
-    parser.add_argument("--backend", choices=JUDGE_BACKENDS, help="the judge backend (default: rule)")
-    parser.add_argument("--model", help="checkpoint path (transformers) or served model name (openai, sglang)")
-    parser.add_argument(
-        "--url",
-        action="append",
-        metavar="BASE_URL",
-        help="OpenAI-compatible base URL ending in /v1 (openai, sglang); repeat for replicas",
-    )
+    checkpoint, served = ", ".join(backend_names("checkpoint")), ", ".join(backend_names("served"))
+    parser.add_argument("--backend", choices=backend_names(), help="the judge backend (default: rule)")
+    parser.add_argument("--model", help=f"checkpoint path ({checkpoint}) or served model name ({served})")
+    parser.add_argument("--url", action="append", metavar="BASE_URL",
+                        help=f"OpenAI-compatible base URL ending in /v1 ({served}); repeat for replicas")  # fmt: skip
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")

@@ -24,13 +24,15 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from genrm.engine import backends
 from genrm.engine.endpoint import CallFailed, ChatEndpoint
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, ImageError, is_data_uri, sendable_image
 from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
 
-Flavor = Literal["openai", "sglang"]
+if TYPE_CHECKING:
+    from genrm.engine.spec import EngineOptions, JudgeSpec
 
 
 def response_format(request: ChatRequest) -> dict[str, Any] | None:
@@ -50,7 +52,7 @@ class HttpEngine:
         endpoint: ChatEndpoint,
         sampling: SamplingSettings | None = None,
         constrained: bool = True,
-        flavor: Flavor = "openai",
+        backend: str = "openai",
         image_dir: str | Path | None = None,
         image_budget: int | None = DEFAULT_IMAGE_BUDGET,
     ) -> None:
@@ -60,7 +62,7 @@ class HttpEngine:
             endpoint: where the model answers.
             sampling: how answers are sampled (greedy by default); a request may set its own temperature.
             constrained: send a request's schema as ``response_format``.
-            flavor: ``sglang`` probes SGLang's ``/health``; ``openai`` probes ``/models``.
+            backend: the backend's name (:mod:`genrm.engine.backends`), which says how its health is probed.
             image_dir: the folder image paths are read from (only inside it) and sent as bytes; None sends data URIs
                 only.
             image_budget: most pixels of an image sent; a larger one is scaled down to it first (None: as it is).
@@ -68,7 +70,8 @@ class HttpEngine:
         self.endpoint, self.sampling, self.constrained = endpoint, sampling or SamplingSettings(), constrained
         self.image_dir = Path(image_dir) if image_dir is not None else None
         self.image_budget = image_budget
-        self.name: str = flavor
+        self.name: str = backend
+        self._backend = backends.backend(backend)
         self.model = endpoint.model
 
     @property
@@ -116,17 +119,21 @@ class HttpEngine:
         images = {ref: await asyncio.to_thread(self._sendable, ref) for ref in sorted(references)}
         return list(await asyncio.gather(*(self._one(request, images) for request in requests)))
 
-    def _health_url(self, base_url: str) -> str:
-        if self.name == "sglang":
-            root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
-            return f"{root}/health"
-        return f"{base_url}/models"
-
     async def health(self) -> tuple[bool, str]:
         """Reachable when at least one replica answers its health probe and the recent calls did not all fail
         (:meth:`genrm.engine.endpoint.ChatEndpoint.probe`)."""
-        return await self.endpoint.probe([self._health_url(url) for url in self.base_urls])
+        return await self.endpoint.probe([self._backend.health_url(url) for url in self.base_urls])
 
     async def aclose(self) -> None:
         """Close the endpoint's connections."""
         await self.endpoint.aclose()
+
+
+def make_http_engine(spec: JudgeSpec, options: EngineOptions) -> HttpEngine:
+    """The engine of a judge served behind HTTP (``openai``, ``sglang`` and the like), configured by ``options``."""
+    endpoint = ChatEndpoint(
+        list(spec.urls), str(spec.model), options.api_key, timeout_s=options.timeout_s, retries=options.retries,
+        max_in_flight=options.max_in_flight, budget_s=options.budget_s,
+    )  # fmt: skip
+    return HttpEngine(endpoint, options.sampling, options.constrained, backend=spec.backend,
+                      image_dir=options.image_dir, image_budget=options.image_budget)  # fmt: skip

@@ -20,6 +20,7 @@ from genrm.engine.types import ChatRequest, Reply, UsageCallback
 
 if TYPE_CHECKING:
     from genrm.engine.generation import LocalGenerator
+    from genrm.engine.spec import EngineOptions, JudgeSpec
 
 
 class LocalEngine:
@@ -70,3 +71,16 @@ class LocalEngine:
     async def aclose(self) -> None:
         """Answer what is queued, then stop the batching worker."""
         await asyncio.to_thread(self._batcher.close)
+
+
+def make_local_engine(spec: JudgeSpec, options: EngineOptions) -> LocalEngine:
+    """The engine of a checkpoint run in this process (``transformers:PATH``), configured by ``options``."""
+    from genrm.engine.generation import LocalGenerator
+
+    generator = LocalGenerator.from_pretrained(
+        str(spec.model), device=options.device, dtype=options.dtype, trust_remote_code=options.trust_remote_code,
+        sampling=options.sampling, constrained=options.constrained, name=options.name or str(spec.model),
+        chat_template_kwargs=options.chat_template_kwargs, prefix_cache=options.prefix_cache,
+        image_dir=options.image_dir, continuous=options.continuous_batching, image_budget=options.image_budget,
+    )  # fmt: skip
+    return LocalEngine(generator, options.max_batch_size, options.batch_wait_s)

@@ -1,16 +1,17 @@
 """Which judge, in one spelling, and how its engine behaves.
 
 Every command, the server, the teachers and the policy's reward functions name a judge the same way
-(:meth:`JudgeSpec.parse`):
+(:meth:`JudgeSpec.parse`), by the backends of :mod:`genrm.engine.backends`, one row each:
 
 - ``rule``: no model; the reward method reads responses by fixed rules (the rubric method's verifiable criteria);
 - ``scripted``: no model; the reward method's own scripted judge answers, by rules over the scenes its example
   images carry, so that a method can be tried offline (made by ``genrm.methods.method_judge``, which knows methods);
 - ``transformers:PATH``: a checkpoint (directory or hub id) run in this process;
-- ``openai:MODEL@URL[,URL...]``: a model behind OpenAI-compatible endpoints (vLLM, a hosted API, SGLang), one URL
+- ``openai:MODEL@URL[,URL...]``: a model behind OpenAI-compatible endpoints (a hosted API, or any engine), one URL
   per replica, each ending in ``/v1``; ``MODEL@URL[,URL...]`` is the same (a model whose name holds a colon needs
   the ``openai:`` prefix: any other word before a colon is an unknown backend, refused with the ones there are);
-- ``sglang:MODEL@URL[,URL...]``: the same protocol, with SGLang's own health probe.
+- ``sglang:MODEL@URL[,URL...]`` and ``vllm:MODEL@URL[,URL...]``: the same protocol, with the engine's own health
+  probe (``/health``).
 
 How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`;
 :func:`genrm.engine.factory.make_engine` builds it. Value objects only: this module imports no engine, so any module
@@ -23,41 +24,39 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from genrm.choices import JUDGE_BACKENDS, Device, Dtype, JudgeBackend
+from genrm.choices import Device, Dtype
+from genrm.engine.backends import BACKENDS, DEFAULT_BACKEND, UNPREFIXED_BACKEND, backend, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.types import SamplingSettings
 
 _URL_SCHEMES = ("http://", "https://")
-SPEC_FORMS = (
-    "rule, scripted, transformers:PATH, openai:MODEL@URL[,URL...], sglang:MODEL@URL[,URL...] or MODEL@URL[,URL...]"
-)
 _PREFIX = re.compile(r"[A-Za-z][\w.-]*")  # what reads as a backend's name before a colon
 
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """A judge: its backend, its model (checkpoint path or served name) and, behind HTTP, its replicas' URLs.
+    """A judge: its backend (a name in :data:`genrm.engine.backends.BACKENDS`), its model (checkpoint path or served
+    name) and, behind HTTP, its replicas' URLs.
 
     Construct with :meth:`parse` or directly; either way the fields are checked (ValueError says what is wrong).
     """
 
-    backend: JudgeBackend = "rule"
+    backend: str = DEFAULT_BACKEND
     model: str | None = None
     urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.backend not in JUDGE_BACKENDS:
-            raise ValueError(f"unknown judge backend {self.backend!r:.40}; valid: {', '.join(JUDGE_BACKENDS)}")
-        if not self.takes_model:
+        kind = backend(self.backend).model
+        if kind == "none":
             if self.model or self.urls:
                 raise ValueError(f"the {self.backend} judge takes no model and no URL")
             return
         if not self.model or not self.model.strip():
-            what = "a checkpoint path" if self.backend == "transformers" else "the served model's name"
+            what = "a checkpoint path" if kind == "checkpoint" else "the served model's name"
             raise ValueError(f"the {self.backend} judge needs {what}")
-        if self.backend == "transformers":
+        if kind == "checkpoint":
             if self.urls:
-                raise ValueError("the transformers judge runs in process and takes no URL")
+                raise ValueError(f"the {self.backend} judge runs in process and takes no URL")
             return
         if not self.urls:
             raise ValueError(f"the {self.backend} judge needs at least one base URL (ending in /v1)")
@@ -69,30 +68,32 @@ class JudgeSpec:
     def parse(cls, text: str) -> JudgeSpec:
         """The judge ``text`` names (module docstring); raises ValueError naming the valid forms."""
         text = text.strip()
-        if text in ("rule", "scripted"):
-            return cls(text)  # type: ignore[arg-type]
-        backend, colon, rest = text.partition(":")
-        if colon and backend == "transformers":
-            return cls("transformers", rest.strip())
-        if colon and backend in ("openai", "sglang") and not rest.startswith("//"):
-            body: str = rest
-        elif colon and not rest.startswith("//") and _PREFIX.fullmatch(backend):
-            # vllm:judge@URL was read as an openai judge whose model is "vllm:judge": every call a 404
-            raise ValueError(f"unknown judge backend {backend!r} in {text!r:.80}: a judge is {SPEC_FORMS} (vLLM, "
-                             "a hosted API and SGLang all serve the OpenAI API: openai:MODEL@URL; a model whose "
-                             "name holds a colon: openai:NAME:TAG@URL)")  # fmt: skip
+        if text in BACKENDS and BACKENDS[text].model == "none":
+            return cls(text)
+        prefix, colon, rest = text.partition(":")
+        row = BACKENDS.get(prefix) if colon and not rest.startswith("//") else None
+        if row is not None and row.model == "checkpoint":
+            return cls(prefix, rest.strip())
+        if row is not None and row.model == "served":
+            body = rest
+        elif colon and not rest.startswith("//") and _PREFIX.fullmatch(prefix):
+            # an unknown word before a colon is refused, not read as part of a served name: "vlm:judge@URL" would
+            # otherwise be an openai judge whose model is "vlm:judge", and every call a 404
+            raise ValueError(f"unknown judge backend {prefix!r} in {text!r:.80}: a judge is {spec_forms()} (a model "
+                             f"whose name holds a colon: {UNPREFIXED_BACKEND}:NAME:TAG@URL)")  # fmt: skip
         else:
-            backend, body = "openai", text
+            prefix, body = UNPREFIXED_BACKEND, text
         model, at, urls = body.rpartition("@")
         if not at or not model.strip() or not urls.strip():
-            raise ValueError(f"a judge is {SPEC_FORMS}; got {text!r:.80}")
-        return cls(backend, model.strip(), tuple(url.strip() for url in urls.split(",") if url.strip()))  # type: ignore[arg-type]
+            raise ValueError(f"a judge is {spec_forms()}; got {text!r:.80}")
+        return cls(prefix, model.strip(), tuple(url.strip() for url in urls.split(",") if url.strip()))
 
     def __str__(self) -> str:
-        if not self.takes_model:
+        kind = BACKENDS[self.backend].model
+        if kind == "none":
             return self.backend
-        if self.backend == "transformers":
-            return f"transformers:{self.model}"
+        if kind == "checkpoint":
+            return f"{self.backend}:{self.model}"
         return f"{self.backend}:{self.model}@{','.join(self.urls)}"
 
     @property
@@ -104,7 +105,12 @@ class JudgeSpec:
     def takes_model(self) -> bool:
         """Whether a model answers, named by a checkpoint or a served name (every backend but ``rule`` and
         ``scripted``)."""
-        return self.backend not in ("rule", "scripted")
+        return BACKENDS[self.backend].model != "none"
+
+    @property
+    def served(self) -> bool:
+        """Whether the model is served behind HTTP (named by URLs), not run in this process."""
+        return BACKENDS[self.backend].model == "served"
 
 
 @dataclass(frozen=True)
