@@ -41,6 +41,7 @@ NOT_RUN: list[tuple[str, str]] = [
         "needs a served model",
     ),
     (r"^python -m verl", "needs verl's environment (tests/test_policy_verl.py runs verl's own code)"),
+    (r"^python -m vllm", "needs vLLM's environment (tests/test_vllm_engine.py serves a tiny judge with it)"),
     (
         r"^(GENRM_JUDGE=\S+ )?trl grpo",
         "downloads a Qwen3 policy (tests/test_policy_trl_cli.py runs trl grpo on a tiny one)",

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion, quotes_evidence
+from genrm.engine.answer_grammar import answer_text
 from genrm.jsonl import read_models
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
@@ -148,7 +149,7 @@ def sft_record(
 ) -> dict[str, Any]:
     """A conversational prompt-completion record for TRL's ``SFTTrainer`` (``images`` too under ``vlm``), asking
     for and answering in ``answer_format``."""
-    answer = json.dumps(labelled_answer(example, exposure, answer_format), ensure_ascii=False)
+    answer = answer_text(labelled_answer(example, exposure, answer_format))
     prompt = _prompt_record(example, exposure, answer_format)
     return {**prompt, "completion": [{"role": "assistant", "content": answer}]}
 

@@ -81,9 +81,14 @@ class ChatEndpoint:
         self.usage_callback: Callable[[int, int], None] | None = None
 
     def payload(
-        self, messages: list[dict[str, Any]], sampling: SamplingSettings, response_format: dict[str, Any] | None
+        self,
+        messages: list[dict[str, Any]],
+        sampling: SamplingSettings,
+        response_format: dict[str, Any] | None,
+        fields: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The request body of one chat completion."""
+        """The request body of one chat completion; ``fields``: an engine's own fields besides OpenAI's (vLLM's
+        ``structured_outputs``)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -96,7 +101,7 @@ class ChatEndpoint:
             body["seed"] = sampling.seed
         if response_format is not None:
             body["response_format"] = response_format
-        return body
+        return {**body, **(fields or {})}
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -154,11 +159,12 @@ class ChatEndpoint:
         messages: list[dict[str, Any]],
         sampling: SamplingSettings,
         response_format: dict[str, Any] | None = None,
+        fields: dict[str, Any] | None = None,
     ) -> Reply:
         """One chat completion: ``choices[0].message.content``, the token usage (0 when not reported), and whether
         the answer is finished (not cut by the token budget: ``finish_reason`` other than ``length``). Raises
         CallFailed, or BackendUnavailable when no replica can be reached."""
-        data = await self._post(self.payload(messages, sampling, response_format))
+        data = await self._post(self.payload(messages, sampling, response_format, fields))
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
+from genrm.engine.answer_grammar import GRAMMAR_OPTIONS
 from genrm.engine.checkpoints import checkpoint_path
 from genrm.engine.decoding import (
     MIN_SHARED_TOKENS,
@@ -100,7 +101,7 @@ class _Grammars:
 
     def compile(self, schema: dict[str, Any]) -> Any:
         with self.lock:
-            return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, strict_mode=True)
+            return self.compiler.compile_json_schema(json.dumps(schema), **GRAMMAR_OPTIONS)
 
 
 def _grammar_compiler(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> _Grammars | None:

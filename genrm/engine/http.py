@@ -1,9 +1,11 @@
 """The engine behind OpenAI-compatible chat-completions endpoints: SGLang, vLLM, a hosted teacher.
 
 Each request becomes one chat completion with explicit sampling and, where the engine is constrained and the request
-has a schema, ``response_format`` of type ``json_schema``, which SGLang, vLLM and others enforce by constrained
-decoding. Requests of one call go out concurrently; requests that share their first messages (the G responses of a
-group) let a server with a prefix cache (SGLang's radix cache) compute the shared part once.
+has a schema, a constraint its backend's row names (:mod:`genrm.engine.backends`): ``response_format`` of type
+``json_schema``, which SGLang and others enforce by constrained decoding under their own white-space rules, or, for
+vLLM, the answer's exact grammar as ``structured_outputs`` (:mod:`genrm.engine.answer_grammar`: the text the judge
+was trained to write). Requests of one call go out concurrently; requests that share their first messages (the G
+responses of a group) let a server with a prefix cache (SGLang's radix cache) compute the shared part once.
 
 Why chat completions rather than SGLang's native ``/generate``: the server applies the model's own chat template
 (image parts included), accepts the schema as ``response_format``, returns token usage, and the same request serves
@@ -15,7 +17,7 @@ that cannot be sent fails that request.
 
 The transport (:class:`genrm.engine.endpoint.ChatEndpoint`) retries across replicas; a request that still fails is
 a reply with ``error`` set; when no replica can be reached at all, :class:`genrm.engine.types.BackendUnavailable` is
-raised. Health: ``/models`` of an OpenAI-compatible endpoint, SGLang's own ``/health`` for SGLang.
+raised. Health: ``/models`` of an OpenAI-compatible endpoint, the engine's own ``/health`` for SGLang and vLLM.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.engine import backends
+from genrm.engine.answer_grammar import answer_ebnf, require_xgrammar
 from genrm.engine.endpoint import CallFailed, ChatEndpoint
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, ImageError, is_data_uri, sendable_image
 from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
@@ -72,6 +75,8 @@ class HttpEngine:
         self.image_budget = image_budget
         self.name: str = backend
         self._backend = backends.backend(backend)
+        if constrained and self._backend.constraint == "grammar":
+            require_xgrammar()  # refused now, naming the install, not at the first answer
         self.model = endpoint.model
 
     @property
@@ -92,14 +97,17 @@ class HttpEngine:
         sampling = (
             self.sampling if request.temperature is None else replace(self.sampling, temperature=request.temperature)
         )
-        shape = response_format(request) if self.constrained else None
+        constrained = self.constrained and request.schema is not None
+        by_grammar = constrained and self._backend.constraint == "grammar"
+        shape = response_format(request) if constrained and not by_grammar else None
+        fields = {"structured_outputs": {"grammar": answer_ebnf(request.schema)}} if by_grammar else None
         prompt = request.prompt
         refused = next((sent for ref in prompt.images if isinstance(sent := images.get(ref), ImageError)), None)
         if refused is not None:
             return Reply(error=f"image not sent: {refused}")
         prompt = prompt.with_images(lambda ref: str(images.get(ref, ref)))  # none is an ImageError by now
         try:
-            return await self.endpoint.complete(prompt.messages(), sampling, shape)
+            return await self.endpoint.complete(prompt.messages(), sampling, shape, fields)
         except CallFailed as exc:
             return Reply(error=str(exc))
 

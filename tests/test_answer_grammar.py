@@ -1,0 +1,76 @@
+"""One answer text from training to serving: the answers a judge is trained on are exactly what its grammar admits
+(in process and as sent to vLLM), and what the grammar never admits is not read."""
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+xgrammar = pytest.importorskip("xgrammar")
+from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
+
+from genrm.choices import SCORING_FORMATS  # noqa: E402
+from genrm.data.judge_data import sft_record  # noqa: E402
+from genrm.data.synthetic import generate_examples  # noqa: E402
+from genrm.engine import ChatPrompt, ChatRequest, JudgeSpec, make_engine  # noqa: E402
+from genrm.engine.answer_grammar import GRAMMAR_OPTIONS, answer_ebnf, answer_text  # noqa: E402
+from genrm.engine.endpoint import ChatEndpoint  # noqa: E402
+from genrm.engine.http import HttpEngine  # noqa: E402
+from genrm.methods.answer_json import extract_json_object  # noqa: E402
+from genrm.methods.rubric.answer_schema import scoring_json_schema  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return generate_examples(12, seed=5)
+
+
+@pytest.mark.parametrize("answer_format", SCORING_FORMATS)
+def test_every_training_answer_is_admitted_by_the_grammar_the_judge_decodes_under(examples, answer_format):
+    for example in examples:
+        for exposure in ("minimal", "no_verifier"):
+            answer = sft_record(example, exposure, answer_format)["completion"][0]["content"]
+            schema = scoring_json_schema(example.plans(exposure), answer_format=answer_format)
+            grammar = xgrammar.Grammar.from_json_schema(json.dumps(schema), **GRAMMAR_OPTIONS)
+            assert _is_grammar_accept_string(grammar, answer), answer
+            # the EBNF a served judge is sent is that grammar: it reads back and admits the same text
+            assert _is_grammar_accept_string(xgrammar.Grammar.from_ebnf(answer_ebnf(schema)), answer)
+            value = json.loads(answer)
+            compact = json.dumps(value, separators=(",", ":"))  # what vLLM's disable_any_whitespace admits
+            assert compact == answer or not _is_grammar_accept_string(grammar, compact)
+            assert not _is_grammar_accept_string(grammar, json.dumps(value, indent=1))
+
+
+def test_raw_control_characters_the_grammar_admits_are_read():
+    # XGrammar admits them in a string with maxLength (a rationale), not in one without: both are read
+    bounded = {"type": "object", "properties": {"why": {"type": "string", "maxLength": 20}}, "required": ["why"]}
+    grammar = xgrammar.Grammar.from_json_schema(json.dumps(bounded), **GRAMMAR_OPTIONS)
+    assert _is_grammar_accept_string(grammar, '{"why": "a\tb"}')
+    assert _is_grammar_accept_string(grammar, answer_text({"why": "ab é"}))
+    assert extract_json_object('{"why": "a\tb"}') == {"why": "a\tb"}
+
+
+def _sent(spec: str) -> dict:
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"why": "x"}'}}]})
+
+    engine = make_engine(JudgeSpec.parse(spec))
+    assert isinstance(engine, HttpEngine)
+    engine.endpoint = ChatEndpoint(engine.base_urls, engine.model, transport=httpx.MockTransport(handler))
+    schema = {"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]}
+    (reply,) = asyncio.run(engine.complete([ChatRequest(ChatPrompt("s", "u"), schema, "answer")]))
+    assert reply.text == '{"why": "x"}'
+    return bodies[0]
+
+
+def test_vllm_is_sent_the_answer_grammar_and_an_openai_endpoint_the_schema():
+    vllm = _sent("vllm:judge@http://judge/v1")
+    assert "response_format" not in vllm
+    assert vllm["structured_outputs"] == {"grammar": answer_ebnf(
+        {"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]})}  # fmt: skip
+    plain = _sent("openai:judge@http://judge/v1")
+    assert "structured_outputs" not in plain and plain["response_format"]["type"] == "json_schema"
