@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
 
 from benchmarks.hostile_load import MemoryWatch  # noqa: E402
 from benchmarks.loopback import free_port  # noqa: E402
+from serving.launcher import EngineLauncher, VLLMLaunch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGES = {
@@ -83,50 +83,20 @@ def _child(spec: str, input_file: str, max_tokens: int) -> dict:
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def _vllm(python: str, model: Path, input_file: str, max_tokens: int, log: Path) -> dict:
-    port = free_port()
-    command = [
-        python,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model),
-        "--served-model-name",
-        "judge",
-        "--dtype",
-        "float32",
-        "--max-model-len",
-        "4096",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
+def _vllm(python: str, model: Path, input_file: str, max_tokens: int) -> dict:
+    launch = VLLMLaunch(str(model), port=free_port(), served_model_name="judge", context_length=4096, dtype="float32",
+                        kv_cache_gib=2, startup_timeout_s=_READY_TIMEOUT_S,
+                        program=(python, "-m", "vllm.entrypoints.openai.api_server"))  # fmt: skip
     start = time.perf_counter()
-    with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2"})  # fmt: skip
-    watch = MemoryWatch(process.pid)
-    try:
-        while True:
-            if process.poll() is not None or time.perf_counter() - start > _READY_TIMEOUT_S:
-                raise RuntimeError(f"vLLM did not become healthy; its log: {log}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+    with EngineLauncher(launch) as launched:
         ready_s = time.perf_counter() - start
-        figures = _child(f"vllm:judge@http://127.0.0.1:{port}/v1", input_file, max_tokens)
-        return {**figures, "ready_s": ready_s, "peak_rss": watch.peak_tree}
-    finally:
-        watch.close()
-        process.terminate()
+        assert launched.process is not None
+        watch = MemoryWatch(launched.process.pid)
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            figures = _child(f"vllm:judge@{launched.base_url}", input_file, max_tokens)
+        finally:
+            watch.close()
+    return {**figures, "ready_s": ready_s, "peak_rss": watch.peak_tree}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 if engine == "in process":
                     figures = _child(f"transformers:{model}", args.input, args.max_tokens)
                 else:
-                    figures = _vllm(args.vllm_python, model, args.input, args.max_tokens, Path(folder) / "vllm.log")
+                    figures = _vllm(args.vllm_python, model, args.input, args.max_tokens)
                 rows.append({"judge": name, "engine": engine, **figures})
                 print(f"{name}, {engine}: done", file=sys.stderr, flush=True)
     print(f"{'judge':<28}{'engine':<12}{'ready':>8}{'responses/s':>13}{'tokens/s':>10}{'read':>7}{'peak RSS':>10}")

