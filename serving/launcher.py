@@ -33,8 +33,26 @@ class LaunchError(RuntimeError):
     """The launched server exited or did not become healthy in time; the message ends with its last log lines."""
 
 
+class _Served:
+    """What every launch answers alike: the name requests send and the base URL (its fields give them)."""
+
+    model_path: str
+    port: int
+    served_model_name: str | None
+
+    @property
+    def model_name(self) -> str:
+        """The model name judge requests must send."""
+        return self.served_model_name or self.model_path
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL of the launched server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
 @dataclass(frozen=True)
-class SGLangLaunch:
+class SGLangLaunch(_Served):
     """How to start SGLang for the judge.
 
     Attributes:
@@ -69,16 +87,6 @@ class SGLangLaunch:
         if self.mem_fraction_static is not None and not 0.0 < self.mem_fraction_static < 1.0:
             raise ValueError("mem_fraction_static must be in (0, 1)")
 
-    @property
-    def model_name(self) -> str:
-        """The model name judge requests must send."""
-        return self.served_model_name or self.model_path
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL of the launched server."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
     engine = "SGLang"
 
     def environment(self) -> dict[str, str]:
@@ -103,7 +111,7 @@ _VLLM_SERVER = "vllm.entrypoints.openai.api_server"
 
 
 @dataclass(frozen=True)
-class VLLMLaunch:
+class VLLMLaunch(_Served):
     """How to start vLLM for the judge (fields as :class:`SGLangLaunch`'s; ``dtype`` and ``kv_cache_gib`` matter on
     a CPU, where vLLM wants ``float32`` and a KV cache size, ``VLLM_CPU_KVCACHE_SPACE``)."""
 
@@ -119,16 +127,6 @@ class VLLMLaunch:
     stop_timeout_s: float = 30.0
     program: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", _VLLM_SERVER))
     engine = "vLLM"
-
-    @property
-    def model_name(self) -> str:
-        """The model name judge requests must send."""
-        return self.served_model_name or self.model_path
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL of the launched server."""
-        return f"http://127.0.0.1:{self.port}/v1"
 
     def environment(self) -> dict[str, str]:
         """Variables the server is started with, besides this process's."""
