@@ -69,7 +69,7 @@ def _measure(spec: str, input_file: str, max_tokens: int) -> dict:
     start = time.perf_counter()
     readings = run_blocking(judge_all())
     seconds = time.perf_counter() - start
-    read = sum(r.failure is None for group in readings for r in group if hasattr(r, "failure"))
+    read = sum(reading.failure is None for group in readings for reading in group)  # whole answers read
     responses = sum(len(p.instance.responses) for p in prepared)
     return {"ready_s": ready_s, "seconds": seconds, "responses": responses, "completion_tokens": tokens[0],
             "read": read, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # fmt: skip

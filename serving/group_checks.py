@@ -57,3 +57,19 @@ def safe_responses(groups: Sequence[GroupInstance]) -> tuple[list[GroupInstance]
         out.append(group)
         replaced.append(indices)
     return out, replaced
+
+
+def prepare_safely(
+    method: RewardMethod, groups: Sequence[GroupInstance], where: list[Any]
+) -> tuple[list[Any], list[list[int]]]:
+    """:func:`safe_responses`, then :func:`prepare_groups`: the prepared groups, and the indices of each group's
+    responses whose text was replaced (blocking: both read every response)."""
+    safe, replaced = safe_responses(groups)
+    return prepare_groups(method, safe, where), replaced
+
+
+def mark_replaced(results: Sequence[Any], replaced: Sequence[list[int]]) -> None:
+    """Say in each group's result which of its responses had text replaced (:func:`safe_responses`)."""
+    for result, indices in zip(results, replaced, strict=True):
+        if indices:
+            result.replaced_text = indices

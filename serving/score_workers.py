@@ -116,17 +116,17 @@ def _serve(connection: Any, settings: Any) -> None:
     configure_expr_pool(size=1)  # started on the first expression check, if any: a worker scores one request
     scorer = _Scorer(settings)
     grown = process_bytes(1) + _RETIRE_GROWTH
-    connection.send(("ready",))
-    while True:
-        try:
+    try:
+        connection.send(("ready",))
+        while True:
             raw, images = connection.recv()
-        except (EOFError, OSError):
-            return
-        outcome = scorer.run(raw, images)
-        retire = process_bytes(1) > grown
-        connection.send((outcome, retire))
-        if retire:
-            return
+            outcome = scorer.run(raw, images)
+            retire = process_bytes(1) > grown
+            connection.send((outcome, retire))
+            if retire:
+                return
+    except (EOFError, OSError):  # the server has gone (stopped, or killed while this worker started): so does it
+        return
 
 
 class _Scorer:
@@ -187,19 +187,16 @@ def score_blocking(method: Any, judge: Any, settings: Any, groups: Sequence[Any]
     the whole request), then each judged and scored, its expression checks within ``settings.verifier_budget_s``."""
     from genrm.engine import run_blocking
     from genrm.methods.run import judge_prepared
-    from serving.group_checks import WHERE, prepare_groups, safe_responses
+    from serving.group_checks import WHERE, mark_replaced, prepare_safely
     from verifiers import tenant
 
-    safe, replaced = safe_responses(groups)
-    prepared = prepare_groups(method, safe, WHERE)
+    prepared, replaced = prepare_safely(method, groups, WHERE)
     results = []
     for one in prepared:
         readings = run_blocking(judge_prepared(method, one, judge))
         with tenant(uuid.uuid4().hex, settings.verifier_budget_s):
             results.append(method.score(one, readings))
-    for result, indices in zip(results, replaced, strict=True):
-        if indices:
-            result.replaced_text = indices
+    mark_replaced(results, replaced)
     return results
 
 

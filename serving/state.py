@@ -21,7 +21,7 @@ from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, RewardMe
 from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
 from serving.fair_slots import FairSlots
-from serving.group_checks import WHERE, check_limits, prepare_groups, safe_responses
+from serving.group_checks import WHERE, check_limits, mark_replaced, prepare_safely
 from serving.image_workers import ImageDecoders
 from serving.images import ImageRefused, ImageResolver
 from serving.judge_cost import plan_request
@@ -98,10 +98,6 @@ class ServerState:
         async with self._cpu_slots.slot(tenant):
             return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter(False))
 
-    def check_limits(self, groups: Sequence[GroupInstance], where: list[Any]) -> None:
-        """Refuse (422) a group with more responses, or a response longer, than the settings allow."""
-        check_limits(self.settings, groups, where)
-
     async def resolve_image(self, group: GroupInstance, where: list[Any], tenant: str) -> GroupInstance:
         """``group`` with its image (if it has one) read by the server into a checked data URI
         (:mod:`serving.images`), as request ``tenant``; a refused image is this request's 413 or 422 at ``where``."""
@@ -167,15 +163,6 @@ class ServerState:
                                "(max_judge_calls, max_judge_bytes): send fewer responses or groups per request, or "
                                "smaller images", "judge_budget")  # fmt: skip
 
-    def _prepare_safely(self, groups: Sequence[GroupInstance], where: list[Any]) -> tuple[list[Any], list[list[int]]]:
-        """:func:`safe_responses`, then :meth:`prepare` (blocking: both read every response)."""
-        groups, replaced = safe_responses(groups)
-        return self.prepare(groups, where), replaced
-
-    def prepare(self, groups: Sequence[GroupInstance], where: list[Any]) -> list[Any]:
-        """Each group prepared by the method; the first that cannot be is this request's 422, located."""
-        return prepare_groups(self.method, groups, where)
-
     async def _score_one(self, prepared: Any, request_id: str) -> GroupResult:
         # every wait here is fair between requests: a request of 256 groups takes its turns like one of a single
         # group, instead of queueing all of its groups ahead of it
@@ -197,15 +184,13 @@ class ServerState:
         refuses the whole request), then judged together and counted. The caller logs what it answered
         (:meth:`record`). ``tenant`` names the request in the fair queues (a new name when None)."""
         request_id = tenant or uuid.uuid4().hex
-        self.check_limits(groups, where)
+        check_limits(self.settings, groups, where)
         if not images_read:
             groups = await self.resolve_images(groups, where, request_id)
-        prepared, replaced = await self.cpu(request_id, self._prepare_safely, groups, where)
+        prepared, replaced = await self.cpu(request_id, prepare_safely, self.method, groups, where)
         await self.check_judge_cost(prepared, where, request_id)
         results = list(await asyncio.gather(*(self._score_one(p, request_id) for p in prepared)))
-        for result, indices in zip(results, replaced, strict=True):
-            if indices:
-                result.replaced_text = indices
+        mark_replaced(results, replaced)
         for result in results:
             self.metrics.observe_result(result, self.method.tally(result))
         return results

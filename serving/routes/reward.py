@@ -20,7 +20,7 @@ from genrm.methods.columns import refuse_advantage_penalty
 from serving.bodies import body_openapi, json_body, request_tenant
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
-from serving.group_checks import check_group_count
+from serving.group_checks import check_group_count, check_limits, prepare_groups
 from serving.openrlhf import QueryError, openrlhf_groups
 from serving.payloads import ErrorResponse, RewardRequest, RewardResponse, json_response
 from serving.state import ServerState, State
@@ -53,12 +53,12 @@ async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
 
 
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
-    state.check_limits(groups, _WHERE)
+    check_limits(state.settings, groups, _WHERE)
     tenant = request_tenant(request)
     # a refused image is this request's error, not its group's
     groups = await state.resolve_images(groups, _WHERE, tenant)
     # a bad instance is this request's error, found before anything waits (off the loop: it reads every response)
-    await state.cpu(tenant, state.prepare, groups, _WHERE)
+    await state.cpu(tenant, prepare_groups, state.method, groups, _WHERE)
     empty = [group.model_copy(update={"responses": []}) for group in groups]
     # a client that leaves and sends the same query again is retrying: the gatherer answers it from the group it
     # first joined (serving.gathering), which it can tell only by knowing that this client has gone
