@@ -12,6 +12,7 @@ from typing import Any
 _ALIASES = {
     "judge_urls": ["--judge-url"], "model_path": ["--model"], "judge_max_tokens": ["--max-tokens"],
     "mem_fraction_static": ["--mem-fraction"], "special_tokens": ["--special-token"], "group_wait_s": ["--group-wait"],
+    "engine_port": ["--sglang-port"], "engine_args": ["--sglang-args"], "engine_command": ["--sglang-command"],
 }  # fmt: skip
 _SWITCH_INTERVAL_S = 0.001
 #: Settings taken from the environment or the YAML file only: a secret on a command line is visible to every user.
@@ -77,22 +78,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 1
     with contextlib.ExitStack() as stack:
         if settings.launch:
-            from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher
+            from serving.launcher import EngineLauncher, LaunchError
 
-            launch = SGLangLaunch(
-                str(settings.model_path), port=settings.sglang_port, tp_size=settings.tp_size,
-                dp_size=settings.dp_size, mem_fraction_static=settings.mem_fraction_static,
-                served_model_name=settings.judge_model, extra_args=tuple(settings.sglang_args),
-                **({"program": tuple(settings.sglang_command)} if settings.sglang_command else {}),
-            )  # fmt: skip
+            # SIGTERM (and uvicorn re-raising it after its graceful shutdown) becomes an exit that unwinds this block,
+            # so the launched inference server (in a process group of its own) is stopped too, even while it starts
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
             try:
-                stack.enter_context(SGLangLauncher(launch))
+                stack.enter_context(EngineLauncher(settings.engine_launch()))
             except LaunchError as exc:
                 print(f"genrm serve: {exc}", file=sys.stderr)
                 return 1
-            # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turn that into an exit that unwinds this
-            # block, so the launched SGLang server is stopped too.
-            signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         try:
             app = create_app(settings)
         except ValueError as exc:  # a backend that cannot serve these settings (a text-only judge for vlm, ...)

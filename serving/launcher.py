@@ -8,13 +8,16 @@ on exit.
 
 SGLang's command is ``python -m sglang.launch_server`` with the flags below (checked against SGLang's own argument
 parser by the contract test); vLLM's is ``python -m vllm.entrypoints.openai.api_server`` (its ``vllm`` command fails
-on its own package name in the CPU build), with no structured-output flag: the judge is sent its answers' grammar
-with each request (:mod:`genrm.engine.answer_grammar`). The server runs in its own process group, so stopping it also
+on its own package name in the CPU build), with XGrammar as its structured-output backend: the judge is sent its
+answers' grammar with each request, as XGrammar's EBNF (:mod:`genrm.engine.answer_grammar`), so no flag of the
+engine's decides what white space or separators the judge may write. :data:`LAUNCHES` gives the launch of each
+backend that can be launched. The server runs in its own process group, so stopping it also
 stops its scheduler and engine processes: SIGTERM, then SIGKILL after ``stop_timeout_s``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -61,6 +64,7 @@ class SGLangLaunch(_Served):
         tp_size, dp_size: tensor- and data-parallel sizes (GPUs = tp_size x dp_size).
         mem_fraction_static: share of GPU memory for weights and KV cache (SGLang's default when None).
         context_length: maximum context in tokens (the model's when None).
+        dtype: weight dtype (SGLang's ``auto`` when None).
         api_key: key SGLang requires from its clients (none when None).
         served_model_name: the name requests use (defaults to ``model_path``).
         extra_args: further SGLang flags, passed as given.
@@ -74,6 +78,7 @@ class SGLangLaunch(_Served):
     dp_size: int = 1
     mem_fraction_static: float | None = None
     context_length: int | None = None
+    dtype: str | None = None
     api_key: str | None = None
     served_model_name: str | None = None
     extra_args: tuple[str, ...] = ()
@@ -82,12 +87,10 @@ class SGLangLaunch(_Served):
     program: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", "sglang.launch_server"))
 
     def __post_init__(self) -> None:
-        if self.tp_size < 1 or self.dp_size < 1:
-            raise ValueError("tp_size and dp_size must be at least 1")
-        if self.mem_fraction_static is not None and not 0.0 < self.mem_fraction_static < 1.0:
-            raise ValueError("mem_fraction_static must be in (0, 1)")
+        _check_sizes(self)
 
     engine = "SGLang"
+    backend = "sglang"
 
     def environment(self) -> dict[str, str]:
         """Variables the server is started with, besides this process's."""
@@ -102,21 +105,37 @@ class SGLangLaunch(_Served):
             flags += ["--mem-fraction-static", str(self.mem_fraction_static)]
         if self.context_length is not None:
             flags += ["--context-length", str(self.context_length)]
+        if self.dtype is not None:
+            flags += ["--dtype", self.dtype]
         if self.api_key is not None:
             flags += ["--api-key", self.api_key]
         return [*self.program, *flags, *self.extra_args]
 
 
+def _check_sizes(launch: SGLangLaunch | VLLMLaunch) -> None:
+    if launch.tp_size < 1 or launch.dp_size < 1:
+        raise ValueError("tp_size and dp_size must be at least 1")
+    if launch.mem_fraction_static is not None and not 0.0 < launch.mem_fraction_static < 1.0:
+        raise ValueError("mem_fraction_static must be in (0, 1)")
+
+
 _VLLM_SERVER = "vllm.entrypoints.openai.api_server"
+# the requests' grammars are XGrammar's EBNF: no other structured-output backend of vLLM's reads them
+_VLLM_STRUCTURED_OUTPUTS = json.dumps({"backend": "xgrammar"})
 
 
 @dataclass(frozen=True)
 class VLLMLaunch(_Served):
-    """How to start vLLM for the judge (fields as :class:`SGLangLaunch`'s; ``dtype`` and ``kv_cache_gib`` matter on
-    a CPU, where vLLM wants ``float32`` and a KV cache size, ``VLLM_CPU_KVCACHE_SPACE``)."""
+    """How to start vLLM for the judge (fields as :class:`SGLangLaunch`'s: ``tp_size``, ``dp_size`` and
+    ``mem_fraction_static`` are vLLM's tensor- and data-parallel sizes and GPU memory utilisation; ``dtype`` and
+    ``kv_cache_gib`` matter on a CPU, where vLLM wants ``float32`` and a KV cache size, ``VLLM_CPU_KVCACHE_SPACE``,
+    GiB)."""
 
     model_path: str
     port: int = 8001
+    tp_size: int = 1
+    dp_size: int = 1
+    mem_fraction_static: float | None = None
     context_length: int | None = None
     api_key: str | None = None
     served_model_name: str | None = None
@@ -126,7 +145,12 @@ class VLLMLaunch(_Served):
     startup_timeout_s: float = 1800.0
     stop_timeout_s: float = 30.0
     program: tuple[str, ...] = field(default_factory=lambda: (sys.executable, "-m", _VLLM_SERVER))
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
     engine = "vLLM"
+    backend = "vllm"
 
     def environment(self) -> dict[str, str]:
         """Variables the server is started with, besides this process's."""
@@ -135,7 +159,13 @@ class VLLMLaunch(_Served):
     def command(self) -> list[str]:
         """The full command line."""
         flags = ["--model", self.model_path, "--served-model-name", self.model_name, "--host", "127.0.0.1",
-                 "--port", str(self.port)]  # fmt: skip
+                 "--port", str(self.port), "--structured-outputs-config", _VLLM_STRUCTURED_OUTPUTS]  # fmt: skip
+        if self.tp_size > 1:
+            flags += ["--tensor-parallel-size", str(self.tp_size)]
+        if self.dp_size > 1:
+            flags += ["--data-parallel-size", str(self.dp_size)]
+        if self.mem_fraction_static is not None:
+            flags += ["--gpu-memory-utilization", str(self.mem_fraction_static)]
         if self.context_length is not None:
             flags += ["--max-model-len", str(self.context_length)]
         if self.dtype is not None:
@@ -206,12 +236,22 @@ class EngineLauncher:
             process.wait(timeout=10)
 
     def __enter__(self) -> EngineLauncher:
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # an interrupt while it starts: the server must not outlive us
+            self.stop()
+            self._log.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
         self._log.close()
 
+
+#: The launch of each backend that can be launched, by the backend's name.
+LAUNCHES: dict[str, type[SGLangLaunch] | type[VLLMLaunch]] = {
+    launch.backend: launch for launch in (SGLangLaunch, VLLMLaunch)
+}
 
 SGLangLauncher = EngineLauncher  # the name it had when SGLang was the only engine launched

@@ -27,9 +27,12 @@ from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD
 from serving.images import ImagePolicy
+from serving.launcher import LAUNCHES, SGLangLaunch, VLLMLaunch
 from verifiers import VerifyConfig
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+#: Settings' names from when SGLang was the only server launched, still read (YAML, environment, arguments).
+_OLDER_NAMES = {"sglang_port": "engine_port", "sglang_args": "engine_args", "sglang_command": "engine_command"}
 
 
 class ServerSettings(BaseSettings):
@@ -121,21 +124,32 @@ class ServerSettings(BaseSettings):
     judge_retries: int = Field(2, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
     judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
     constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")
-    launch: bool = Field(False, description="start an SGLang server for model_path and stop it on exit")
+    launch: bool = Field(
+        False,
+        description=f"start the judge's inference server ({', '.join(LAUNCHES)} backend) for model_path, wait until "
+        "it is healthy, and stop it on exit",
+    )
     model_path: str | None = Field(None, description="judge checkpoint (directory or hub id): launch, transformers")
-    sglang_port: int = Field(30000, ge=1, le=65535, description="port of the launched SGLang server")
-    tp_size: int = Field(1, ge=1, description="tensor-parallel size of the launched SGLang server")
-    dp_size: int = Field(1, ge=1, description="data-parallel size of the launched SGLang server")
-    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0, description="SGLang GPU memory share")
-    sglang_args: list[str] = Field(default_factory=list, description="further SGLang flags, as given")
-    sglang_command: list[str] = Field(
+    engine_port: int = Field(30000, ge=1, le=65535, description="port of the launched inference server (loopback)")
+    tp_size: int = Field(1, ge=1, description="tensor-parallel size of the launched inference server")
+    dp_size: int = Field(1, ge=1, description="data-parallel size of the launched inference server")
+    mem_fraction_static: float | None = Field(
+        None, gt=0.0, lt=1.0, description="share of GPU memory the launched inference server takes (its default: none)"
+    )
+    context_length: int | None = Field(
+        None, gt=0, description="context of the launched inference server, tokens (the model's when unset)"
+    )
+    engine_args: list[str] = Field(default_factory=list, description="further flags of the launched server, as given")
+    engine_command: list[str] = Field(
         default_factory=list,
-        description="command before the flags when SGLang lives elsewhere, e.g. [/opt/sglang/bin/python, -m, "
-        "sglang.launch_server] (default: this interpreter)",
+        description="command before the flags when the engine lives in another environment, e.g. "
+        "[/opt/vllm/bin/python, -m, vllm.entrypoints.openai.api_server] (default: this interpreter)",
     )
     device: Device = Field("auto", description="transformers backend: where the model runs")
     dtype: Dtype = Field(
-        "auto", description="transformers backend: weight dtype (auto: bfloat16 on CUDA, float32 on CPU)"
+        "auto",
+        description="weight dtype of the transformers backend (auto: bfloat16 on CUDA, float32 on CPU) and of a "
+        "launched inference server (auto: the server's own choice)",
     )
     trust_remote_code: bool = Field(False, description="transformers backend: run the checkpoint's own code")
     chat_template_kwargs: dict[str, Any] = Field(
@@ -211,6 +225,18 @@ class ServerSettings(BaseSettings):
     )  # fmt: skip
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _launch_settings_in_their_older_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for old, new in _OLDER_NAMES.items():
+            if old in data:
+                if new in data:
+                    raise ValueError(f"{old} is the older name of {new}; give one of them")
+                data = {**{k: v for k, v in data.items() if k != old}, new: data[old]}
+        return data
+
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
@@ -234,9 +260,11 @@ class ServerSettings(BaseSettings):
     @model_validator(mode="after")
     def _model_backends_need_an_endpoint(self) -> ServerSettings:
         if self.launch:
-            if self.backend != "sglang" or not self.model_path:
-                raise ValueError("launch needs backend sglang and a model_path")
-            self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.sglang_port}/v1"]
+            if self.backend not in LAUNCHES or not self.model_path:
+                raise ValueError(
+                    f"launch needs a backend that can be launched ({', '.join(LAUNCHES)}) and a model_path"
+                )
+            self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.engine_port}/v1"]
             self.judge_model = self.judge_model or self.model_path
         kind = backend(self.backend).model
         if kind == "checkpoint":
@@ -269,6 +297,19 @@ class ServerSettings(BaseSettings):
         if kind == "none":
             return JudgeSpec(self.backend)
         return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
+
+    def engine_launch(self) -> SGLangLaunch | VLLMLaunch:
+        """How to start the judge's inference server (with ``launch``): the backend's launch with these settings."""
+        if not self.launch or self.model_path is None:
+            raise ValueError("these settings launch no inference server")
+        launch = LAUNCHES[self.backend]
+        return launch(
+            self.model_path, port=self.engine_port, tp_size=self.tp_size, dp_size=self.dp_size,
+            mem_fraction_static=self.mem_fraction_static, context_length=self.context_length,
+            dtype=None if self.dtype == "auto" else self.dtype, served_model_name=self.judge_model,
+            extra_args=tuple(self.engine_args),
+            **({"program": tuple(self.engine_command)} if self.engine_command else {}),
+        )  # fmt: skip
 
     def method_config(self) -> MethodConfig:
         """The common settings of the reward method: ``tau``, ``exposure``, the format check and the verifiers'

@@ -58,6 +58,20 @@ def tiny_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def sft_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny judge trained by the shipped CPU SFT recipe (``recipes/sft_tiny_cpu.yaml``: 300 steps from a new tiny
+    model, about 5 minutes on 2 cores), logged every 20 steps; trained once per session, for the tests that need a
+    judge that writes its answer format (slow tests only)."""
+    from genrm.cli import main
+
+    root = tmp_path_factory.mktemp("sft")
+    args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path", str(root / "base"),
+            "--output_dir", str(root / "out"), "--logging_steps", "20"]  # fmt: skip
+    assert main(args) == 0
+    return root / "out"
+
+
+@pytest.fixture(scope="session")
 def tiny_vlm_judge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An untrained tiny vision-language judge (LLaVA layout: CLIP encoder + the tiny Qwen3) saved once per session."""
     from genrm.training.tiny_model import save_tiny_vlm_judge

@@ -2,9 +2,9 @@
 
 It reads the scoring prompt the way a judge must (the checklist, the fenced response), answers with the rule
 extractor's values for tool items and a substring check for reference items, and checks its own answer against the
-request's ``response_format`` schema. Faults on demand: ``fail_first`` 500s, a ``delay_s`` per call, ``garbage``
-answers. A test can set ``app.state.responder`` (request body -> answer text, or None for the default judge) to play
-teachers that write rubrics or judge differently per model name.
+request's ``response_format`` schema or grammar. Faults on demand: ``fail_first`` 500s, a ``delay_s`` per call,
+``garbage`` answers. A test can set ``app.state.responder`` (request body -> answer text, or None for the default
+judge) to play teachers that write rubrics or judge differently per model name.
 
 Also here: :class:`AppServer` (an ASGI app on loopback in a thread) and :class:`ServeProcess` (``genrm serve`` in its
 own process), for tests over real HTTP.
@@ -109,8 +109,13 @@ def make_app() -> FastAPI:
             copy, quote = copies_criteria(system), asks_for_quotes(system)
             text = "Looks fine to me." if app.state.garbage else judge_answer(_user_text(messages), copy, quote)
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
-        if schema is not None and not app.state.garbage and (custom is None or text.startswith("{")):
-            jsonschema.validate(json.loads(text), schema)  # a constrained decoder could not have written otherwise
+        grammar = body.get("ebnf") or (body.get("structured_outputs") or {}).get("grammar")  # SGLang's, vLLM's
+        if not app.state.garbage and (custom is None or text.startswith("{")):
+            # a constrained decoder could not have written otherwise
+            if schema is not None:
+                jsonschema.validate(json.loads(text), schema)
+            if grammar is not None:
+                assert _admits(grammar, text), text
         usage = {"prompt_tokens": len(_user_text(body["messages"])) // 4, "completion_tokens": len(text) // 4}
         return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"], "usage": usage,
                              "choices": [{"index": 0, "finish_reason": "stop",
@@ -125,6 +130,15 @@ def make_app() -> FastAPI:
         return {}
 
     return app
+
+
+def _admits(grammar: str, text: str) -> bool:
+    """Whether the XGrammar EBNF ``grammar`` admits ``text`` (True where XGrammar is not installed)."""
+    try:
+        from xgrammar.testing import _is_grammar_accept_string
+    except ImportError:
+        return True
+    return _is_grammar_accept_string(grammar, text)
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 xgrammar = pytest.importorskip("xgrammar")
-from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
+from xgrammar.testing import _get_matcher_from_grammar, _is_grammar_accept_string  # noqa: E402
 
 from genrm.choices import SCORING_FORMATS  # noqa: E402
 from genrm.data.judge_data import sft_record  # noqa: E402
@@ -32,23 +32,37 @@ def test_every_training_answer_is_admitted_by_the_grammar_the_judge_decodes_unde
         for exposure in ("minimal", "no_verifier"):
             answer = sft_record(example, exposure, answer_format)["completion"][0]["content"]
             schema = scoring_json_schema(example.plans(exposure), answer_format=answer_format)
-            grammar = xgrammar.Grammar.from_json_schema(json.dumps(schema), **GRAMMAR_OPTIONS)
+            # the grammar a judge decodes under, served and in process
+            grammar = xgrammar.Grammar.from_ebnf(answer_ebnf(schema))
             assert _is_grammar_accept_string(grammar, answer), answer
-            # the EBNF a served judge is sent is that grammar: it reads back and admits the same text
-            assert _is_grammar_accept_string(xgrammar.Grammar.from_ebnf(answer_ebnf(schema)), answer)
+            assert _is_grammar_accept_string(xgrammar.Grammar.from_ebnf(answer_ebnf(schema, portable=False)), answer)
             value = json.loads(answer)
             compact = json.dumps(value, separators=(",", ":"))  # what vLLM's disable_any_whitespace admits
             assert compact == answer or not _is_grammar_accept_string(grammar, compact)
             assert not _is_grammar_accept_string(grammar, json.dumps(value, indent=1))
 
 
-def test_raw_control_characters_the_grammar_admits_are_read():
-    # XGrammar admits them in a string with maxLength (a rationale), not in one without: both are read
+def test_no_raw_control_character_is_admitted_or_read():
+    # XGrammar's own grammar lets a raw tab into a string with maxLength (a rationale); the answer grammar does not,
+    # in process and as sent to a served engine, and the readers do not read one
     bounded = {"type": "object", "properties": {"why": {"type": "string", "maxLength": 20}}, "required": ["why"]}
-    grammar = xgrammar.Grammar.from_json_schema(json.dumps(bounded), **GRAMMAR_OPTIONS)
-    assert _is_grammar_accept_string(grammar, '{"why": "a\tb"}')
-    assert _is_grammar_accept_string(grammar, answer_text({"why": "ab é"}))
-    assert extract_json_object('{"why": "a\tb"}') == {"why": "a\tb"}
+    assert _is_grammar_accept_string(xgrammar.Grammar.from_json_schema(json.dumps(bounded), **GRAMMAR_OPTIONS),
+                                     '{"why": "a\tb"}')  # fmt: skip
+    free = dict(bounded, properties={"why": {"type": "string"}})
+    for schema in (bounded, free):
+        grammar = xgrammar.Grammar.from_ebnf(answer_ebnf(schema))
+        for control in ("\t", "\x00", "\x1f", "\n", "\r"):
+            assert not _is_grammar_accept_string(grammar, '{"why": "a' + control + 'b"}'), repr(control)
+        assert _is_grammar_accept_string(grammar, answer_text({"why": "a é~\x7f😀"}))
+        # the bytes of a UTF-16 surrogate are not UTF-8 (three U+FFFD when decoded): not a character of a string in
+        # process; the portable grammar served engines are sent cannot say so to XGrammar 0.2.7
+        in_process = xgrammar.Grammar.from_ebnf(answer_ebnf(schema, portable=False))
+        assert _is_grammar_accept_string(in_process, answer_text({"why": "a é~\x7f😀"}))
+        for tried, admitted in ((in_process, False), (grammar, True)):
+            matcher = _get_matcher_from_grammar(tried)
+            assert (matcher.accept_string(b'{"why": "a\xed\xa0\x80"}') and matcher.is_terminated()) is admitted
+    assert extract_json_object('{"why": "a\tb"}') is None
+    assert extract_json_object('{"why": "a\\tb"}') == {"why": "a\tb"}  # an escaped tab is JSON
 
 
 def _sent(spec: str) -> dict:

@@ -44,7 +44,7 @@ def test_constrained_answers_follow_each_rows_schema(generator, example_instance
     for row, (answer, schema) in enumerate(zip(answers, schemas, strict=True)):
         assert answer.error is None and answer.prompt_tokens > 100
         if answer.finished:  # a whole answer of its own schema
-            jsonschema.validate(json.loads(answer.text, strict=False), schema)
+            jsonschema.validate(json.loads(answer.text), schema)
             assert 0 < answer.completion_tokens <= budget
         else:  # the untrained model may loop inside a value until the budget: what it wrote is still its grammar's
             assert answer.completion_tokens == budget
@@ -125,7 +125,7 @@ def test_the_decode_loop_samples_within_the_grammar_and_top_p_keeps_the_most_lik
     assert sampled != greedy  # a flat distribution at 1.5 over an untrained model's logits: not the argmax each time
     for answer, item in zip(sampled, items, strict=True):
         assert answer.finished
-        jsonschema.validate(json.loads(answer.text, strict=False), item.schema)
+        jsonschema.validate(json.loads(answer.text), item.schema)
 
 
 def test_a_row_answers_the_same_alone_and_in_a_batch(generator, example_instances):
@@ -179,7 +179,7 @@ def test_sampling_with_a_seed(tiny_judge_dir, example_instances):
     assert [a.text for a in first] == [a.text for a in second]
     for answer, schema in zip(first, schemas, strict=True):
         assert answer.finished
-        jsonschema.validate(json.loads(answer.text, strict=False), schema)
+        jsonschema.validate(json.loads(answer.text), schema)
 
 
 def test_the_shared_prefix_cache_changes_nothing_but_the_cost(tiny_judge_dir, example_instances):
@@ -257,7 +257,7 @@ def test_a_vision_language_judge_is_shown_each_rows_image(vlm_generator, example
     mixed = vlm_generator.generate([images[0], text, images[1]])
     for answer, item in zip(alone, images, strict=True):
         assert answer.error is None and answer.finished
-        jsonschema.validate(json.loads(answer.text, strict=False), item.schema)
+        jsonschema.validate(json.loads(answer.text), item.schema)
     # greedy rows answer the same alone and in a batch that mixes images and text
     assert [a.text for a in alone] == [mixed[0].text, mixed[2].text] and mixed[1].error is None
     # the image's tokens are in the prompt: many more than the same text without the image

@@ -112,11 +112,12 @@ def test_criterion_text_must_be_the_rubric_s():
     assert parse_judge_output(json.dumps(value), PLANS).criteria[0].failure is None
 
 
-def test_raw_control_characters_in_free_text_are_read():
-    # XGrammar's JSON grammar lets a constrained model put raw control characters inside strings
+def test_a_raw_control_character_in_a_string_is_not_json_and_an_escaped_one_is_read():
+    # the answer grammar admits none (genrm.engine.answer_grammar); an answer that holds one is a failure, not a reward
     text = GOOD.replace('"checked"', '"line one\nline\ttwo\x01"')
     assert "\n" in text and "\\n" not in text
-    parsed = parse_judge_output(text, PLANS)
+    assert not parse_judge_output(text, PLANS).ok
+    parsed = parse_judge_output(GOOD.replace('"checked"', json.dumps("line one\nline\ttwo\x01")), PLANS)
     assert parsed.ok and parsed.thought == "line one\nline\ttwo\x01"
 
 

@@ -1,4 +1,5 @@
-"""The SGLang launcher: its command line, start-up wait, failure report and shutdown (with a stand-in server)."""
+"""The inference-server launcher: its command lines (SGLang, vLLM), the settings that pick them, start-up wait,
+failure report and shutdown (with a stand-in server; tests/test_vllm_engine.py launches a real vLLM)."""
 
 import sys
 from pathlib import Path
@@ -8,7 +9,8 @@ import pytest
 from fake_judge import free_port
 
 from genrm.engine import JudgeSpec, make_engine
-from serving.launcher import LaunchError, SGLangLaunch, SGLangLauncher
+from serving.launcher import EngineLauncher, LaunchError, SGLangLaunch, VLLMLaunch
+from serving.settings import ServerSettings
 
 STAND_IN = (sys.executable, str(Path(__file__).with_name("fake_sglang_server.py")))
 
@@ -26,10 +28,41 @@ def test_command_line():
         SGLangLaunch("/m", tp_size=0)
 
 
+def test_vllm_command_line_reads_the_grammars_it_is_sent():
+    launch = VLLMLaunch("/models/judge", port=31001, served_model_name="judge", context_length=4096, dtype="float32",
+                        kv_cache_gib=2, tp_size=2, mem_fraction_static=0.5)  # fmt: skip
+    command = launch.command()
+    assert command[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    flags = dict(zip(command[3::2], command[4::2], strict=True))
+    assert flags == {"--model": "/models/judge", "--served-model-name": "judge", "--host": "127.0.0.1",
+                     "--port": "31001", "--structured-outputs-config": '{"backend": "xgrammar"}',
+                     "--tensor-parallel-size": "2", "--gpu-memory-utilization": "0.5", "--max-model-len": "4096",
+                     "--dtype": "float32"}  # fmt: skip
+    assert launch.environment() == {"VLLM_CPU_KVCACHE_SPACE": "2"}
+
+
+def test_settings_launch_the_backends_engine_and_read_the_older_names():
+    settings = ServerSettings(backend="vllm", launch=True, model_path="/models/judge", engine_port=31002,
+                              context_length=2048, dtype="float32", engine_args=["--enforce-eager"],
+                              engine_command=["/opt/vllm/bin/python", "-m", "vllm.entrypoints.x"])  # fmt: skip
+    launch = settings.engine_launch()
+    assert isinstance(launch, VLLMLaunch) and launch.program[0] == "/opt/vllm/bin/python"
+    assert (launch.port, launch.context_length, launch.dtype, launch.extra_args) == (31002, 2048, "float32",
+                                                                                     ("--enforce-eager",))  # fmt: skip
+    assert settings.judge_urls == ["http://127.0.0.1:31002/v1"] and settings.judge_model == "/models/judge"
+    assert ServerSettings(backend="sglang", launch=True, model_path="/m").engine_launch().dtype is None  # auto
+    older = ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=31003, sglang_args=["--x"])
+    assert (older.engine_port, older.engine_args) == (31003, ["--x"])
+    with pytest.raises(ValueError, match="sglang_port is the older name of engine_port"):
+        ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=1, engine_port=2)
+    with pytest.raises(ValueError, match=r"launch needs a backend that can be launched \(sglang, vllm\)"):
+        ServerSettings(judge="transformers:/m", launch=True)
+
+
 @pytest.mark.anyio
 async def test_launch_judge_and_stop():
     launch = SGLangLaunch("judge-model", port=free_port(), program=STAND_IN, startup_timeout_s=60)
-    with SGLangLauncher(launch) as launched:
+    with EngineLauncher(launch) as launched:
         process = launched.process
         backend = make_engine(JudgeSpec("sglang", launch.model_name, (launched.base_url,)))
         assert (await backend.health())[0]
@@ -42,7 +75,7 @@ async def test_launch_judge_and_stop():
 def test_a_server_that_dies_is_reported_with_its_log():
     launch = SGLangLaunch("missing", port=free_port(), program=STAND_IN, startup_timeout_s=60)
     with pytest.raises(LaunchError, match="exited with code 1(.|\n)*does not exist"):
-        with SGLangLauncher(launch):
+        with EngineLauncher(launch):
             pass
 
 
@@ -55,8 +88,8 @@ def test_genrm_serve_launches_and_stops_sglang(tmp_path):
     port, judge_port = free_port(), free_port()
     config = tmp_path / "serve.yaml"
     config.write_text(
-        f"port: {port}\nbackend: sglang\nlaunch: true\nmodel_path: judge-model\nsglang_port: {judge_port}\n"
-        f"sglang_command: [{sys.executable!r}, {STAND_IN[1]!r}]\nlog_level: warning\n"
+        f"port: {port}\nbackend: sglang\nlaunch: true\nmodel_path: judge-model\nengine_port: {judge_port}\n"
+        f"engine_command: [{sys.executable!r}, {STAND_IN[1]!r}]\nlog_level: warning\n"
     )
     process = subprocess.Popen([sys.executable, "-m", "genrm", "serve", "--config", str(config)])
     try:

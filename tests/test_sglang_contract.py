@@ -1,6 +1,6 @@
-"""Contract: the chat requests our judge backends send validate against SGLang's own request model, and XGrammar
-(SGLang's grammar backend) compiles every rubric's schema, accepts the answers a judge should write and rejects
-wrong ones.
+"""Contract: the chat requests the ``sglang`` judge backend sends validate against SGLang's own request model, their
+answer grammar (``ebnf``) is kept, and XGrammar (SGLang's grammar backend, at the version SGLang pins) compiles it,
+accepts the answers a judge is trained to write and rejects wrong ones.
 
 SGLang needs a GPU and pins its own dependencies, so it lives in a separate environment: point
 ``GENRM_SGLANG_PYTHON`` at its interpreter. ``.ci/conformance-envs`` builds it (``pip install --no-deps sglang``,
@@ -19,7 +19,7 @@ from genrm.choices import DEFAULT_SCORING_FORMAT
 from genrm.data.teacher_rubrics import RUBRIC_SCHEMA
 from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
-from genrm.engine.http import response_format
+from genrm.engine.http import constraint
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.authoring import build_rubric_prompt
 from genrm.methods.rubric.judges import SCORING_SCHEMA_NAME
@@ -37,12 +37,10 @@ cases = json.load(open(sys.argv[1]))
 for case in cases:
     payload = case["payload"]
     request = ChatCompletionRequest.model_validate(payload)
-    assert request.response_format is not None and request.response_format.type == "json_schema", payload
-    schema = request.response_format.json_schema.schema_
-    assert schema == payload["response_format"]["json_schema"]["schema"]
+    assert request.response_format is None and request.ebnf == payload["ebnf"], payload
     assert request.temperature == payload["temperature"]
     assert request.max_completion_tokens == payload["max_completion_tokens"]
-    grammar = xgrammar.Grammar.from_json_schema(json.dumps(schema), any_whitespace=True)
+    grammar = xgrammar.Grammar.from_ebnf(request.ebnf)
     assert _is_grammar_accept_string(grammar, case["answer"]), case["answer"]
     assert not _is_grammar_accept_string(grammar, case["wrong"]), case["wrong"]
 print(len(cases))
@@ -72,14 +70,14 @@ def _cases(instances) -> list[dict]:
             answer = judge_answer(prompt.user, copy_criteria=answer_format == "rlr3")
             schema = scoring_json_schema(plans, answer_format=answer_format)
             request = ChatRequest(prompt, schema, SCORING_SCHEMA_NAME)
-            payload = endpoint.payload(prompt.messages(), sampling, response_format(request))
+            payload = endpoint.payload(prompt.messages(), sampling, *constraint("sglang", request))
             cases.append({"payload": payload, "answer": answer, "wrong": _wrong(answer)})
         # a teacher writing a rubric: its answer is constrained to the rubric schema
         rubric_prompt = build_rubric_prompt(instance.prompt, instance.reference_answer, instance.task_type)
-        rubric_format = response_format(ChatRequest(rubric_prompt, RUBRIC_SCHEMA, "rubric"))
+        rubric_constraint = constraint("sglang", ChatRequest(rubric_prompt, RUBRIC_SCHEMA, "rubric"))
         wrong = instance.rubric.model_dump()
         wrong["essential"][0]["weight"] = 5
-        cases.append({"payload": endpoint.payload(rubric_prompt.messages(), sampling, rubric_format),
+        cases.append({"payload": endpoint.payload(rubric_prompt.messages(), sampling, *rubric_constraint),
                       "answer": json.dumps(instance.rubric.model_dump()), "wrong": json.dumps(wrong)})  # fmt: skip
     return cases
 
@@ -101,7 +99,8 @@ parser = argparse.ArgumentParser()
 ServerArgs.add_cli_args(parser)
 args = parser.parse_args(json.loads(sys.argv[1]))
 print(json.dumps({"tp": args.tp_size, "dp": args.dp_size, "mem": args.mem_fraction_static, "port": args.port,
-                  "name": args.served_model_name, "metrics": args.enable_metrics, "key": args.api_key}))
+                  "name": args.served_model_name, "metrics": args.enable_metrics, "key": args.api_key,
+                  "dtype": args.dtype}))
 """
 
 
@@ -110,10 +109,11 @@ def test_launch_flags_parse_with_sglang():
     from serving.launcher import SGLangLaunch
 
     launch = SGLangLaunch("/models/judge", port=31000, tp_size=2, dp_size=4, mem_fraction_static=0.75, api_key="k",
-                          served_model_name="judge", context_length=8192)  # fmt: skip
+                          served_model_name="judge", context_length=8192, dtype="bfloat16")  # fmt: skip
     flags = launch.command()[len(launch.program) :]
     done = subprocess.run([SGLANG_PYTHON, "-c", _FLAGS, json.dumps(flags)], capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     parsed = json.loads(done.stdout.strip().splitlines()[-1])
-    assert parsed == {"tp": 2, "dp": 4, "mem": 0.75, "port": 31000, "name": "judge", "metrics": True, "key": "k"}
+    assert parsed == {"tp": 2, "dp": 4, "mem": 0.75, "port": 31000, "name": "judge", "metrics": True, "key": "k",
+                      "dtype": "bfloat16"}  # fmt: skip

@@ -13,8 +13,6 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Constraint = Literal["json_schema", "grammar"]
-"""How an answer's schema is sent behind HTTP (:attr:`Backend.constraint`)."""
 ModelKind = Literal["none", "checkpoint", "served"]
 """What names a backend's model: nothing (no model answers), a checkpoint (a folder or hub id run in this process),
 or a served model's name behind one or more base URLs."""
@@ -32,9 +30,10 @@ class Backend:
         no_engine: why it has none, when ``engine`` is None (the error of making one).
         health: behind HTTP, the path probed for health: relative to a base URL (``models``, under ``/v1``), or to
             its root when it starts with ``/`` (``/health``).
-        constraint: behind HTTP, how an answer is constrained: ``json_schema`` sends the schema as OpenAI's
-            ``response_format`` (the engine's own flags decide the white space); ``grammar`` sends the answer's
-            exact grammar (:mod:`genrm.engine.answer_grammar`) as vLLM's ``structured_outputs``.
+        grammar_field: behind HTTP, where in a chat-completion request the answer's exact grammar goes
+            (:mod:`genrm.engine.answer_grammar`, XGrammar's EBNF), as the keys down to it: ``("ebnf",)`` for
+            SGLang, ``("structured_outputs", "grammar")`` for vLLM. None: the schema goes as OpenAI's
+            ``response_format``, and the engine's own rules decide the white space.
     """
 
     name: str
@@ -42,7 +41,7 @@ class Backend:
     summary: str
     engine: str | None = None
     health: str | None = None
-    constraint: Constraint = "json_schema"
+    grammar_field: tuple[str, ...] | None = None
     no_engine: str = "it runs no model, so it has no engine"
 
     @property
@@ -98,9 +97,21 @@ BACKENDS: dict[str, Backend] = {
             engine=_HTTP_ENGINE,
             health="models",
         ),  # fmt: skip
-        Backend("sglang", "served", "a model served by SGLang", engine=_HTTP_ENGINE, health="/health"),
         Backend(
-            "vllm", "served", "a model served by vLLM", engine=_HTTP_ENGINE, health="/health", constraint="grammar"
+            "sglang",
+            "served",
+            "a model served by SGLang",
+            engine=_HTTP_ENGINE,
+            health="/health",
+            grammar_field=("ebnf",),
+        ),  # fmt: skip
+        Backend(
+            "vllm",
+            "served",
+            "a model served by vLLM",
+            engine=_HTTP_ENGINE,
+            health="/health",
+            grammar_field=("structured_outputs", "grammar"),
         ),  # fmt: skip
     )
 }

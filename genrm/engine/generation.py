@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import Device, Dtype
-from genrm.engine.answer_grammar import GRAMMAR_OPTIONS
+from genrm.engine.answer_grammar import answer_ebnf
 from genrm.engine.checkpoints import checkpoint_path
 from genrm.engine.decoding import (
     MIN_SHARED_TOKENS,
@@ -101,7 +100,7 @@ class _Grammars:
 
     def compile(self, schema: dict[str, Any]) -> Any:
         with self.lock:
-            return self.compiler.compile_json_schema(json.dumps(schema), **GRAMMAR_OPTIONS)
+            return self.compiler.compile_grammar(answer_ebnf(schema, portable=False))
 
 
 def _grammar_compiler(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> _Grammars | None:

@@ -1,10 +1,10 @@
 """The engine behind OpenAI-compatible chat-completions endpoints: SGLang, vLLM, a hosted teacher.
 
 Each request becomes one chat completion with explicit sampling and, where the engine is constrained and the request
-has a schema, a constraint its backend's row names (:mod:`genrm.engine.backends`): ``response_format`` of type
-``json_schema``, which SGLang and others enforce by constrained decoding under their own white-space rules, or, for
-vLLM, the answer's exact grammar as ``structured_outputs`` (:mod:`genrm.engine.answer_grammar`: the text the judge
-was trained to write). Requests of one call go out concurrently; requests that share their first messages (the G
+has a schema, a constraint where its backend's row says (:mod:`genrm.engine.backends`): for SGLang and vLLM the
+answer's exact grammar (:mod:`genrm.engine.answer_grammar`: the text the judge was trained to write, whatever the
+engine's own white-space rules); for any other OpenAI-compatible endpoint ``response_format`` of type
+``json_schema``. Requests of one call go out concurrently; requests that share their first messages (the G
 responses of a group) let a server with a prefix cache (SGLang's radix cache) compute the shared part once.
 
 Why chat completions rather than SGLang's native ``/generate``: the server applies the model's own chat template
@@ -45,6 +45,21 @@ def response_format(request: ChatRequest) -> dict[str, Any] | None:
     return {"type": "json_schema", "json_schema": {"name": request.schema_name, "schema": request.schema}}
 
 
+def constraint(backend: str, request: ChatRequest) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """What constrains ``request``'s answer on a ``backend`` engine: its ``response_format``, or the further fields
+    of the request body that hold the answer's grammar, where the backend's row puts it (one of them, or neither
+    without a schema). Raises ValueError when the grammar is needed and XGrammar is not installed."""
+    if request.schema is None:
+        return None, None
+    field = backends.backend(backend).grammar_field
+    if field is None:
+        return response_format(request), None
+    fields: Any = answer_ebnf(request.schema)
+    for key in reversed(field):
+        fields = {key: fields}
+    return None, fields
+
+
 class HttpEngine:
     """Answers chat requests through a :class:`~genrm.engine.endpoint.ChatEndpoint` (see the module docstring)."""
 
@@ -64,7 +79,7 @@ class HttpEngine:
         Args:
             endpoint: where the model answers.
             sampling: how answers are sampled (greedy by default); a request may set its own temperature.
-            constrained: send a request's schema as ``response_format``.
+            constrained: constrain each answer to its request's schema (:func:`constraint`).
             backend: the backend's name (:mod:`genrm.engine.backends`), which says how its health is probed.
             image_dir: the folder image paths are read from (only inside it) and sent as bytes; None sends data URIs
                 only.
@@ -75,7 +90,7 @@ class HttpEngine:
         self.image_budget = image_budget
         self.name: str = backend
         self._backend = backends.backend(backend)
-        if constrained and self._backend.constraint == "grammar":
+        if constrained and self._backend.grammar_field is not None:
             require_xgrammar()  # refused now, naming the install, not at the first answer
         self.model = endpoint.model
 
@@ -97,10 +112,7 @@ class HttpEngine:
         sampling = (
             self.sampling if request.temperature is None else replace(self.sampling, temperature=request.temperature)
         )
-        constrained = self.constrained and request.schema is not None
-        by_grammar = constrained and self._backend.constraint == "grammar"
-        shape = response_format(request) if constrained and not by_grammar else None
-        fields = {"structured_outputs": {"grammar": answer_ebnf(request.schema)}} if by_grammar else None
+        shape, fields = constraint(self.name, request) if self.constrained else (None, None)
         prompt = request.prompt
         refused = next((sent for ref in prompt.images if isinstance(sent := images.get(ref), ImageError)), None)
         if refused is not None:

@@ -61,18 +61,18 @@ def extract_json_object(text: str) -> dict | None:
     outside any other (a judge that revises its answer writes the revision last, fenced or not).
 
     Returns None when there is none. Bounded: at most ``MAX_OUTPUT_CHARS`` characters are read, and decoding is tried
-    from at most 64 opening braces. Raw control characters inside strings are accepted: XGrammar's JSON grammar lets a
-    constrained model write them (a tab or newline in a rationale), and they say nothing about the verdict.
+    from at most 64 opening braces. Parsed strictly: a raw control character inside a string is not JSON, so an object
+    holding one is not read (the answer grammar admits none: :mod:`genrm.engine.answer_grammar`).
     """
     text = strip_reasoning(text[:MAX_OUTPUT_CHARS])
     for block in reversed(fenced_blocks(text)):
         try:
-            value = json.loads(block, strict=False)
+            value = json.loads(block)
         except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder(strict=False)
+    decoder = json.JSONDecoder()
     found, start, tried = None, text.find("{"), 0
     while start != -1 and tried < _MAX_JSON_STARTS:
         try:

@@ -105,7 +105,7 @@ def format_reward(text: str, plans: Sequence[CriterionPlan] | None = None) -> fl
     if body.lower().startswith("<think>") and "</think>" in body.lower():
         body = body[body.lower().index("</think>") + len("</think>") :].strip()
     try:
-        JudgeOutput.model_validate(json.loads(body, strict=False))
+        JudgeOutput.model_validate(json.loads(body))
     except (ValueError, RecursionError, TypeError):
         return 0.0
     if plans is not None and not parse_judge_output(body, plans).ok:
