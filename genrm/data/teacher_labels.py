@@ -20,55 +20,17 @@ import asyncio
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.data.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.base import UNGROUNDED
+from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.rubric.execution import CriterionScore, execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
 from verifiers import format_call
-
-
-@dataclass
-class LabelReport:
-    """What came of every response: how many were labelled, why the others were dropped, how teachers failed and,
-    for labels per criterion, how often they agreed (any method's teacher labels report this way)."""
-
-    responses: int = 0
-    labelled: int = 0
-    drop_reasons: Counter[str] = field(default_factory=Counter)
-    teacher_failures: dict[str, Counter[str]] = field(default_factory=dict)
-    criteria: int = 0
-    unanimous: int = 0
-    per_criterion: bool = True  # labels per criterion (the rubric method's), with teacher agreement counted
-
-    def counts(self) -> dict[str, Any]:
-        """The report as plain data (for JSON)."""
-        counts: dict[str, Any] = {
-            "responses": self.responses,
-            "labelled": self.labelled,
-            "dropped": self.responses - self.labelled,
-            "drop_reasons": dict(self.drop_reasons),
-            "teacher_failures": {name: dict(c) for name, c in self.teacher_failures.items()},
-        }
-        if self.per_criterion:
-            counts["criteria_labelled"] = self.criteria
-            counts["unanimous_share"] = self.unanimous / self.criteria if self.criteria else None
-        return counts
-
-    def markdown(self) -> str:
-        """A short markdown summary."""
-        share = f"{100 * self.unanimous / self.criteria:.1f}%" if self.criteria else "n/a"
-        agreement = f"; teachers unanimous on {share} of {self.criteria} criteria" if self.per_criterion else ""
-        lines = [f"labels: {self.labelled} of {self.responses} responses labelled{agreement}"]
-        lines += [f"- dropped ({count}): {reason}" for reason, count in self.drop_reasons.most_common()]
-        for name, failures in self.teacher_failures.items():
-            lines.append(f"- {name} failed: " + ", ".join(f"{k} {v}" for k, v in failures.most_common()))
-        return "\n".join(lines)
 
 
 def _usable(score: CriterionScore) -> bool:
@@ -128,12 +90,10 @@ async def label_instance(
         report.responses += 1
         judgements = [answers[index] for answers in per_teacher]
         scores: list[list[CriterionScore] | None] = []
-        for judge, parsed in zip(judges, judgements, strict=True):
-            if parsed.failure is not None:
-                report.teacher_failures.setdefault(judge.name, Counter())[parsed.failure] += 1
-                scores.append(None)
-            else:
-                scores.append(execute(parsed, plans, response=response, evidence=True))
+        report.count_failures([judge.name for judge in judges], [parsed.failure for parsed in judgements])
+        for parsed in judgements:
+            scores.append(None if parsed.failure is not None else execute(parsed, plans, response=response,
+                                                                           evidence=True))  # fmt: skip
         labels, chosen, reason = [], Counter[int](), ""
         for k in range(len(plans)):
             rationales = [j.criteria[k].rationale if j.criteria else "" for j in judgements]
@@ -162,17 +122,6 @@ async def label_instance(
     return examples
 
 
-def teachers_needed(min_teachers: int | None, teachers: int, default: int) -> int:
-    """How many teachers must answer for a label: ``min_teachers``, else ``default``; ValueError when there is no
-    teacher or the number is not between 1 and ``teachers``."""
-    if teachers == 0:
-        raise ValueError("at least one teacher is needed")
-    needed = default if min_teachers is None else min_teachers
-    if not 1 <= needed <= teachers:
-        raise ValueError(f"min_teachers must be between 1 and the number of teachers ({teachers}), got {needed}")
-    return needed
-
-
 async def label_instances(
     instances: Sequence[Instance],
     judges: Sequence[RubricJudge],
@@ -181,23 +130,14 @@ async def label_instances(
     progress: bool = False,
 ) -> tuple[list[JudgeExample], LabelReport]:
     """Label every response of ``instances`` with the teachers ``judges``; ``min_teachers`` defaults to a majority."""
-    from tqdm import tqdm
-
     needed = teachers_needed(min_teachers, len(judges), len(judges) // 2 + 1)
-    report, slots = LabelReport(), asyncio.Semaphore(concurrency)
-    bar = tqdm(total=sum(len(i.responses) for i in instances), unit="response", desc="labelling", disable=not progress)
+    report = LabelReport()
 
     async def one(instance: Instance) -> list[JudgeExample]:
-        async with slots:
-            examples = await label_instance(instance, judges, needed, report)
-        bar.update(len(instance.responses))
-        return examples
+        return await label_instance(instance, judges, needed, report)
 
-    try:
-        batches = await asyncio.gather(*(one(i) for i in instances))
-    finally:
-        bar.close()
-    return [example for batch in batches for example in batch], report
+    examples = await label_each(instances, one, lambda i: len(i.responses), "response", concurrency, progress)
+    return examples, report
 
 
 async def label_with_teachers(

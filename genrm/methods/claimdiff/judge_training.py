@@ -29,18 +29,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.data.teacher_labels import LabelReport, teachers_needed
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
 from genrm.methods.claimdiff.rewards import answer_text, has_error
+from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.training.completions import completion_text
 
 #: The judge-label column of RLVR records (the name the rubric method's records use too).
@@ -181,35 +180,24 @@ async def label_captions(
 ) -> tuple[list[DiffExample], LabelReport]:
     """Label every caption (response) of ``instances`` with the teacher engines (see the module docstring);
     ``min_teachers`` defaults to 1."""
-    from tqdm import tqdm
-
     needed = teachers_needed(min_teachers, len(teachers), 1)
-    report, slots = LabelReport(per_criterion=False), asyncio.Semaphore(concurrency)
-    bar = tqdm(total=sum(len(i.responses) for i in instances), unit="caption", desc="labelling", disable=not progress)
+    report = LabelReport(per_criterion=False)
 
     async def one(instance: ClaimDiffInstance) -> list[DiffExample]:
         captions = [answer_text(response) for response in instance.responses]
-        async with slots:
-            per_teacher = await asyncio.gather(*(_teacher_readings(t, instance, captions) for t in teachers))
+        per_teacher = await asyncio.gather(*(_teacher_readings(t, instance, captions) for t in teachers))
         examples = []
         for index, caption in enumerate(captions):
             report.responses += 1
             readings = [readings[index] for readings in per_teacher]
-            for teacher, reading in zip(teachers, readings, strict=True):
-                if reading.failure is not None:
-                    report.teacher_failures.setdefault(teacher.model, Counter())[reading.failure] += 1
+            report.count_failures([teacher.model for teacher in teachers], [r.failure for r in readings])
             usable = [r.answer for r in readings if isinstance(r.answer, DiffAnswer)]
-            if len(usable) < needed:
-                report.drop_reasons[f"fewer than {needed} teachers answered readably"] += 1
+            if not report.enough_teachers(len(usable), needed):
                 continue
             report.labelled += 1
             examples.append(DiffExample(id=f"{instance.id}-{index}", input_id=instance.id, image=instance.image,
                                         reference=instance.reference, caption=caption, answer=usable[0]))  # fmt: skip
-        bar.update(len(captions))
         return examples
 
-    try:
-        batches = await asyncio.gather(*(one(i) for i in instances))
-    finally:
-        bar.close()
-    return [example for batch in batches for example in batch], report
+    examples = await label_each(instances, one, lambda i: len(i.responses), "caption", concurrency, progress)
+    return examples, report

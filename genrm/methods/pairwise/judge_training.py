@@ -21,13 +21,12 @@ trainer does not do: RLVR here is eq. 2 without its third term.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.data.teacher_labels import LabelReport, teachers_needed
+from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader, read_judgement
@@ -106,13 +105,10 @@ async def label_pairs(
     progress: bool = False,
 ) -> tuple[list[PairTrace], LabelReport]:
     """Traces of ``pairs`` from the teacher engines (see the module docstring); ``min_teachers`` defaults to 1."""
-    from tqdm import tqdm
-
     from genrm.engine import Reader, ask
 
     needed = teachers_needed(min_teachers, len(teachers), 1)
-    report, slots = LabelReport(per_criterion=False), asyncio.Semaphore(concurrency)
-    bar = tqdm(total=len(pairs), unit="pair", desc="labelling", disable=not progress)
+    report = LabelReport(per_criterion=False)
 
     async def ask_teacher(teacher: Any, pair: PairExample) -> tuple[PairJudgement, str]:
         answers: list[str] = []
@@ -126,30 +122,23 @@ async def label_pairs(
                                  parse_retries=1)  # fmt: skip
         return judgement, answers[-1] if answers else ""
 
-    async def one(pair: PairExample) -> PairTrace | None:
+    async def one(pair: PairExample) -> list[PairTrace]:
         report.responses += 1
         if pair.label is None or not pair.images():
             report.drop_reasons["no label" if pair.label is None else "no image"] += 1
-            bar.update(1)
-            return None
-        async with slots:
-            answered = await asyncio.gather(*(ask_teacher(t, pair) for t in teachers))
-        bar.update(1)
-        for teacher, (judgement, _) in zip(teachers, answered, strict=True):
-            if judgement.failure is not None:
-                report.teacher_failures.setdefault(teacher.model, Counter())[judgement.failure] += 1
-        if sum(j.scores is not None for j, _ in answered) < needed:
-            report.drop_reasons[f"fewer than {needed} teachers answered readably"] += 1
-            return None
+            return []
+        answered = await asyncio.gather(*(ask_teacher(t, pair) for t in teachers))
+        report.count_failures(
+            [teacher.model for teacher in teachers], [judgement.failure for judgement, _ in answered]
+        )
+        if not report.enough_teachers(sum(j.scores is not None for j, _ in answered), needed):
+            return []
         chosen = next((text for j, text in answered if _teachable(j, pair.label)), None)
         if chosen is None:
             report.drop_reasons["no teacher's well-formed answer prefers the label"] += 1
-            return None
+            return []
         report.labelled += 1
-        return PairTrace(id=pair.id, input_id=pair.id, pair=pair, answer=chosen)
+        return [PairTrace(id=pair.id, input_id=pair.id, pair=pair, answer=chosen)]
 
-    try:
-        traces = await asyncio.gather(*(one(p) for p in pairs))
-    finally:
-        bar.close()
-    return [t for t in traces if t is not None], report
+    traces = await label_each(pairs, one, unit="pair", concurrency=concurrency, progress=progress)
+    return traces, report
