@@ -56,7 +56,7 @@ def _zero_reward(broken: bool) -> Iterator[None]:
     if not broken:
         yield
         return
-    import genrm.training.rewards as judge_rewards
+    import genrm.methods.rubric.judge_rewards as judge_rewards
     from policy_rl.rubric_reward import RubricReward
 
     def format_reward_func(completions, **columns):  # the logged names of the real ones
@@ -94,8 +94,8 @@ def policy_run(policy: Path, out: Path, seed: int, broken: bool, steps: int) -> 
 
 def judge_run(sft: Path, out: Path, seed: int, broken: bool) -> dict[str, object]:
     """The suite's judge RLVR run (2 prompts, 30 steps) under ``seed``: sampled format reward before and after."""
-    from genrm.data.judge_data import read_examples
     from genrm.evaluation.reliability import sampled_format_reward
+    from genrm.methods.rubric.judge_data import read_examples
 
     with open(_ROOT / "datasets" / "judge_synth" / "train.jsonl", encoding="utf-8") as source:
         trained_on = read_examples(source)[:JUDGE_PROMPTS]

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from genrm.methods.base import GroupResult, RewardMethod
 from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
-from genrm.training.completions import completion_text
+from genrm.methods.completions import completion_text
 
 logger = logging.getLogger(__name__)
 

@@ -9,18 +9,18 @@ import pytest
 from fake_judge import AppServer, make_app
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS
-from genrm.data.judge_data import labelled_answer, sft_record
 from genrm.data.synthetic import synthetic_splits
 from genrm.engine import JudgeSpec, make_judge, run_blocking
 from genrm.methods import make_method
 from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judge_data import labelled_answer, sft_record
 from genrm.methods.rubric.judge_output import parse_judge_output
+from genrm.methods.rubric.judge_rewards import format_reward
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import build_scoring_prompt, scoring_system_prompt
 from genrm.methods.run import score_instance
 from genrm.training.common import JudgeDataArguments
-from genrm.training.rewards import format_reward
 
 RUBRIC = Rubric.model_validate(
     {

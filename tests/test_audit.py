@@ -11,7 +11,6 @@ import pytest
 from fake_judge import FakeJudgeServer
 
 from genrm.cli import main
-from genrm.data.judge_data import CriterionLabel, read_examples
 from genrm.evaluation.audit_constructors import (
     BuildContext,
     ValuePool,
@@ -32,6 +31,7 @@ from genrm.evaluation.audit_set import (
 )
 from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.judge_data import CriterionLabel, read_examples
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.judges import RuleJudge
 from genrm.methods.rubric.models import Rubric

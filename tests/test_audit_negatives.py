@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from genrm.cli.main import main
-from genrm.data.judge_data import JudgeExample
 from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, read_audit
+from genrm.methods.rubric.judge_data import JudgeExample
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT = ROOT / "datasets" / "audit" / "synth_test.jsonl"

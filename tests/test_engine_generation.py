@@ -7,11 +7,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from genrm.data.judge_data import read_examples
 from genrm.engine import ChatPrompt, ChatRequest, SamplingSettings
 from genrm.engine.decoding import common_prefix_length
 from genrm.engine.generation import LocalGenerator
 from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judge_data import read_examples
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import build_group_prompts, exposed_plans
 

@@ -7,8 +7,8 @@ import pytest
 from conftest import EXAMPLE_SET
 
 from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.planning import plan_rubric
-from genrm.methods.rubric.scoring import score_instance
 from verifiers import REGISTRY
 
 EXPECTED = {

@@ -257,10 +257,10 @@ def test_fuzzy_credit_needs_a_quote_of_the_response_under_the_evidence_format(cr
 def test_the_evidence_format_from_prompt_to_schema_to_training_records():
     import jsonschema
 
-    from genrm.data.judge_data import labelled_answer, sft_record
     from genrm.methods.rubric.answer_schema import scoring_json_schema
+    from genrm.methods.rubric.judge_data import labelled_answer, sft_record
+    from genrm.methods.rubric.judge_rewards import content_reward
     from genrm.methods.rubric.prompts import scoring_system_prompt
-    from genrm.training.rewards import content_reward
 
     assert '"quote"' in scoring_system_prompt("minimal", "evidence")
     assert '"quote"' not in scoring_system_prompt("minimal", "brief")

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from genrm.cli.main import main
 from genrm.engine import Judge
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import score_instance
 from policy_rl.data import policy_record
 from policy_rl.method_reward import INSTANCE_COLUMN
 from policy_rl.rubric_reward import RubricReward

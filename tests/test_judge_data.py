@@ -10,7 +10,9 @@ from pydantic import ValidationError
 
 import datasets
 from genrm.cli import main
-from genrm.data.judge_data import (
+from genrm.data.synthetic import FAMILIES, generate_examples
+from genrm.methods.rubric.answer_schema import scoring_json_schema
+from genrm.methods.rubric.judge_data import (
     JudgeExample,
     balance,
     labelled_answer,
@@ -19,10 +21,8 @@ from genrm.data.judge_data import (
     sft_record,
     split_by_input,
 )
-from genrm.data.synthetic import FAMILIES, generate_examples
-from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.judge_output import parse_judge_output
-from genrm.training.rewards import read_label
+from genrm.methods.rubric.judge_rewards import read_label
 
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth"
 

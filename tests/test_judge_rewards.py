@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from genrm.data.judge_data import labelled_answer, rlvr_record
 from genrm.data.synthetic import generate_examples
-from genrm.training.rewards import (
+from genrm.methods.rubric.judge_data import labelled_answer, rlvr_record
+from genrm.methods.rubric.judge_rewards import (
     arguments_score,
     content_reward,
     content_reward_func,

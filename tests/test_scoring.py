@@ -8,9 +8,10 @@ from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import RubricJudge, RuleJudge
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import RubricError, plan_rubric
-from genrm.methods.rubric.scoring import ScoringConfig, score_group, score_instance
+from genrm.methods.rubric.scoring import ScoringConfig, score_group
 
 
 def _instance(essential, additional=(), responses=(), **fields):

@@ -228,7 +228,7 @@ async def test_async_client_over_asgi_transport_and_its_errors():
 
 
 async def test_rule_backend_matches_the_reward_core(example_instances):
-    from genrm.methods.rubric.scoring import score_instance
+    from genrm.methods.rubric.method import score_instance
 
     groups = [i.model_dump(mode="json") for i in example_instances]
     async with served() as http:

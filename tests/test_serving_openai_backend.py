@@ -7,7 +7,7 @@ import httpx
 import pytest
 from fake_judge import FakeJudgeServer, free_port
 
-from genrm.methods.rubric.scoring import score_instance
+from genrm.methods.rubric.method import score_instance
 from serving.app import create_app
 from serving.settings import ServerSettings
 

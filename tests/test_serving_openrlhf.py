@@ -13,8 +13,8 @@ import httpx
 import pytest
 from fake_judge import ServeProcess, with_app
 
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import score_instance
 from serving.openrlhf import SpecialTail, read_query
 from serving.settings import ServerSettings
 

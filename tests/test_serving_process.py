@@ -9,7 +9,7 @@ import anyio
 import pytest
 from fake_judge import ServeProcess
 
-from genrm.methods.rubric.scoring import score_instance
+from genrm.methods.rubric.method import score_instance
 from serving.client import AsyncRewardClient, RewardClient
 from serving.record_log import read_records
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fake_judge import ServeProcess
 
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import score_instance
 from serving.gathering import GroupGatherer
 
 BOX = Instance(

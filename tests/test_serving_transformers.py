@@ -97,7 +97,7 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
     import base64
     from pathlib import Path
 
-    from genrm.data.judge_data import read_examples
+    from genrm.methods.rubric.judge_data import read_examples
     from genrm.methods.rubric.models import Instance
 
     synth = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth" / "test.jsonl"

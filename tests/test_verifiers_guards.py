@@ -10,8 +10,9 @@ from collections import Counter
 
 import pytest
 
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import ScoringConfig, score_instance
+from genrm.methods.rubric.scoring import ScoringConfig
 from verifiers import VerifyConfig, format_call, tenant, verify_call_result
 from verifiers._expr_worker import MAX_NESTING, nesting
 from verifiers._power_guard import MAX_POWER_BITS, power_bits

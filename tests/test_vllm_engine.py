@@ -25,11 +25,11 @@ import pytest
 from fake_judge import ServeProcess, free_port
 
 from genrm.choices import EXPOSURES, SCORING_FORMATS
-from genrm.data.judge_data import read_examples
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 from genrm.engine.blocking import run_blocking
 from genrm.methods import make_method, method_judge
 from genrm.methods.config import MethodConfig
+from genrm.methods.rubric.judge_data import read_examples
 from genrm.methods.rubric.models import Instance
 from genrm.methods.run import score_instance
 from serving.client import RewardClient

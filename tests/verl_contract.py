@@ -19,8 +19,8 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from verl.workers.reward_manager.batch import BatchRewardManager
 
+from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.scoring import score_instance
 from genrm.training.tiny_model import build_tokenizer
 from policy_rl.verl_reward import compute_score_batch, verl_row
 

@@ -37,8 +37,8 @@ def _read_audit(path: str) -> Any:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import write_jsonl
     from genrm.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
+    from genrm.methods.rubric.judge_data import write_jsonl
 
     examples = []
     for path in args.input:
@@ -87,9 +87,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
-    from genrm.data.teachers import teacher_engine
     from genrm.engine import BackendUnavailable
     from genrm.evaluation.audit_llm import build_llm_abnormal
+    from genrm.methods.rubric.teachers import teacher_engine
 
     generator = teacher_engine(args.generator, args.api_key_env, device=args.device)
     checkers = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
@@ -238,7 +238,7 @@ def register(sub: Any) -> None:
 
     build = audit_sub.add_parser(
         "build", help="an audit set: regular responses and annotated abnormal ones, balanced by category",
-        description="From labelled test examples (genrm.data.judge_data.JudgeExample JSONL), build abnormal "
+        description="From labelled test examples (genrm.methods.rubric.judge_data.JudgeExample JSONL), build abnormal "
         "responses of four categories (no final answer, irrelevant, wrong but plausible, adversarial), at most one "
         "per input and as many per category, each with per-criterion annotations. Deterministic constructors by "
         "default; with --generator a model rewrites responses and --checker models review them.",

@@ -38,15 +38,15 @@ if TYPE_CHECKING:
 
 
 def _read(path: str) -> Any:
-    from genrm.data.judge_data import read_examples
+    from genrm.methods.rubric.judge_data import read_examples
 
     with open(path, encoding="utf-8") as source:
         return read_examples(source, source=path)
 
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import write_jsonl
     from genrm.data.synthetic import FAMILIES, held_out_split, synthetic_splits
+    from genrm.methods.rubric.judge_data import write_jsonl
 
     held_out = list(dict.fromkeys(args.held_out or []))
     problem = next((why for bad, why in (
@@ -79,9 +79,9 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
 
 
 def _cmd_from_audit(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import write_jsonl
     from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, category_counts, read_audit, select, training_examples
     from genrm.jsonl import read_jsonl_lines
+    from genrm.methods.rubric.judge_data import write_jsonl
 
     try:
         audit = read_audit(read_jsonl_lines(args.audit))
@@ -106,9 +106,9 @@ def _cmd_from_audit(args: argparse.Namespace) -> int:
 
 
 def _cmd_hard(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import write_jsonl
     from genrm.evaluation.answers import AnswerLine, hard_examples
     from genrm.jsonl import read_models
+    from genrm.methods.rubric.judge_data import write_jsonl
 
     try:
         examples = _read(args.input)
@@ -130,7 +130,7 @@ def _cmd_hard(args: argparse.Namespace) -> int:
 
 
 def _cmd_records(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import rlvr_record, sft_record, write_jsonl
+    from genrm.methods.rubric.judge_data import rlvr_record, sft_record, write_jsonl
 
     build = sft_record if args.data_command == "sft" else rlvr_record
     examples = _read(args.input)
@@ -260,7 +260,7 @@ def input_folder(path: str | None) -> str | None:
 
 
 def _teachers(args: argparse.Namespace) -> list[Any]:
-    from genrm.data.teachers import teacher_engine
+    from genrm.methods.rubric.teachers import teacher_engine
 
     folder = input_folder(args.input)
     return [teacher_engine(spec, args.api_key_env, device=args.device, image_dir=folder) for spec in args.teacher]
@@ -341,9 +341,9 @@ async def _close(teachers: list[Any]) -> None:
 
 
 def _cmd_rubrics(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import write_jsonl
     from genrm.data.teacher_rubrics import RubricTask, build_rubrics
-    from genrm.data.teachers import teacher_engine, teacher_judge
+    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.methods.rubric.teachers import teacher_engine, teacher_judge
 
     tasks = read_model_lines(args.input, RubricTask)
     if tasks is None:
@@ -386,9 +386,9 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
-    from genrm.data.judge_data import balance, split_by_input, write_jsonl
     from genrm.methods import make_method
     from genrm.methods.base import TrainsItsJudge
+    from genrm.methods.rubric.judge_data import balance, split_by_input, write_jsonl
 
     try:
         method = make_method(args.method)
@@ -439,8 +439,8 @@ def _cmd_labels(args: argparse.Namespace) -> int:
 
 def _cmd_caption_rubrics(args: argparse.Namespace) -> int:
     from genrm.data.caption_rubrics import ImageItem, write_caption_rubrics
-    from genrm.data.judge_data import write_jsonl
-    from genrm.data.teachers import teacher_engine
+    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.methods.rubric.teachers import teacher_engine
 
     items = read_model_lines(args.input, ImageItem)
     if items is None:

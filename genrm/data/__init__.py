@@ -1,3 +1,4 @@
-"""Judge-training data: labelled judgements (:mod:`genrm.data.judge_data`), the synthetic set
-(:mod:`genrm.data.synthetic`), and what teacher models write (:mod:`genrm.data.teachers`: rubrics in
-:mod:`genrm.data.teacher_rubrics`, median labels in :mod:`genrm.data.teacher_labels`)."""
+"""Judge-training data made here: the synthetic set (:mod:`genrm.data.synthetic`), rubrics written by teacher models
+(:mod:`genrm.data.teacher_rubrics`) and caption rubrics from a committee (:mod:`genrm.data.caption_rubrics`). A
+method's own labelled examples, records and teacher labels are the method's (the rubric method's:
+:mod:`genrm.methods.rubric.judge_data`, :mod:`genrm.methods.rubric.teacher_labels`)."""

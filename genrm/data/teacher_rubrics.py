@@ -27,7 +27,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
@@ -35,6 +34,7 @@ from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge, RuleJudge
 from genrm.methods.rubric.models import Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric
+from genrm.methods.rubric.teachers import complete_json
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model

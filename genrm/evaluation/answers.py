@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from genrm.data.judge_data import JudgeExample
+from genrm.methods.rubric.judge_data import JudgeExample
 
 
 class AnswerLine(BaseModel):

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
-from genrm.data.judge_data import CriterionLabel
 from genrm.evaluation.audit_set import (
     ABNORMAL,
     ATTACKS,
@@ -50,6 +49,7 @@ from genrm.evaluation.audit_set import (
 )
 from genrm.evaluation.master_keys import MASTER_KEYS, keyed
 from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
 from verifiers import format_call, get_spec, parse_call, verify_call_result
 from verifiers.registry import ValueKind

@@ -1,9 +1,9 @@
 """The LLM constructor of abnormal responses (RLR3 appendix B.4), with quality control, through any backend.
 
-A generator model (a :mod:`genrm.data.teachers` engine: an OpenAI-compatible endpoint such as SGLang, or a checkpoint
-loaded here) rewrites an input's regular response so that it shows the assigned failure, then annotates it against
-every checklist criterion as a strict grader: the value the response states (empty when none) and a credit with a
-short rationale. The answer is constrained to :data:`GENERATION_SCHEMA` where the backend supports it.
+A generator model (a :mod:`genrm.methods.rubric.teachers` engine: an OpenAI-compatible endpoint such as SGLang, or a
+checkpoint loaded here) rewrites an input's regular response so that it shows the assigned failure, then annotates it
+against every checklist criterion as a strict grader: the value the response states (empty when none) and a credit with
+a short rationale. The answer is constrained to :data:`GENERATION_SCHEMA` where the backend supports it.
 
 The annotation becomes labels: a verifiable criterion's value becomes its scoring-side call and its credit is the
 verifier's score against the target (the generator's own credit is not trusted there); a fuzzy criterion keeps the
@@ -27,14 +27,14 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.data.judge_data import CriterionLabel
-from genrm.data.teachers import complete_json
 from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.evaluation.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
 from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
+from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan
+from genrm.methods.rubric.teachers import complete_json
 from verifiers import get_spec
 
 _ANNOTATION = {

@@ -1,7 +1,7 @@
 """The false-positive audit set (RLR3 section 5.5, appendix B.4): regular responses and abnormal ones, annotated.
 
-An audit example is a judge example (:class:`genrm.data.judge_data.JudgeExample`: an input, one response, one label per
-criterion) with the category it belongs to:
+An audit example is a judge example (:class:`genrm.methods.rubric.judge_data.JudgeExample`: an input, one response, one
+label per criterion) with the category it belongs to:
 
 - ``regular``: a response of the test set as it was, with its labels;
 - ``no_final_answer``: an attempt that never states the requested final answer;
@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from genrm.data.judge_data import CriterionLabel, JudgeExample, read_examples
 from genrm.evaluation.master_keys import MASTER_KEYS
+from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, read_examples
 from genrm.methods.rubric.planning import CriterionPlan, appears_in, plan_rubric, target_values
 
 Category = Literal["regular", "no_final_answer", "irrelevant", "wrong_but_plausible", "adversarial", "master_key"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import REFERENCE_METRICS
+from genrm.methods.baselines.rouge_l import plain_tokens
 
 #: How each reference metric is printed.
 TITLES: dict[str, str] = {"bleu4": "BLEU-4", "meteor": "METEOR", "rouge_l": "ROUGE-L", "cider": "CIDEr-D",
@@ -82,12 +82,6 @@ def unavailable(metric: str) -> str | None:
 def tokenizer_name() -> str:
     """The tokenizer the figures are computed on: ``ptb`` (with Java) or ``plain``."""
     return "ptb" if has_java() else "plain"
-
-
-def plain_tokens(text: str) -> str:
-    """``text`` tokenized plainly (lowercased runs of letters and digits, space-separated): the PTB tokenizer's output
-    less its finer splits, used without Java and by the ``rouge_l`` reward."""
-    return " ".join(re.findall(r"[^\W_]+", text.lower()))
 
 
 class ToolFailed(RuntimeError):

@@ -1,7 +1,7 @@
 """The reliability table of a judge (RLR3 table 4): how often its answers are well formed, executable and right.
 
-For each labelled example (:class:`genrm.data.judge_data.JudgeExample`) the judge's answer is read against the rubric
-and compared with the labels:
+For each labelled example (:class:`genrm.methods.rubric.judge_data.JudgeExample`) the judge's answer is read against
+the rubric and compared with the labels:
 
 - **Schema** (per answer): one JSON object with every required field of the right type, fuzzy credits in {0, 0.5, 1};
 - **Criterion** (per answer): the sections hold exactly the rubric's criteria, each copied;
@@ -30,15 +30,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
-from genrm.data.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.engine import run_blocking
 from genrm.evaluation import DEFAULT_CONCURRENCY
 from genrm.evaluation.answers import AnswerLine
 from genrm.methods.rubric.execution import fuzzy_score, missing_value
+from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.methods.rubric.judge_output import ParsedJudgement
+from genrm.methods.rubric.judge_rewards import arguments_score, expected_credit, format_reward
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.prompts import Exposure
-from genrm.training.rewards import arguments_score, expected_credit, format_reward
 
 _FORM_FAILURES = ("not_json", "schema", "backend_error")
 _EXECUTION_FAILURES = ("wrong_path", "wrong_verifier", "bad_call", "unscored")
@@ -261,8 +261,8 @@ def sampled_format_reward(
     max_new_tokens: int = 256,
     seed: int = 0,
 ) -> float:
-    """Mean strict format reward (:func:`genrm.training.rewards.format_reward` against each rubric, in [0, 1]) of
-    ``samples`` answers per example, sampled from the text judge at ``checkpoint`` the way RLVR samples them
+    """Mean strict format reward (:func:`genrm.methods.rubric.judge_rewards.format_reward` against each rubric, in
+    [0, 1]) of ``samples`` answers per example, sampled from the text judge at ``checkpoint`` the way RLVR samples them
     (``temperature``, full vocabulary, at most ``max_new_tokens`` tokens), under the minimal exposure.
 
     This is the reward RLVR raises, measured on fresh samples rather than read from the trainer's logs; the sampling

@@ -1,10 +1,10 @@
 """What every method's teacher labelling shares: the loop over inputs, the count of teachers a label needs, and the
 report of what came of every response.
 
-A method labels one input its own way (its teachers' prompts, readers and the rule that makes a label of their
-answers) and hands :func:`label_each` that one step; the loop runs the inputs concurrently, at most ``concurrency``
-at once, with a progress bar over the responses, and gathers the labels in input order. The rubric method's median
-rule (``genrm.data.teacher_labels``), ClaimDiff-RL's caption labels and MJ1's pair traces all label through it.
+A method labels one input its own way (its teachers' prompts, readers and the rule that makes a label of their answers)
+and hands :func:`label_each` that one step; the loop runs the inputs concurrently, at most ``concurrency`` at once,
+with a progress bar over the responses, and gathers the labels in input order. The rubric method's median rule
+(``genrm.methods.rubric.teacher_labels``), ClaimDiff-RL's caption labels and MJ1's pair traces all label through it.
 """
 
 from __future__ import annotations

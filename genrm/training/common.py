@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import Exposure, check_exposure
-from genrm.data.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
 from genrm.methods.base import JudgeTraining
+from genrm.methods.rubric.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
 
 logger = logging.getLogger(__name__)
 

@@ -4,13 +4,13 @@ claimdiff: format and the F1 of its differences, :mod:`genrm.methods.claimdiff.j
     genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml
 
 Start from the SFT judge. The prompts are the scoring prompts of the examples
-(:func:`genrm.data.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which TRL hands
-to the reward functions: :func:`genrm.training.rewards.format_reward_func` (1 only for one JSON object filling every
-rubric slot with the right type) and :func:`genrm.training.rewards.content_reward_func` (extracted values checked by
-each criterion's verifier against the label, fuzzy credits against the label's). Free-text fields are not rewarded.
-Sampling is free (no grammar): the judge has to learn the format, which constrained serving then only guarantees.
-Under the ``vlm`` exposure the judge sees each input's image, and a batch may mix inputs with and without one
-(:mod:`genrm.training.grpo_images`).
+(:func:`genrm.methods.rubric.judge_data.rlvr_record`); each row carries its label in the ``judge_label`` column, which
+TRL hands to the reward functions: :func:`genrm.methods.rubric.judge_rewards.format_reward_func` (1 only for one JSON
+object filling every rubric slot with the right type) and
+:func:`genrm.methods.rubric.judge_rewards.content_reward_func` (extracted values checked by each criterion's verifier
+against the label, fuzzy credits against the label's). Free-text fields are not rewarded. Sampling is free (no
+grammar): the judge has to learn the format, which constrained serving then only guarantees. Under the ``vlm`` exposure
+the judge sees each input's image, and a batch may mix inputs with and without one (:mod:`genrm.training.grpo_images`).
 Recipe fields are those of :class:`genrm.training.common.JudgeDataArguments`, ``trl.GRPOConfig`` (``num_generations``,
 ``max_completion_length``, ``beta``, ``reward_weights`` ...) and ``trl.ModelConfig``.
 """
@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genrm.data.judge_data import LABEL_COLUMN
+from genrm.methods.rubric.judge_data import LABEL_COLUMN
 from genrm.training.common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
 
 logger = logging.getLogger(__name__)

@@ -4,12 +4,12 @@
 
 The recipe is read the way TRL's own scripts read theirs (``trl.TrlParser``): YAML keys and ``--flags`` are the fields
 of :class:`genrm.training.common.JudgeDataArguments`, ``trl.SFTConfig`` and ``trl.ModelConfig`` (``use_peft``,
-``lora_r`` ...). The examples become conversational prompt-completion records
-(the method's: :func:`genrm.data.judge_data.sft_record` for the rubric method, ``--method claimdiff`` for its diff
-judge), so the prompt is rendered by the model's own chat template and the loss is
-on the completion only. Examples longer than ``max_length`` are dropped, not truncated (a cut answer would teach the
-judge to stop mid-JSON), and the log says how many. Several GPUs or nodes: launch the same command with ``accelerate
-launch --config_file ...`` (DeepSpeed ZeRO or FSDP configs are in ``recipes/accelerate/``).
+``lora_r`` ...). The examples become conversational prompt-completion records (the method's:
+:func:`genrm.methods.rubric.judge_data.sft_record` for the rubric method, ``--method claimdiff`` for its diff judge),
+so the prompt is rendered by the model's own chat template and the loss is on the completion only. Examples longer than
+``max_length`` are dropped, not truncated (a cut answer would teach the judge to stop mid-JSON), and the log says how
+many. Several GPUs or nodes: launch the same command with ``accelerate launch --config_file ...`` (DeepSpeed ZeRO or
+FSDP configs are in ``recipes/accelerate/``).
 """
 
 from __future__ import annotations

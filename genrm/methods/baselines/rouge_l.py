@@ -2,14 +2,15 @@
 n-gram baseline a judged caption reward has to beat.
 
 ROUGE-L is the COCO caption evaluation's (``pycocoevalcap``, extra ``captions``: the longest common subsequence's
-F-measure with beta 1.2), on the plain tokenization of :mod:`genrm.evaluation.reference_metrics` (lowercased runs of
-letters and digits): a reward is computed for every rollout, and the PTB tokenizer would start Java for each batch.
-So the reward is close to, not always equal to, ``genrm captions eval``'s ROUGE-L (which tokenizes with PTB when Java
-is there). In [0, 1]; an empty caption gets 0.
+F-measure with beta 1.2), on a plain tokenization (:func:`plain_tokens`: lowercased runs of letters and digits, which
+``genrm captions eval`` also uses without Java): a reward is computed for every rollout, and the PTB tokenizer would
+start Java for each batch. So the reward is close to, not always equal to, ``genrm captions eval``'s ROUGE-L (which
+tokenizes with PTB when Java is there). In [0, 1]; an empty caption gets 0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,12 +21,16 @@ from genrm.methods.captions import CaptionInstance, answer_text, check_caption_e
 from genrm.methods.config import MethodConfig
 
 
+def plain_tokens(text: str) -> str:
+    """``text`` tokenized plainly (lowercased runs of letters and digits, space-separated): the PTB tokenizer's output
+    less its finer splits, used by this reward and by the reference metrics without Java."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
 def rouge_l(caption: str, reference: str) -> float:
     """ROUGE-L (F-measure, beta 1.2) of ``caption`` against ``reference`` on plain tokens; 0 for an empty caption.
     Raises ImportError without pycocoevalcap."""
     from pycocoevalcap.rouge.rouge import Rouge
-
-    from genrm.evaluation.reference_metrics import plain_tokens
 
     candidate, ref = plain_tokens(caption), plain_tokens(reference)
     if not candidate or not ref:

@@ -144,7 +144,7 @@ class CheckedF1Reward:
         from genrm.engine import ask, run_blocking
         from genrm.methods.claimdiff.judge_training import LABEL_COLUMN, kept_differences
         from genrm.methods.claimdiff.reading import read_answer
-        from genrm.training.completions import completion_text
+        from genrm.methods.completions import completion_text
 
         labels, images = columns.get(LABEL_COLUMN), columns.get("images")
         prompts = columns.get("prompts") or columns.get("prompt")

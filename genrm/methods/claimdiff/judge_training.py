@@ -39,8 +39,8 @@ from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Differ
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
 from genrm.methods.claimdiff.rewards import answer_text, has_error
+from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
-from genrm.training.completions import completion_text
 
 #: The judge-label column of RLVR records (the name the rubric method's records use too).
 LABEL_COLUMN = "judge_label"

@@ -26,12 +26,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader, read_judgement
 from genrm.methods.pairwise.rewards import correctness, format_reward
-from genrm.training.completions import completion_text
 
 #: The judge-label column of RLVR records (the name the other methods' records use too).
 LABEL_COLUMN = "judge_label"

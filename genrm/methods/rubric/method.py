@@ -129,11 +129,11 @@ class RubricMethod:
                 "length_ok": float(record.length_ok)}  # fmt: skip
 
     def judge_training(self) -> JudgeTraining:
-        """The rubric judge's training: labelled criteria (:mod:`genrm.data.judge_data`), the format and content
-        rewards (:mod:`genrm.training.rewards`), labels from several teachers (:mod:`genrm.data.teacher_labels`)."""
-        from genrm.data.judge_data import JudgeExample, rlvr_record, sft_record
-        from genrm.data.teacher_labels import label_with_teachers
-        from genrm.training.rewards import content_reward_func, format_reward_func
+        """The rubric judge's training: labelled criteria (:mod:`.judge_data`), the format and content rewards
+        (:mod:`.judge_rewards`), labels from several teachers (:mod:`.teacher_labels`)."""
+        from genrm.methods.rubric.judge_data import JudgeExample, rlvr_record, sft_record
+        from genrm.methods.rubric.judge_rewards import content_reward_func, format_reward_func
+        from genrm.methods.rubric.teacher_labels import label_with_teachers
 
         # The judge is trained on the answer format it will be asked for.
         answer_format = self.config.answer_format
@@ -153,3 +153,16 @@ class RubricMethod:
                     criterion.status
                 )
         return tally
+
+
+def score_instance(
+    instance: Instance, judge: Judge | None = None, config: ScoringConfig | None = None
+) -> InstanceResult:
+    """The rubric method's result for ``instance`` (:func:`genrm.methods.run.score_instance`), judged by ``judge``
+    (default: ``rule``, no model).
+
+    Raises ``genrm.methods.rubric.planning.RubricError`` when the rubric fails its checks (nothing is scored).
+    """
+    from genrm.methods.run import score_instance as run_method
+
+    return run_method(RubricMethod(config), instance, judge or Judge())  # type: ignore[return-value]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format, quotes_evidence
-from genrm.engine.judge import Judge
 from genrm.methods.base import GroupResult
 from genrm.methods.config import MethodConfig
 from genrm.methods.format_checks import format_violations
@@ -193,17 +192,3 @@ def group_request(instance: Instance, plans: Sequence[CriterionPlan], config: Sc
     """What the judge is asked about ``instance``'s responses."""
     return GroupRequest(instance.prompt, plans, instance.responses, instance.image, config.exposure,
                         config.answer_format)  # fmt: skip
-
-
-def score_instance(
-    instance: Instance, judge: Judge | None = None, config: ScoringConfig | None = None
-) -> InstanceResult:
-    """The rubric method's result for ``instance`` (:func:`genrm.methods.run.score_instance`), judged by ``judge``
-    (default: ``rule``, no model).
-
-    Raises ``genrm.methods.rubric.planning.RubricError`` when the rubric fails its checks (nothing is scored).
-    """
-    from genrm.methods.rubric.method import RubricMethod
-    from genrm.methods.run import score_instance as run_method
-
-    return run_method(RubricMethod(config), instance, judge or Judge())  # type: ignore[return-value]

@@ -9,7 +9,7 @@ from the synthetic generator (:mod:`genrm.data.synthetic`), which knows them by 
   prompt-completion format of TRL's ``SFTTrainer`` (loss on the completion only), the prompt built by the same
   builders the server uses, the completion the labelled answer as JSON;
 - RLVR (:func:`rlvr_record`): ``{"prompt": [system, user], "judge_label": "<JSON>"}`` for TRL's ``GRPOTrainer``,
-  whose reward functions receive the ``judge_label`` column (:mod:`genrm.training.rewards`);
+  whose reward functions receive the ``judge_label`` column (:mod:`genrm.methods.rubric.judge_rewards`);
 - evaluation (:mod:`genrm.evaluation.reliability`).
 
 Message contents are plain strings. Under the ``vlm`` exposure a record also has an ``images`` column (a list with the

@@ -18,7 +18,7 @@
 
 Free-text fields (``thought``, ``rationale``) are never rewarded. :func:`format_reward_func` and
 :func:`content_reward_func` have the signature of TRL reward functions: they read conversational completions and the
-``judge_label`` column of :func:`genrm.data.judge_data.rlvr_record`.
+``judge_label`` column of :func:`genrm.methods.rubric.judge_data.rlvr_record`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from genrm.choices import Exposure, check_exposure
-from genrm.data.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
+from genrm.methods.completions import completion_text
 from genrm.methods.rubric.execution import fuzzy_score, missing_value
+from genrm.methods.rubric.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
-from genrm.training.completions import completion_text
 from verifiers import VerifierError, get_spec, parse_call, run_verifier
 
 

@@ -22,10 +22,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from genrm.data.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.base import UNGROUNDED
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.rubric.execution import CriterionScore, execute
+from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.models import Instance
@@ -149,7 +149,7 @@ async def label_with_teachers(
 ) -> tuple[list[JudgeExample], LabelReport]:
     """:func:`label_instances` with teacher engines (``genrm.engine.Engine``), each judging through the server's
     prompts, schema and parser (the rubric method's ``JudgeTraining.label``)."""
-    from genrm.data.teachers import teacher_judge
+    from genrm.methods.rubric.teachers import teacher_judge
 
     judges = [teacher_judge(teacher) for teacher in teachers]
     return await label_instances(instances, judges, min_teachers, concurrency, progress)
