@@ -266,13 +266,9 @@ class ServerSettings(BaseSettings):
                 )
             self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.engine_port}/v1"]
             self.judge_model = self.judge_model or self.model_path
-        kind = backend(self.backend).model
-        if kind == "checkpoint":
-            if not self.model_path:
-                raise ValueError(f"the {self.backend} backend needs a model_path")
+        self.judge_spec()  # the one check of a judge given in parts: what is missing, named as these fields
+        if backend(self.backend).model == "checkpoint":
             self.judge_model = self.judge_model or self.model_path
-        elif kind == "served" and not (self.judge_urls and self.judge_model):
-            raise ValueError(f"the {self.backend} backend needs judge_urls and judge_model")
         return self
 
     @model_validator(mode="after")
@@ -290,13 +286,13 @@ class ServerSettings(BaseSettings):
         return self
 
     def judge_spec(self) -> JudgeSpec:
-        """The judge these settings name."""
+        """The judge these settings name; ValueError naming the field that is missing."""
         kind = backend(self.backend).model
         if kind == "checkpoint":
-            return JudgeSpec(self.backend, self.model_path)
+            return JudgeSpec.spelled_out(self.backend, self.model_path, (), "a model_path")
         if kind == "none":
             return JudgeSpec(self.backend)
-        return JudgeSpec(self.backend, self.judge_model, tuple(self.judge_urls))
+        return JudgeSpec.spelled_out(self.backend, self.judge_model, self.judge_urls, "judge_model", "judge_urls")
 
     def engine_launch(self) -> SGLangLaunch | VLLMLaunch:
         """How to start the judge's inference server (with ``launch``): the backend's launch with these settings."""

@@ -134,3 +134,17 @@ def test_the_engine_decides_whether_a_schema_constrains_decoding():
     }
     assert "response_format" not in bodies[1]
     assert constrained.finished is False and free.text == "{}"  # cut by the token budget, as the endpoint said
+
+
+def test_a_judge_given_in_parts_is_checked_once_in_the_callers_names():
+    assert JudgeSpec.spelled_out("vllm", "judge", ["http://h/v1"]) == JudgeSpec("vllm", "judge", ("http://h/v1",))
+    assert JudgeSpec.spelled_out("transformers", "runs/j") == JudgeSpec("transformers", "runs/j")
+    assert JudgeSpec.spelled_out("rule", None) == JudgeSpec("rule")
+    for parts, said in [(("vllm", None, ["http://h/v1"]), "the vllm backend needs MODEL"),
+                        (("vllm", "judge", []), "the vllm backend needs URLS"),
+                        (("transformers", "runs/j", ["http://h/v1"]), "runs in process and takes no URLS"),
+                        (("rule", "runs/j", []), "MODEL and URLS name a model judge: add BACKEND")]:  # fmt: skip
+        with pytest.raises(ValueError, match=said):
+            JudgeSpec.spelled_out(*parts, model_field="MODEL", urls_field="URLS", backend_field="BACKEND")
+    with pytest.raises(ValueError, match="unknown judge backend 'nope'"):
+        JudgeSpec.spelled_out("nope", "m")

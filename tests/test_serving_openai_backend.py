@@ -109,8 +109,13 @@ async def test_replicas_share_the_load(judge):
 
 
 def test_model_backends_need_an_endpoint():
-    with pytest.raises(ValueError, match="needs judge_urls and judge_model"):
+    # each missing part is named as the settings name it, by the one check of a judge given in parts (JudgeSpec)
+    with pytest.raises(ValueError, match="the sglang backend needs judge_model"):
         ServerSettings(backend="sglang")
+    with pytest.raises(ValueError, match="the sglang backend needs judge_urls"):
+        ServerSettings(backend="sglang", judge_model="judge")
+    with pytest.raises(ValueError, match="the transformers backend needs a model_path"):
+        ServerSettings(backend="transformers")
 
 
 async def test_a_hanging_judge_is_answered_within_the_call_budget(judge):

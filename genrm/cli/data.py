@@ -29,7 +29,7 @@ from genrm.choices import (
 from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
-from genrm.engine.backends import DEFAULT_BACKEND, backend, backend_names, spec_forms
+from genrm.engine.backends import DEFAULT_BACKEND, backend_names, spec_forms
 from genrm.engine.blocking import run_blocking
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 
@@ -175,21 +175,11 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
         if args.backend is not None or args.model or args.url:
             raise ValueError("--judge names the judge already; drop --backend, --model and --url")
         return JudgeSpec.parse(args.judge)
-    name = args.backend or DEFAULT_BACKEND
-    kind = backend(name).model
-    if kind == "none":
-        if args.model or args.url:
-            models = ", ".join(backend_names("checkpoint") + backend_names("served"))
-            raise ValueError(f"--model and --url name a model judge: add --backend ({models}), or give --judge SPEC; "
-                             f"the {name} judge takes neither")  # fmt: skip
-        return JudgeSpec(name)
-    if not args.model:
-        raise ValueError(f"--backend {name} needs --model (a checkpoint path, or the served model's name)")
-    if kind == "checkpoint":
-        return JudgeSpec(name, args.model)
-    if not args.url:
-        raise ValueError(f"--backend {name} needs --url BASE_URL (ending in /v1)")
-    return JudgeSpec(name, args.model, tuple(args.url))
+    return JudgeSpec.spelled_out(
+        args.backend or DEFAULT_BACKEND, args.model, args.url or (),
+        "--model (a checkpoint path, or the served model's name)", "--url BASE_URL (ending in /v1)",
+        "--backend",
+    )  # fmt: skip
 
 
 def judge_from_args(

@@ -21,11 +21,12 @@ may name a judge without pulling one in.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.choices import Device, Dtype
-from genrm.engine.backends import BACKENDS, DEFAULT_BACKEND, UNPREFIXED_BACKEND, backend, spec_forms
+from genrm.engine.backends import BACKENDS, DEFAULT_BACKEND, UNPREFIXED_BACKEND, backend, backend_names, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.types import SamplingSettings
 
@@ -63,6 +64,33 @@ class JudgeSpec:
         bad = [url for url in self.urls if not url.startswith(_URL_SCHEMES)]
         if bad:
             raise ValueError(f"judge URLs must start with http:// or https://, got {bad[0]!r:.80}")
+
+    @classmethod
+    def spelled_out(
+        cls,
+        name: str,
+        model: str | None,
+        urls: Sequence[str] = (),
+        model_field: str = "a model",
+        urls_field: str = "a base URL",
+        backend_field: str = "a backend",
+    ) -> JudgeSpec:
+        """The judge of backend ``name`` from its model and URLs given apart (command-line options, settings fields),
+        what is missing or not taken said in the caller's names for them (``model_field``, ``urls_field``,
+        ``backend_field``). Raises ValueError (an unknown backend names the backends there are)."""
+        kind = backend(name).model
+        given_model = bool(model and model.strip())
+        if kind == "none" and (given_model or urls):
+            models = ", ".join(backend_names("checkpoint") + backend_names("served"))
+            raise ValueError(f"{model_field} and {urls_field} name a model judge: add {backend_field} ({models}); the "
+                             f"{name} judge takes neither")  # fmt: skip
+        if kind != "none" and not given_model:
+            raise ValueError(f"the {name} backend needs {model_field}")
+        if kind == "checkpoint" and urls:
+            raise ValueError(f"the {name} backend runs in process and takes no {urls_field}")
+        if kind == "served" and not urls:
+            raise ValueError(f"the {name} backend needs {urls_field}")
+        return cls(name, model if kind != "none" else None, tuple(urls) if kind == "served" else ())
 
     @classmethod
     def parse(cls, text: str) -> JudgeSpec:
