@@ -9,6 +9,7 @@ Every field is validated; an unknown key in the YAML file or a value out of rang
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -231,6 +232,9 @@ class ServerSettings(BaseSettings):
         if not isinstance(data, dict):
             return data
         for old, new in _OLDER_NAMES.items():
+            # the environment source reads only the fields' own names: an older variable would be ignored unsaid
+            if f"GENRM_{old.upper()}" in os.environ:
+                raise ValueError(f"GENRM_{old.upper()} is the older name of GENRM_{new.upper()}: rename it")
             if old in data:
                 if new in data:
                     raise ValueError(f"{old} is the older name of {new}; give one of them")

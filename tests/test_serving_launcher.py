@@ -41,7 +41,7 @@ def test_vllm_command_line_reads_the_grammars_it_is_sent():
     assert launch.environment() == {"VLLM_CPU_KVCACHE_SPACE": "2"}
 
 
-def test_settings_launch_the_backends_engine_and_read_the_older_names():
+def test_settings_launch_the_backends_engine_and_read_the_older_names(monkeypatch):
     settings = ServerSettings(backend="vllm", launch=True, model_path="/models/judge", engine_port=31002,
                               context_length=2048, dtype="float32", engine_args=["--enforce-eager"],
                               engine_command=["/opt/vllm/bin/python", "-m", "vllm.entrypoints.x"])  # fmt: skip
@@ -53,6 +53,10 @@ def test_settings_launch_the_backends_engine_and_read_the_older_names():
     assert ServerSettings(backend="sglang", launch=True, model_path="/m").engine_launch().dtype is None  # auto
     older = ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=31003, sglang_args=["--x"])
     assert (older.engine_port, older.engine_args) == (31003, ["--x"])
+    monkeypatch.setenv("GENRM_SGLANG_PORT", "31004")  # not read silently as nothing
+    with pytest.raises(ValueError, match="GENRM_SGLANG_PORT is the older name of GENRM_ENGINE_PORT"):
+        ServerSettings(backend="sglang", launch=True, model_path="/m")
+    monkeypatch.delenv("GENRM_SGLANG_PORT")
     with pytest.raises(ValueError, match="sglang_port is the older name of engine_port"):
         ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=1, engine_port=2)
     with pytest.raises(ValueError, match=r"launch needs a backend that can be launched \(sglang, vllm\)"):
