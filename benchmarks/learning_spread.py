@@ -57,7 +57,7 @@ def _zero_reward(broken: bool) -> Iterator[None]:
         yield
         return
     import genrm.methods.rubric.judge_rewards as judge_rewards
-    from policy_rl.rubric_reward import RubricReward
+    from policy_rl.method_reward import MethodReward
 
     def format_reward_func(completions, **columns):  # the logged names of the real ones
         return [0.0] * len(completions)
@@ -67,14 +67,15 @@ def _zero_reward(broken: bool) -> Iterator[None]:
 
     # the rubric method's judge training reads its reward functions from this module when a run starts
     saved_funcs = judge_rewards.format_reward_func, judge_rewards.content_reward_func
-    saved_rewards = RubricReward.rewards
+    saved_rewards = MethodReward.rewards
     judge_rewards.format_reward_func, judge_rewards.content_reward_func = format_reward_func, content_reward_func
-    RubricReward.rewards = lambda self, outcomes, group_size=None: [0.0] * len(outcomes)
+    # genrm rl takes the rubric's rewards from here, over whole groups (policy_rl.trainer)
+    MethodReward.rewards = lambda self, outcomes, group_size=None: [0.0] * len(outcomes)
     try:
         yield
     finally:
         judge_rewards.format_reward_func, judge_rewards.content_reward_func = saved_funcs
-        RubricReward.rewards = saved_rewards
+        MethodReward.rewards = saved_rewards
 
 
 def policy_run(policy: Path, out: Path, seed: int, broken: bool, steps: int) -> dict[str, object]:

@@ -32,7 +32,8 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
-from policy_rl.rubric_reward import RubricReward  # noqa: E402
+from genrm.methods.rubric.scoring import InstanceResult  # noqa: E402
+from policy_rl.method_reward import MethodReward  # noqa: E402
 from policy_rl.scorers import JudgeScorer, ServerScorer  # noqa: E402
 
 G = 8
@@ -67,16 +68,18 @@ def grpo_share(kind: str, model: str | None, policy: str, steps: int, workdir: P
     """Seconds per GRPO step and the share of it spent judging."""
     from trl import GRPOConfig
 
+    from genrm.methods import make_method
     from policy_rl.data import policy_dataset
-    from policy_rl.trainer import RubricGRPOTrainer
+    from policy_rl.trainer import MethodGRPOTrainer
 
-    timed = TimedScorer(JudgeScorer(_judge(kind, model)))
+    method = make_method("rubric")
+    timed = TimedScorer(JudgeScorer(_judge(kind, model), method))
     args = GRPOConfig(output_dir=str(workdir / f"grpo-{kind}"), per_device_train_batch_size=16, num_generations=G,
                       max_completion_length=6, temperature=1.0, learning_rate=5e-3, max_steps=steps, use_cpu=True,
                       bf16=False, gradient_checkpointing=False, report_to="none", save_strategy="no",
                       logging_steps=steps, seed=0,
                       disable_tqdm=True)  # fmt: skip
-    trainer = RubricGRPOTrainer(model=policy, reward_funcs=[RubricReward(timed)], args=args,
+    trainer = MethodGRPOTrainer(model=policy, reward_funcs=[MethodReward(method, timed)], args=args,
                                 train_dataset=policy_dataset(PROMPTS))  # fmt: skip
     start = time.perf_counter()
     trainer.train()
@@ -130,7 +133,7 @@ def rewards_per_second(kind: str, model: str | None, count: int) -> tuple[float,
     in_process = _rate(local, _groups(count, 1))
     process, url = _serve(kind, model)
     try:
-        remote = ServerScorer(url)
+        remote = ServerScorer(url, InstanceResult)
         _rate(remote, _groups(count, 0))
         served = _rate(remote, _groups(count, 1))
         remote.close()

@@ -88,3 +88,13 @@ def json_line(value: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate: escaped
         text = json.dumps(value, ensure_ascii=True, allow_nan=False)
     return text
+
+
+def write_jsonl(records: Iterable[BaseModel | dict[str, Any]], path: str | Path) -> int:
+    """Write records (pydantic models or plain JSON data) as JSONL to ``path``; returns how many were written."""
+    count = 0
+    with open(path, "w", encoding="utf-8") as sink:
+        for record in records:
+            sink.write((record.model_dump_json() if isinstance(record, BaseModel) else json_line(record)) + "\n")
+            count += 1
+    return count

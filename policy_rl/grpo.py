@@ -6,18 +6,18 @@
 The recipe is read as TRL's scripts read theirs: fields of :class:`PolicyRLArguments`, ``trl.GRPOConfig`` and
 ``trl.ModelConfig``, from YAML and ``--flags``. The prompts are instance JSONL (:mod:`policy_rl.data`); the judge is
 the rule backend, a checkpoint run in process or a reward server (:mod:`policy_rl.scorers`). The reward is the
-``method``'s (``rubric`` by default, with ``method_options``): for the rubric method
-:class:`policy_rl.rubric_reward.RubricReward`, remapped over whole groups by
-:class:`policy_rl.trainer.RubricGRPOTrainer` even when a group spans processes; for any other method
-:class:`policy_rl.method_reward.MethodReward`, which keeps the method's rewards as it computed them (a method whose
-reward depends on the whole group is scored per process, with the completions each process holds: the claimdiff and
-balcap methods' do not). A method with reward columns (balcap) gives TRL one reward function per column, all from one
+``method``'s (``rubric`` by default, with ``method_options``), through :class:`policy_rl.method_reward.MethodReward`.
+A method whose rewards depend on the whole group in a way it declares
+(:class:`genrm.methods.group_rewards.RewardsOverGroups`: the rubric method's remap) gets them over whole groups from
+:class:`policy_rl.trainer.MethodGRPOTrainer`, even when a group spans processes; any other method's rewards are kept
+as it computed them, with the completions each process holds (the claimdiff and balcap methods' do not depend on the
+group). A method with reward columns (balcap) gives TRL one reward function per column, all from one
 judge call per completion, with its weights as ``reward_weights`` and ``multi_objective_aggregation:
 normalize_then_sum`` when ``decoupled`` (c-GDPO); its advantage penalty is subtracted from TRL's advantages. A method
 that counts tokens gets the policy's tokenizer. The method's defaults are TRL's where they agree (``beta: 0``, no
-reference model; ``num_iterations: 1``, strictly on-policy) and the recipe's otherwise; the length rule is the
-instance's ``max_response_chars``, plus the rubric method's length-conditional masking (the whole reward, in
-characters) when ``length_rule`` is set.
+reference model; ``num_iterations: 1``, strictly on-policy) and the recipe's otherwise. Length rules are the
+method's: the instance's ``max_response_chars``, and the rubric method's ``length_rule: mask`` against the reference
+answer (``method_options``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from genrm.choices import DEFAULT_TAU, check_exposure
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, RewardMethod
 from genrm.methods.columns import HasRewardColumns
-from genrm.methods.rubric.scoring import ScoringConfig
+from genrm.methods.config import MethodConfig
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +71,6 @@ class PolicyRLArguments:
     tau: float = field(default=DEFAULT_TAU, metadata={"help": "remapping threshold in (0, 1)"})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
-    length_rule: bool = field(
-        default=False, metadata={"help": "mask rewards of answers far from the reference's length"}
-    )
-    length_low: float = field(default=0.5, metadata={"help": "length rule: lowest length / reference length"})
-    length_high: float = field(default=2.0, metadata={"help": "length rule: highest length / reference length"})
     decoupled: bool = field(
         default=True,
         metadata={
@@ -111,17 +106,14 @@ def build_method(args: PolicyRLArguments) -> RewardMethod:
     """The reward method the arguments name, configured."""
     from genrm.methods import make_method
 
-    config = ScoringConfig(tau=args.tau, exposure=check_exposure(args.exposure))
+    config = MethodConfig(tau=args.tau, exposure=check_exposure(args.exposure))
     return make_method(args.method, config, method_options(args.method_options))
 
 
 def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -> list[Any]:
-    """The TRL reward functions the arguments describe (their scorer connected): the rubric method's group-remapped
-    reward, one function per reward column of a method that has columns (one judging per batch), or any other
-    method's own reward."""
-    from genrm.methods.rubric.method import RubricMethod
+    """The TRL reward functions the arguments describe (their scorer connected): one function per reward column of a
+    method that has columns (one judging per batch), else the method's reward."""
     from policy_rl.method_reward import MethodReward
-    from policy_rl.rubric_reward import LengthRule, RubricReward
     from policy_rl.scorers import make_scorer
 
     method = method or build_method(args)
@@ -130,12 +122,6 @@ def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -
         raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
     budget = image_budget(args.judge_image_pixels, "judge_image_pixels")
     scorer = make_scorer(args.judge, method, api_key, image_dir=str(Path(args.train_file).parent), image_budget=budget)
-    if isinstance(method, RubricMethod):  # its remap needs whole groups, also across processes
-        rule = LengthRule(args.length_low, args.length_high) if args.length_rule else None
-        return [RubricReward(scorer, args.tau, rule)]
-    if args.length_rule:
-        raise ValueError(f"length_rule is the rubric method's; the {method.name} method does not take it "
-                         "(a method with a length rule of its own sets it in method_options)")  # fmt: skip
     reward = MethodReward(method, scorer)
     return reward.columns() if isinstance(method, HasRewardColumns) else [reward]
 
@@ -169,7 +155,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
 
     from genrm.training.common import train_and_save
     from policy_rl.data import policy_dataset, read_instances
-    from policy_rl.trainer import RubricGRPOTrainer
+    from policy_rl.trainer import MethodGRPOTrainer
 
     path = model_args.model_name_or_path
     if not path:
@@ -193,7 +179,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     training.model_init_kwargs = {**(training.model_init_kwargs or {}), "dtype": model_args.dtype}
     logger.info("GRPO of %s on %d prompts x %d samples, judge %s", path, len(dataset), training.num_generations,
                 args.judge)  # fmt: skip
-    trainer = RubricGRPOTrainer(
+    trainer = MethodGRPOTrainer(
         model=path, reward_funcs=rewards, args=training, train_dataset=dataset, processing_class=processing,
         peft_config=get_peft_config(model_args),
     )  # fmt: skip

@@ -8,8 +8,10 @@ server), and each completion gets its group result's reward, as the method compu
 Rows of a group are found by a key (the instance id, or a caller's own group id), not by their place, so a batch
 whose rows were reordered is still scored group by group. A group must be whole in the batch handed over: TRL's
 reward function sees one process's slice (whole groups when ``per_device_train_batch_size`` is a multiple of
-``num_generations``); verl's batch reward function sees the whole batch. ``genrm rl`` regroups the rubric method
-across processes (:mod:`policy_rl.rubric_reward`).
+``num_generations``); verl's batch reward function sees the whole batch. For a method whose rewards depend on the
+whole group (:class:`genrm.methods.group_rewards.RewardsOverGroups`, the rubric method's remap), each batch's
+per-response outcomes are kept (:attr:`MethodReward.pending`), and ``genrm rl`` gathers them from every process and
+recomputes the rewards over whole groups (:class:`policy_rl.trainer.MethodGRPOTrainer`), whatever the batch sizes.
 
 A completion whose group could not be scored, or whose reward the method left unknown, gets ``None`` with the reason;
 it is never a 0 or a 1.
@@ -33,6 +35,7 @@ from pydantic import BaseModel
 from genrm.methods.base import GroupResult, RewardMethod
 from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
 from genrm.methods.completions import completion_text
+from genrm.methods.group_rewards import Outcome, RewardsOverGroups, rewards_over_groups
 
 logger = logging.getLogger(__name__)
 
@@ -48,13 +51,19 @@ class GroupScorer(Protocol):
 
 @dataclass(frozen=True)
 class RowScore:
-    """One completion's reward (None when unknown), why it is unknown, and the figures its method logs with it."""
+    """One completion's reward (None when unknown), why it is unknown, and the figures its method logs with it.
+
+    ``failed``: its group could not be judged at all (the judge unreachable or broken, a bad instance). ``outcome``:
+    what its reward over a whole group needs (:mod:`genrm.methods.group_rewards`), its value set for a method with
+    rewards over groups."""
 
     reward: float | None
     error: str | None = None
     extra: dict[str, float] = field(default_factory=dict)
     columns: dict[str, float | None] = field(default_factory=dict)
     penalty: float = 0.0
+    failed: bool = False
+    outcome: Outcome | None = None
 
 
 def group_key(raw: str | dict[str, Any], own_key: Any = None) -> str:
@@ -90,6 +99,8 @@ class MethodReward:
         self.method, self.scorer = method, scorer
         self.__name__ = name or method.name
         self.failures = FailureStreak(max_failed_batches)
+        #: The last batch's outcomes, in row order (see the module docstring).
+        self.pending: list[Outcome] = []
 
     def score_rows(
         self, texts: Sequence[str], instances: Sequence[str | dict[str, Any]], keys: Sequence[str] | None = None
@@ -108,27 +119,39 @@ class MethodReward:
         return scores
 
     def _score_group(self, key: str, texts: list[str], raw: str | dict[str, Any]) -> list[RowScore]:
+        def failed(error: str) -> list[RowScore]:
+            return [RowScore(None, error, failed=True, outcome=Outcome(key, error=error))] * len(texts)
+
         try:
             value = json.loads(raw) if isinstance(raw, str) else dict(raw)
             instance = self.method.instance_model.model_validate({**value, "responses": texts})
         except (ValueError, TypeError) as exc:
-            return [RowScore(None, f"bad {INSTANCE_COLUMN} value: {exc}")] * len(texts)
+            return failed(f"bad {INSTANCE_COLUMN} value: {exc}")
         try:
             (result,) = self.scorer([instance])
         except Exception as exc:  # the judge is unreachable or broke: these completions have no reward
             logger.warning("scoring %s failed: %s", key, exc)
-            return [RowScore(None, f"judge failed: {exc}")] * len(texts)
+            return failed(f"judge failed: {exc}")
         if result.error is not None or result.rewards is None:
-            return [RowScore(None, result.error or "no rewards")] * len(texts)
+            return failed(result.error or "no rewards")
         method, scores = self.method, []
+        values = method.outcome_values(result) if isinstance(method, RewardsOverGroups) else [None] * len(texts)
         for index, reward in enumerate(result.rewards):
             error = None if reward is not None else method.unknown_reward(result, index).message
             columns = method.column_values(result, index) if isinstance(method, HasRewardColumns) else {}
             # A completion with no reward gets no advantage from TRL, so no penalty either.
             penalized = isinstance(method, PenalizesAdvantages) and reward is not None
             penalty = method.advantage_penalty(result, index) if penalized else 0.0
-            scores.append(RowScore(reward, error, method.extra_logs(result, index), columns, penalty))
+            outcome = Outcome(getattr(instance, "id", None) or key, values[index])
+            scores.append(RowScore(reward, error, method.extra_logs(result, index), columns, penalty, False, outcome))
         return scores
+
+    def rewards(self, outcomes: Sequence[Outcome], group_size: int | None = None) -> list[float | None]:
+        """The rewards of ``outcomes`` (every process's, gathered) over whole groups of ``group_size`` (None: runs of
+        one key), for a method with rewards over groups; raises ValueError for any other method."""
+        if not isinstance(self.method, RewardsOverGroups):
+            raise ValueError(f"the {self.method.name} method computes each group's rewards itself")
+        return rewards_over_groups(self.method, outcomes, group_size)
 
     def __call__(
         self,
@@ -161,10 +184,15 @@ class MethodReward:
             run += row > 0 and raw != instances[row - 1]
             keys.append(str(run))
         scores = self.score_rows([completion_text(c) for c in completions], instances, keys)
+        self.pending = [s.outcome or Outcome("?", error=s.error) for s in scores]
         self.failures.count([s.error for s in scores if s.reward is None], len(scores))
         name = self.__name__
         if log_metric is not None:
-            for metric, value in row_metrics(scores).items():
+            metrics = row_metrics(scores)
+            if isinstance(self.method, RewardsOverGroups):
+                judged = [s.outcome.value for s in scores if s.outcome is not None and s.outcome.error is None]
+                metrics.update(self.method.outcome_logs(judged) if judged else {})
+            for metric, value in metrics.items():
                 log_metric(f"{name}/{metric}", value)
         if log_extra is not None:
             log_extra(f"{name}_unknown", [s.error or "" for s in scores])
@@ -247,8 +275,11 @@ class FailureStreak:
 
 
 def row_metrics(scores: Sequence[RowScore]) -> dict[str, float]:
-    """Per-batch figures: the share of unknown rewards, and the mean of each figure the method logs."""
-    metrics = {"reward_unknown": sum(s.reward is None for s in scores) / max(len(scores), 1)}
+    """Per-batch figures: the share of completions that could not be judged and of unknown rewards, and the mean of
+    each figure the method logs."""
+    count = max(len(scores), 1)
+    metrics = {"judge_failed": sum(s.failed for s in scores) / count,
+               "reward_unknown": sum(s.reward is None for s in scores) / count}  # fmt: skip
     names = sorted({name for s in scores for name in s.extra})
     for name in names:
         values = [s.extra[name] for s in scores if name in s.extra]

@@ -23,17 +23,21 @@ from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.judge import Judge
 from genrm.methods import MethodInputError, RewardMethod, method_judge, score_instance
 from genrm.methods.base import GroupResult, failed_result
-from genrm.methods.rubric.method import RubricMethod
-from genrm.methods.rubric.scoring import InstanceResult
+
+
+def _default_method() -> RewardMethod:
+    from genrm.methods import DEFAULT_METHOD, make_method
+
+    return make_method(DEFAULT_METHOD)
 
 
 @dataclass(frozen=True)
 class JudgeScorer:
-    """Scores in this process: ``method`` (the rubric method by default) with ``judge``
+    """Scores in this process: ``method`` (the default method, rubric, when not given) with ``judge``
     (:func:`genrm.engine.make_judge`)."""
 
     judge: Judge
-    method: RewardMethod = field(default_factory=RubricMethod)
+    method: RewardMethod = field(default_factory=_default_method)
 
     def __call__(self, instances: Sequence[BaseModel]) -> list[GroupResult]:
         """Each instance's result; an instance the method refuses (a rubric that fails its checks) is a result with
@@ -49,17 +53,16 @@ class JudgeScorer:
 
 class ServerScorer:
     """Scores through a reward server (``serving.client.RewardClient``: retries, backoff, API key) that serves
-    ``result_model``'s method (the rubric method's by default).
+    ``result_model``'s method.
 
     The results are the server's, rewards included (:class:`policy_rl.method_reward.MethodReward` uses them as they
-    are); ``genrm rl`` takes only the rubric's raw criterion scores from them, which do not depend on how a group was
-    split across processes, and remaps over whole groups itself (:mod:`policy_rl.rubric_reward`).
+    are); for a method with rewards over groups, ``genrm rl`` takes from them what does not depend on how a group was
+    split across processes and computes the rewards over whole groups itself (:mod:`genrm.methods.group_rewards`).
     """
 
     def __init__(
-        self, url: str, api_key: str | None = None, timeout_s: float = 300.0,
-        result_model: type[GroupResult] = InstanceResult,
-    ) -> None:  # fmt: skip
+        self, url: str, result_model: type[GroupResult], api_key: str | None = None, timeout_s: float = 300.0
+    ) -> None:
         from serving.client import RewardClient
 
         self.client = RewardClient(url, api_key=api_key, timeout_s=timeout_s, result_model=result_model)
@@ -81,8 +84,8 @@ def make_scorer(
     image_dir: str | None = None,
     image_budget: int | None = DEFAULT_IMAGE_BUDGET,
 ) -> JudgeScorer | ServerScorer:
-    """The scorer a ``judge`` setting names for ``method`` (default: the rubric method): a reward server URL (which
-    must serve that method), or a judge spec (module docstring).
+    """The scorer a ``judge`` setting names for ``method`` (default: the default method, rubric): a reward server URL
+    (which must serve that method), or a judge spec (module docstring).
 
     ``api_key``: the reward server's or the judge endpoint's bearer token. ``image_dir``: the folder the instances'
     image paths are read from by a judge run here (the training file's), which sends their bytes. ``image_budget``:
@@ -95,9 +98,9 @@ def make_scorer(
     from genrm.engine import EngineOptions, JudgeSpec
     from genrm.engine.backends import spec_forms
 
-    method = method or RubricMethod()
+    method = method or _default_method()
     if spec.startswith(("http://", "https://")):
-        return ServerScorer(spec, api_key=api_key, result_model=method.result_model)
+        return ServerScorer(spec, method.result_model, api_key=api_key)
     try:
         parsed = JudgeSpec.parse(spec)
     except ValueError:

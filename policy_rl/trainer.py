@@ -1,14 +1,15 @@
-"""TRL's ``GRPOTrainer`` with rubric rewards remapped over whole groups, also when a group spans processes.
+"""TRL's ``GRPOTrainer`` with rewards computed over whole groups, also when a group spans processes.
 
 Where the group is put together: TRL samples each prompt ``num_generations`` times in a row of the global batch and
 hands every process a contiguous slice of it, so with several processes one prompt's completions can sit on
 different processes. A reward function only ever sees its own process's slice. ``GRPOTrainer._calculate_rewards``
 then gathers the reward columns of every process before normalizing them per group; this subclass hooks in right
-there: each :class:`~policy_rl.rubric_reward.RubricReward` has judged its local completions (the expensive part,
-kept where the completions are), the per-criterion outcomes of every process are gathered
+there: each :class:`~policy_rl.method_reward.MethodReward` of a method with rewards over groups
+(:class:`genrm.methods.group_rewards.RewardsOverGroups`: the rubric method's remap) has judged its local completions
+(the expensive part, kept where the completions are), the outcomes of every process are gathered
 (``accelerate.utils.gather_object``, in process order, which is the order of the gathered rewards), and the reward
-column is recomputed over whole groups of ``num_generations``. Every process computes the same global rewards, as
-TRL expects, and then takes its own slice for the advantages.
+column is recomputed over whole groups of ``num_generations`` by the method. Every process computes the same global
+rewards, as TRL expects, and then takes its own slice for the advantages.
 
 Other ways were weighed: grouping on the reward server by a group id would need every process's requests to meet
 in one place and wait for each other (a barrier over HTTP); and normalizing advantages ourselves would duplicate
@@ -28,13 +29,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from genrm.methods.group_rewards import RewardsOverGroups
 from genrm.training.grpo_images import MixedImageGRPOTrainer
-from policy_rl.method_reward import ColumnReward
-from policy_rl.rubric_reward import RubricReward
+from policy_rl.method_reward import ColumnReward, MethodReward
 
 
-class RubricGRPOTrainer(MixedImageGRPOTrainer):
-    """``GRPOTrainer`` whose :class:`RubricReward` columns are remapped and aggregated over whole groups, and whose
+class MethodGRPOTrainer(MixedImageGRPOTrainer):
+    """``GRPOTrainer`` whose rewards of a method with rewards over groups are computed over whole groups, and whose
     advantages carry a method's advantage penalty."""
 
     def _generate_and_score_completions(self, inputs: Any) -> Any:
@@ -58,7 +59,7 @@ class RubricGRPOTrainer(MixedImageGRPOTrainer):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         for index, func in enumerate(self.reward_funcs):
-            if not isinstance(func, RubricReward):
+            if not (isinstance(func, MethodReward) and isinstance(func.method, RewardsOverGroups)):
                 continue
             outcomes = gather_object(func.pending) if self.accelerator.num_processes > 1 else list(func.pending)
             if len(outcomes) != rewards_per_func.shape[0]:

@@ -39,7 +39,7 @@ refused here: a reward function cannot carry it, and TRL would train without it.
 completions). TRL calls a reward function on each process with that process's slice of the batch, in which a
 group's rows are consecutive; a group cut by a slice boundary is remapped in two parts, silently. Plain ``trl grpo``
 keeps groups whole when ``per_device_train_batch_size`` is a multiple of ``num_generations`` (one process: always).
-``genrm rl`` (:class:`policy_rl.trainer.RubricGRPOTrainer`) instead gathers every process's judgements and remaps
+``genrm rl`` (:class:`policy_rl.trainer.MethodGRPOTrainer`) instead gathers every process's judgements and remaps
 over whole groups whatever the batch sizes.
 """
 
@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Any
 
 from genrm.choices import DEFAULT_TAU
 from policy_rl.method_reward import MethodReward
-from policy_rl.rubric_reward import RubricReward
 
 if TYPE_CHECKING:
     from genrm.methods import RewardMethod
@@ -78,13 +77,12 @@ def _scorer(method: RewardMethod) -> Any:
 
 
 @functools.lru_cache(maxsize=1)
-def _reward() -> RubricReward:
+def _reward() -> MethodReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
-    from genrm.methods.rubric.method import RubricMethod
-    from genrm.methods.rubric.scoring import ScoringConfig
+    from genrm.methods import MethodConfig, make_method
 
-    tau = _tau()
-    return RubricReward(_scorer(RubricMethod(ScoringConfig(tau=tau))), tau, name="rubric_reward")
+    method = make_method("rubric", MethodConfig(tau=_tau()))
+    return MethodReward(method, _scorer(method), name="rubric_reward")
 
 
 @functools.lru_cache(maxsize=1)

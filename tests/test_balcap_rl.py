@@ -40,10 +40,10 @@ def _varied(body: dict) -> str:
 
 
 def _run(tmp_path, monkeypatch, options: dict, decoupled: bool = True):
-    from policy_rl.trainer import RubricGRPOTrainer
+    from policy_rl.trainer import MethodGRPOTrainer
 
     seen: dict[str, list] = {"rewards": [], "advantages": [], "penalties": []}
-    calculate, generate = RubricGRPOTrainer._calculate_rewards, RubricGRPOTrainer._generate_and_score_completions
+    calculate, generate = MethodGRPOTrainer._calculate_rewards, MethodGRPOTrainer._generate_and_score_completions
 
     def calculate_and_keep(self, *args):
         rewards = calculate(self, *args)
@@ -56,8 +56,8 @@ def _run(tmp_path, monkeypatch, options: dict, decoupled: bool = True):
         seen["penalties"].append(list(self.reward_funcs[0].batch.penalties))
         return output
 
-    monkeypatch.setattr(RubricGRPOTrainer, "_calculate_rewards", calculate_and_keep)
-    monkeypatch.setattr(RubricGRPOTrainer, "_generate_and_score_completions", generate_and_keep)
+    monkeypatch.setattr(MethodGRPOTrainer, "_calculate_rewards", calculate_and_keep)
+    monkeypatch.setattr(MethodGRPOTrainer, "_generate_and_score_completions", generate_and_keep)
     from genrm.methods.scene_images import SCENES, write_scene_images
 
     write_scene_images(tmp_path, SCENES)  # beside the training file: the judge is sent their bytes

@@ -84,15 +84,16 @@ def test_genrm_score_pays_only_values_the_response_states(inventing_judge, tmp_p
 
 def test_the_trl_reward_function_pays_only_values_the_response_states(inventing_judge):
     from genrm.engine import make_judge
+    from genrm.methods import make_method
     from genrm.methods.rubric.models import Instance
     from policy_rl.data import policy_record
-    from policy_rl.method_reward import INSTANCE_COLUMN
-    from policy_rl.rubric_reward import RubricReward
+    from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
     from policy_rl.scorers import JudgeScorer
 
     row = policy_record(Instance.model_validate({**GROUP, "responses": []}))
     completions = [[{"role": "assistant", "content": text}] for text in GROUP["responses"]]
-    reward = RubricReward(JudgeScorer(make_judge(f"openai:fake-judge@{inventing_judge.url}")))
+    method = make_method("rubric")
+    reward = MethodReward(method, JudgeScorer(make_judge(f"openai:fake-judge@{inventing_judge.url}"), method))
     metrics = {}
     rewards = reward([None] * len(completions), completions, **{INSTANCE_COLUMN: [row[INSTANCE_COLUMN]] * 4},
                      log_metric=metrics.__setitem__)  # fmt: skip

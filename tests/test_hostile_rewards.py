@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from genrm.cli.main import main
 from genrm.engine import Judge
+from genrm.methods import make_method
 from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
 from policy_rl.data import policy_record
-from policy_rl.method_reward import INSTANCE_COLUMN
-from policy_rl.rubric_reward import RubricReward
+from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
 from policy_rl.scorers import JudgeScorer
 from policy_rl.verl_reward import compute_score_batch, verl_row
 from serving.settings import ServerSettings
@@ -132,7 +132,8 @@ async def test_get_reward_with_gathered_groups_pays_what_a_careful_grader_pays(i
 
 
 def test_trl_and_verl_reward_functions_pay_what_a_careful_grader_pays():
-    reward = RubricReward(JudgeScorer(Judge()))
+    method = make_method("rubric")
+    reward = MethodReward(method, JudgeScorer(Judge(), method))
     for index in range(len(CASES)):
         instance = _instance(index)
         row = policy_record(instance.model_copy(update={"responses": []}))

@@ -10,17 +10,10 @@ from pydantic import ValidationError
 
 import datasets
 from genrm.cli import main
+from genrm.data.examples import balance, split_by_input
 from genrm.data.synthetic import FAMILIES, generate_examples
 from genrm.methods.rubric.answer_schema import scoring_json_schema
-from genrm.methods.rubric.judge_data import (
-    JudgeExample,
-    balance,
-    labelled_answer,
-    read_examples,
-    rlvr_record,
-    sft_record,
-    split_by_input,
-)
+from genrm.methods.rubric.judge_data import JudgeExample, labelled_answer, read_examples, rlvr_record, sft_record
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judge_rewards import read_label
 
@@ -89,6 +82,9 @@ def test_balance_and_split(examples):
     assert len(train) + len(test) == len(balanced) and test
     with pytest.raises(ValueError):
         split_by_input(balanced, 1.0)
+    # a set with one side empty has nothing to balance against: kept whole, never emptied
+    full = [e for e in examples if not e.loses_credit]
+    assert balance(full, seed=1) == full and balance([], seed=1) == []
 
 
 def test_the_shipped_synthetic_set_is_what_the_generator_writes(tmp_path, capsys):

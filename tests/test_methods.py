@@ -48,7 +48,7 @@ def test_the_registry_knows_the_built_in_methods_and_refuses_unknown_names_and_o
     assert isinstance(method, RubricMethod) and isinstance(method, RewardMethod) and method.config.tau == 0.3
     with pytest.raises(ValueError, match="unknown reward method 'nope'; known: rubric"):
         make_method("nope")
-    with pytest.raises(ValueError, match="takes only the options answer_format, grounded_extraction; got colour"):
+    with pytest.raises(ValueError, match="takes only the options answer_format, .*, length_high; got colour"):
         make_method("rubric", options={"colour": "red"})
 
 
@@ -171,8 +171,49 @@ def test_rl_rewards_take_any_method_in_process_through_the_server_and_in_verl(wo
         verl = compute_score_batch(["d"] * 3, ["a b c", "a b", "a"], [second, first, first], infos, judge=spec,
                                    method="words", method_options={"tolerance": 2})  # fmt: skip
     assert rewards == served == [1.0, 0.5, 0.0]
-    assert logged == {"words/reward_unknown": 0.0, "words/exact": 1 / 3}
+    assert logged == {"words/judge_failed": 0.0, "words/reward_unknown": 0.0, "words/exact": 1 / 3}
     assert [row["score"] for row in verl] == [0.0, 1.0, 0.75]
     assert [row["exact"] for row in verl] == [0.0, 1.0, 0.0] and {row["judge_failed"] for row in verl} == {0.0}
     with pytest.raises(ValueError, match="needs a judge model"):
         make_scorer("rule", method)
+
+
+@pytest.mark.slow
+def test_a_plug_in_labels_and_trains_its_judge_and_trains_a_policy_through_the_stage_commands(words_plugin, tmp_path):
+    """The sixth method gets teacher labels, judge SFT and RLVR, and policy GRPO from the stage commands as they are
+    (method-agnostic drivers over its capabilities), each run for real on tiny models."""
+    texts = ["one two three", "a b", "just four words here", "x", "five words in this one", "two words"]
+    instances = tmp_path / "words.jsonl"
+    instances.write_text("".join(json.dumps({"id": f"w{i}", "prompt": f"Write {n} words.", "target_words": n,
+                                             "responses": texts[i:] + texts[:i]}) + "\n"
+                                 for i, n in enumerate((1, 2, 3, 4))))  # fmt: skip
+    labelled, sft, rlvr, policy = (tmp_path / name for name in ("labelled", "sft", "rlvr", "policy"))
+    with FakeJudgeServer() as teacher:
+        teacher.state.responder = _count_words
+        args = ["data", "labels", "--method", "words", str(instances), "-o", str(labelled), "--teacher",
+                f"fake-judge@{teacher.url}", "--test-fraction", "0.25", "-q"]  # fmt: skip
+        assert main(args) == 0
+        train = [json.loads(line) for line in (labelled / "train.jsonl").read_text().splitlines()]
+        assert train and all(e["words"] == len(e["response"].split()) for e in train)  # the teachers' counts
+        tiny = ["--logging_steps", "1", "--plot", "false", "--method", "words", "--train_file",
+                str(labelled / "train.jsonl")]  # fmt: skip
+        args = ["train", "sft", "--config", "recipes/sft_tiny_cpu.yaml", "--model_name_or_path",
+                str(tmp_path / "base"), "--output_dir", str(sft), "--max_steps", "2", "--save_strategy", "no",
+                *tiny]  # fmt: skip
+        assert main(args) == 0
+        losses = [e["loss"] for e in json.loads((sft / "log_history.json").read_text()) if "loss" in e]
+        assert len(losses) == 2 and all(0 < loss < float("inf") for loss in losses)
+        args = ["train", "rlvr", "--config", "recipes/rlvr_tiny_cpu.yaml", "--model_name_or_path", str(sft),
+                "--output_dir", str(rlvr), "--max_steps", "1", "--per_device_train_batch_size", "4",
+                "--num_generations", "2", "--max_completion_length", "8", *tiny]  # fmt: skip
+        assert main(args) == 0
+        logged = [e for e in json.loads((rlvr / "log_history.json").read_text()) if "loss" in e]
+        assert logged and 0.0 <= logged[0]["rewards/count_reward_func/mean"] <= 1.0
+        args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--method", "words", "--train_file", str(instances),
+                "--model_name_or_path", str(policy), "--output_dir", str(tmp_path / "rl"), "--judge",
+                f"openai:fake-judge@{teacher.url}", "--max_steps", "2", "--per_device_train_batch_size", "8",
+                "--num_generations", "4", "--logging_steps", "1", "--plot", "false"]  # fmt: skip
+        assert main(args) == 0
+    logged = [e for e in json.loads((tmp_path / "rl" / "log_history.json").read_text()) if "reward" in e]
+    assert len(logged) == 2 and all(e["words/reward_unknown"] == 0 and e["words/judge_failed"] == 0 for e in logged)
+    assert all(0.0 <= e["reward"] <= 1.0 for e in logged)

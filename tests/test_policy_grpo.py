@@ -108,9 +108,9 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     from genrm.methods.rubric.prompts import build_group_prompts
     from genrm.methods.rubric.scoring import group_request
     from policy_rl.data import policy_dataset
-    from policy_rl.rubric_reward import INSTANCE_COLUMN, RubricReward
+    from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
     from policy_rl.scorers import JudgeScorer
-    from policy_rl.trainer import RubricGRPOTrainer
+    from policy_rl.trainer import MethodGRPOTrainer
 
     examples = generate_examples(24, seed=1)
     # one instance with an image and one without: TRL's batch of 2 prompts x 4 samples mixes them
@@ -121,7 +121,7 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     prompts.write_text("".join(row.model_dump_json() + "\n" for row in rows))
     seen = {"batches": [], "requests": []}
 
-    class Recording(RubricGRPOTrainer):
+    class Recording(MethodGRPOTrainer):
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             seen["batches"].append((sorted(out), sorted(out.get("num_images") or [])))
@@ -140,7 +140,8 @@ def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_pat
     assert INSTANCE_COLUMN in dataset.column_names
     assert sorted(len(images) for images in dataset["images"]) == [0, 1]
     assert next(images for images in dataset["images"] if images)[0].size == (64, 64)
-    reward = RubricReward(JudgeScorer(Judge(), RecordingMethod()))
+    method = RecordingMethod()
+    reward = MethodReward(method, JudgeScorer(Judge(), method))
     trainer = Recording(model=str(policy), reward_funcs=[reward], args=args, train_dataset=dataset)
     trainer.train()
     # the policy saw the image of the pictured prompt in each of its 4 samples, and none for the other prompt

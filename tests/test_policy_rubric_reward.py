@@ -6,11 +6,13 @@ import math
 import pytest
 
 from genrm.engine import Judge
+from genrm.methods import make_method
+from genrm.methods.group_rewards import Outcome, rewards_over_groups
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
+from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.models import Instance
 from policy_rl.data import policy_record
-from policy_rl.method_reward import INSTANCE_COLUMN, JudgeDown
-from policy_rl.rubric_reward import LengthRule, Outcome, RubricReward, group_rewards
+from policy_rl.method_reward import INSTANCE_COLUMN, JudgeDown, MethodReward
 from policy_rl.scorers import JudgeScorer, make_scorer
 
 INSTANCE = Instance(
@@ -35,28 +37,39 @@ def _column(*pairs):
     return completions, instances
 
 
+def _rubric_reward(scorer=None, **options) -> MethodReward:
+    method = make_method("rubric", options=options)
+    return MethodReward(method, scorer or JudgeScorer(Judge(), method), max_failed_batches=2)
+
+
+def _outcomes(reward: MethodReward, completions, instances) -> list[Outcome]:
+    reward(None, completions, **{INSTANCE_COLUMN: instances})
+    return reward.pending
+
+
 def test_rewards_follow_the_method_over_each_group():
-    reward = RubricReward(JudgeScorer(Judge()))
+    reward = _rubric_reward()
     completions, instances = _column((INSTANCE, ["\\boxed{42}", "\\boxed{41}", "\\boxed{42}", "no idea"]),
                                      (OTHER, ["yes", "yes"]))  # fmt: skip
     metrics, extra = {}, {}
     rewards = reward([None] * len(completions), completions, **{INSTANCE_COLUMN: instances},
                      log_metric=metrics.__setitem__, log_extra=extra.__setitem__)  # fmt: skip
-    assert extra == {"rubric_criteria": ["[1.0]", "[0.0]", "[1.0]", "[0.0]", "[1.0]", "[1.0]"]}
+    assert extra == {"rubric_unknown": [""] * 6}
     assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]  # all passing in q2: both stay at the top
     assert metrics["rubric/judge_failed"] == 0 and metrics["rubric/raw_essential"] == pytest.approx(4 / 6)
+    assert [o.value.raw for o in reward.pending] == [(1.0,), (0.0,), (1.0,), (0.0,), (1.0,), (1.0,)]
 
 
 def test_a_group_split_in_two_gets_different_rewards_than_the_whole_group():
     """Why the trainer recomputes over gathered groups: the remap depends on who else is in the group."""
-    reward = RubricReward(JudgeScorer(Judge()))
+    reward = _rubric_reward()
     texts = ["yes", "yess", "no", "nope"]  # raw text similarities 1, 0.86, 0, 0
     first, second = _column((OTHER, texts[:2])), _column((OTHER, texts[2:]))
-    halves = reward.outcomes(*first) + reward.outcomes(*second)
+    halves = _outcomes(reward, *first) + _outcomes(reward, *second)
     whole = reward.rewards(halves, group_size=4)
-    split = reward.rewards(reward.outcomes(*first)) + reward.rewards(reward.outcomes(*second))
+    split = reward.rewards(_outcomes(reward, *first)) + reward.rewards(_outcomes(reward, *second))
     slots = (CriterionSlot("essential", 3),)
-    expected = [a.reward for a in aggregate_group(slots, [o.raw for o in halves])]
+    expected = [a.reward for a in aggregate_group(slots, [o.value.raw for o in halves])]
     assert whole == expected and whole != split
     assert split[2:] == [0.0, 0.0] and split[0] == 1.0
 
@@ -66,46 +79,65 @@ def test_failures_are_none_never_a_score():
         raise ConnectionError("judge down")
 
     completions, instances = _column((INSTANCE, ["\\boxed{42}", "x"]))
-    down = RubricReward(broken, max_failed_batches=2)
+    down = _rubric_reward(broken)
     assert down(None, completions, **{INSTANCE_COLUMN: instances}) == [None, None]
     with pytest.raises(JudgeDown, match="2 batches in a row; last error: judge failed: judge down"):
         down(None, completions, **{INSTANCE_COLUMN: instances})
     bad = ["{not json"] * 2
-    assert RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: bad}) == [None, None]
+    assert _rubric_reward()(None, completions, **{INSTANCE_COLUMN: bad}) == [None, None]
     # a fuzzy criterion the rule judge cannot score: the reward is unknown, not 0
     fuzzy = Instance.model_validate({**OTHER.model_dump(), "rubric": {"essential": [
-        {"criterion": "Polite.", "reference": "polite", "weight": 2}]}})  # fmt: skip
+        {"criterion": "Is courteous to the asker.", "reference": "polite", "weight": 2}]}})  # fmt: skip
     completions, instances = _column((fuzzy, ["yes", "no"]))
-    rewards = RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: instances})
-    assert rewards == [None, None]
+    fuzzy_reward = _rubric_reward()
+    assert fuzzy_reward(None, completions, **{INSTANCE_COLUMN: instances}) == [None, None]
+    assert all(o.error is None for o in fuzzy_reward.pending)  # judged; only its reward is unknown
+    assert fuzzy_reward.rewards(fuzzy_reward.pending) == [None, None]
 
 
 def test_the_dataset_column_is_required():
     with pytest.raises(ValueError, match="no 'genrm_instance' column"):
-        RubricReward(JudgeScorer(Judge()))(None, ["x"])
+        _rubric_reward()(None, ["x"])
 
 
 def test_length_rules():
-    reward = RubricReward(JudgeScorer(Judge()), length_rule=LengthRule(0.5, 2.0))
+    reward = _rubric_reward(length_rule="mask", length_low=0.5, length_high=2.0)
     long = "The product of six and seven, worked out step by step, is \\boxed{42}."
     completions, instances = _column((INSTANCE, ["\\boxed{42}", long]))
     rewards = reward(None, completions, **{INSTANCE_COLUMN: instances})
     assert rewards == [1.0, 0.0]  # same answer, but 7 times the reference's length
+    assert [o.value.length_ok for o in reward.pending] == [True, False]  # carried to the whole group's rewards
+    assert _rubric_reward()(None, completions, **{INSTANCE_COLUMN: instances}) == [1.0, 1.0]  # no band by default
     limited = INSTANCE.model_copy(update={"max_response_chars": 20})
     completions, instances = _column((limited, ["\\boxed{42}", long]))
-    assert RubricReward(JudgeScorer(Judge()))(None, completions, **{INSTANCE_COLUMN: instances}) == [1.0, 0.0]
+    assert _rubric_reward()(None, completions, **{INSTANCE_COLUMN: instances}) == [1.0, 0.0]
 
 
-def test_group_rewards_checks_its_input():
-    outcome = Outcome("a", (CriterionSlot("essential", 1),), (1.0,))
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"length_rule": "linear"}, "length_rule must be one of none, mask"),
+     ({"length_rule": "mask", "length_low": "half"}, "length_low must be a number"),
+     ({"length_rule": "mask", "length_low": 3}, "0 <= low <= high"),
+     ({"length_high": 3}, "need length_rule mask")],
+)  # fmt: skip
+def test_the_length_band_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        make_method("rubric", options=options)
+
+
+def test_rewards_over_groups_check_their_input():
+    method = make_method("rubric")
+    outcome = Outcome("a", RubricOutcome((CriterionSlot("essential", 1),), (1.0,)))
     with pytest.raises(ValueError, match="do not split into groups of 2"):
-        group_rewards([outcome] * 3, group_size=2)
-    other = Outcome("a", (CriterionSlot("essential", 2),), (1.0,))
-    with pytest.raises(ValueError, match="mixes rubrics"):
-        group_rewards([outcome, other], group_size=2)
+        rewards_over_groups(method, [outcome] * 3, group_size=2)
+    other = Outcome("a", RubricOutcome((CriterionSlot("essential", 2),), (1.0,)))
+    with pytest.raises(ValueError, match="group 'a': it mixes rubrics"):
+        rewards_over_groups(method, [outcome, other], group_size=2)
     failed = Outcome("a", error="judge failed")
-    assert group_rewards([outcome, failed], group_size=2) == [1.0, None]
-    assert all(math.isfinite(r) for r in group_rewards([outcome, outcome]))
+    assert rewards_over_groups(method, [outcome, failed], group_size=2) == [1.0, None]
+    assert all(math.isfinite(r) for r in rewards_over_groups(method, [outcome, outcome]))
+    with pytest.raises(ValueError, match="computes each group's rewards itself"):
+        MethodReward(make_method("claimdiff"), JudgeScorer(Judge())).rewards([outcome])
 
 
 def test_judge_settings():

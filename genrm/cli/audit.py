@@ -38,7 +38,7 @@ def _read_audit(path: str) -> Any:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from genrm.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import write_jsonl
 
     examples = []
     for path in args.input:

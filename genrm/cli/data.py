@@ -46,7 +46,7 @@ def _read(path: str) -> Any:
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
     from genrm.data.synthetic import FAMILIES, held_out_split, synthetic_splits
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import write_jsonl
 
     held_out = list(dict.fromkeys(args.held_out or []))
     problem = next((why for bad, why in (
@@ -80,8 +80,7 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
 
 def _cmd_from_audit(args: argparse.Namespace) -> int:
     from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, category_counts, read_audit, select, training_examples
-    from genrm.jsonl import read_jsonl_lines
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import read_jsonl_lines, write_jsonl
 
     try:
         audit = read_audit(read_jsonl_lines(args.audit))
@@ -107,8 +106,7 @@ def _cmd_from_audit(args: argparse.Namespace) -> int:
 
 def _cmd_hard(args: argparse.Namespace) -> int:
     from genrm.evaluation.answers import AnswerLine, hard_examples
-    from genrm.jsonl import read_models
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import read_models, write_jsonl
 
     try:
         examples = _read(args.input)
@@ -130,7 +128,8 @@ def _cmd_hard(args: argparse.Namespace) -> int:
 
 
 def _cmd_records(args: argparse.Namespace) -> int:
-    from genrm.methods.rubric.judge_data import rlvr_record, sft_record, write_jsonl
+    from genrm.jsonl import write_jsonl
+    from genrm.methods.rubric.judge_data import rlvr_record, sft_record
 
     build = sft_record if args.data_command == "sft" else rlvr_record
     examples = _read(args.input)
@@ -332,7 +331,7 @@ async def _close(teachers: list[Any]) -> None:
 
 def _cmd_rubrics(args: argparse.Namespace) -> int:
     from genrm.data.teacher_rubrics import RubricTask, build_rubrics
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import write_jsonl
     from genrm.methods.rubric.teachers import teacher_engine, teacher_judge
 
     tasks = read_model_lines(args.input, RubricTask)
@@ -376,9 +375,10 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
+    from genrm.data.examples import balance, split_by_input
+    from genrm.jsonl import write_jsonl
     from genrm.methods import make_method
     from genrm.methods.base import TrainsItsJudge
-    from genrm.methods.rubric.judge_data import balance, split_by_input, write_jsonl
 
     try:
         method = make_method(args.method)
@@ -429,7 +429,7 @@ def _cmd_labels(args: argparse.Namespace) -> int:
 
 def _cmd_caption_rubrics(args: argparse.Namespace) -> int:
     from genrm.data.caption_rubrics import ImageItem, write_caption_rubrics
-    from genrm.methods.rubric.judge_data import write_jsonl
+    from genrm.jsonl import write_jsonl
     from genrm.methods.rubric.teachers import teacher_engine
 
     items = read_model_lines(args.input, ImageItem)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.choices import SyntheticFamily
-from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, balance, split_by_input
+from genrm.data.examples import balance, split_by_input
+from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from verifiers import format_call, verify_call_result
@@ -357,7 +358,7 @@ def synthetic_splits(
     progress: bool = False,
 ) -> tuple[list[JudgeExample], list[JudgeExample]]:
     """The balanced synthetic set of every family but ``held_out``, split into train and test by input
-    (:func:`genrm.methods.rubric.judge_data.split_by_input`)."""
+    (:func:`genrm.data.examples.split_by_input`)."""
     families = [name for name in FAMILIES if name not in held_out]
     examples = generate_examples(inputs, seed, families, progress)
     return split_by_input(balance(examples, seed), test_fraction, seed)
@@ -368,6 +369,4 @@ def held_out_split(inputs: int, seed: int, families: Sequence[str], progress: bo
     seen: the harder test), balanced like the main set when it can be: a family whose every response loses some
     credit (grounding's boxes never match exactly) has no side to balance against, and is kept whole rather than
     emptied. Its own random stream, so its inputs are not the main set's."""
-    examples = generate_examples(inputs, f"{seed}-held-out", families, progress)
-    losing = sum(e.loses_credit for e in examples)
-    return balance(examples, seed) if 0 < losing < len(examples) else examples
+    return balance(generate_examples(inputs, f"{seed}-held-out", families, progress), seed)

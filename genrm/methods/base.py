@@ -16,7 +16,7 @@ Nothing here knows a method by name: methods are found through :mod:`genrm.metho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -200,6 +200,19 @@ class AnswersJudgePayloads(Protocol):
         """The protocol's answer for ``result`` (the group of :meth:`instance_from_payload`): its rewards, with null
         for an unknown one unless ``failure_reward`` is given."""
         ...
+
+
+#: The column of an RLVR record that carries the teacher's label to the method's reward functions.
+LABEL_COLUMN = "judge_label"
+
+
+def judge_labels(columns: Mapping[str, Any], reward: str, completions: int) -> list[Any]:
+    """The ``judge_label`` column TRL hands the reward function ``reward`` among its keyword arguments, one value per
+    completion; raises ValueError naming the function when it is missing or of another length."""
+    labels = columns.get(LABEL_COLUMN)
+    if labels is None or len(labels) != completions:
+        raise ValueError(f"{reward} needs the {LABEL_COLUMN!r} column, one value per completion")
+    return list(labels)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from genrm.methods.base import (
 )
 from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
 from genrm.methods.config import MethodConfig
+from genrm.methods.group_rewards import RewardsOverGroups
 
 #: The entry-point group third-party methods register under.
 ENTRY_POINT_GROUP = "genrm.methods"
@@ -53,6 +54,7 @@ CAPABILITIES: tuple[type, ...] = (
     CountsPolicyTokens,
     HasRewardColumns,
     PenalizesAdvantages,
+    RewardsOverGroups,
 )
 
 MethodFactory = Callable[[MethodConfig, Mapping[str, Any]], RewardMethod]

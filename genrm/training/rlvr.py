@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from genrm.methods.rubric.judge_data import LABEL_COLUMN
+from genrm.methods.base import LABEL_COLUMN
 from genrm.training.common import JudgeDataArguments, judge_datasets, prepare_judge_model, train_and_save
 
 logger = logging.getLogger(__name__)

@@ -142,14 +142,13 @@ class CheckedF1Reward:
     def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
         """One reward per completion (None where the check failed)."""
         from genrm.engine import ask, run_blocking
-        from genrm.methods.claimdiff.judge_training import LABEL_COLUMN, kept_differences
+        from genrm.methods.base import judge_labels
+        from genrm.methods.claimdiff.judge_training import kept_differences
         from genrm.methods.claimdiff.reading import read_answer
         from genrm.methods.completions import completion_text
 
-        labels, images = columns.get(LABEL_COLUMN), columns.get("images")
+        labels, images = judge_labels(columns, "the checked F1 reward", len(completions)), columns.get("images")
         prompts = columns.get("prompts") or columns.get("prompt")
-        if labels is None or len(labels) != len(completions):
-            raise ValueError(f"the checked F1 reward needs the {LABEL_COLUMN!r} column, one value per completion")
         rewards: list[float | None] = [None] * len(completions)
         asked: list[tuple[int, int, int, ChatRequest]] = []
         for row, (completion, label) in enumerate(zip(completions, labels, strict=True)):

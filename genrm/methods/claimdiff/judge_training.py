@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.methods.base import LABEL_COLUMN, judge_labels
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
@@ -43,7 +44,6 @@ from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 
 #: The judge-label column of RLVR records (the name the rubric method's records use too).
-LABEL_COLUMN = "judge_label"
 #: The images column of records (TRL's vision datasets use this name).
 IMAGES_COLUMN = "images"
 #: How alike a predicted difference's claims must be to a teacher's to cover it (token-sort similarity).
@@ -153,9 +153,7 @@ def format_reward_func(completions: Sequence[Any], **columns: Any) -> list[float
 def f1_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
     """TRL reward function: the F1 of each completion's differences against its row's ``judge_label`` (0 for an
     answer that does not read)."""
-    labels = columns.get(LABEL_COLUMN)
-    if labels is None or len(labels) != len(completions):
-        raise ValueError(f"f1_reward_func needs the {LABEL_COLUMN!r} column, one value per completion")
+    labels = judge_labels(columns, "f1_reward_func", len(completions))
     rewards = []
     for completion, label in zip(completions, labels, strict=True):
         reading = read_answer(completion_text(completion))

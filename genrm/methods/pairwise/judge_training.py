@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.methods.base import LABEL_COLUMN, judge_labels
 from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.pairwise.models import PairExample
@@ -34,7 +35,6 @@ from genrm.methods.pairwise.reading import PairJudgement, judgement_reader, read
 from genrm.methods.pairwise.rewards import correctness, format_reward
 
 #: The judge-label column of RLVR records (the name the other methods' records use too).
-LABEL_COLUMN = "judge_label"
 IMAGES_COLUMN = "images"
 
 
@@ -86,9 +86,7 @@ def format_reward_func(completions: Sequence[Any], **columns: Any) -> list[float
 
 def correctness_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:
     """TRL reward function: 1 when the completion prefers its row's ``judge_label``, else 0."""
-    labels = columns.get(LABEL_COLUMN)
-    if labels is None or len(labels) != len(completions):
-        raise ValueError(f"correctness_reward_func needs the {LABEL_COLUMN!r} column, one value per completion")
+    labels = judge_labels(columns, "correctness_reward_func", len(completions))
     return [correctness(read_judgement(completion_text(c)), label) for c, label in zip(completions, labels,
                                                                                       strict=True)]  # fmt: skip
 

@@ -127,7 +127,7 @@ def aggregate_response(
     format_mask = 0 if format_violations else 1
     notes = [f"format violation: {v}" for v in format_violations]
     if not length_ok:
-        notes.append("the response is longer than the task allows: reward 0")
+        notes.append("the response is outside the task's length limits: reward 0")
 
     scored_essential = [(i, s) for i, (slot, s) in enumerate(zip(slots, remapped, strict=True))
                         if slot.section == "essential" and s is not None]  # fmt: skip

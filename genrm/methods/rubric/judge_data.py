@@ -23,8 +23,7 @@ Arrow never has to unify rubrics of different shapes.
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -32,13 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion, quotes_evidence
 from genrm.engine.answer_grammar import answer_text
 from genrm.jsonl import read_models
+from genrm.methods.base import LABEL_COLUMN
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
 from genrm.methods.rubric.prompts import Exposure, build_scoring_prompt, exposed_plans
 from verifiers import VerifierError, parse_call
-
-LABEL_COLUMN = "judge_label"
 
 
 class CriterionLabel(BaseModel):
@@ -163,48 +161,7 @@ def rlvr_record(
     return {**_prompt_record(example, exposure, answer_format), LABEL_COLUMN: json.dumps(label)}
 
 
-def balance(examples: Sequence[JudgeExample], seed: int = 0) -> list[JudgeExample]:
-    """As many examples where a criterion loses credit as where none does (the larger side is subsampled)."""
-    losing = [e for e in examples if e.loses_credit]
-    full = [e for e in examples if not e.loses_credit]
-    size = min(len(losing), len(full))
-    rng = random.Random(seed)
-    kept = {id(e) for e in rng.sample(losing, size) + rng.sample(full, size)}
-    return [e for e in examples if id(e) in kept]
-
-
-def split_by_input(
-    examples: Sequence[JudgeExample], test_fraction: float = 0.15, seed: int = 0
-) -> tuple[list[JudgeExample], list[JudgeExample]]:
-    """Train and test examples, split by ``input_id`` so that no input appears in both.
-
-    Args:
-        examples: the examples to split.
-        test_fraction: share of inputs held out, in (0, 1).
-        seed: shuffles the inputs.
-    """
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    inputs = sorted({e.input_id for e in examples})
-    random.Random(seed).shuffle(inputs)
-    held = set(inputs[: max(1, round(len(inputs) * test_fraction))])
-    return [e for e in examples if e.input_id not in held], [e for e in examples if e.input_id in held]
-
-
 def read_examples(lines: Iterable[str], model: type[JudgeExample] = JudgeExample, source: str = "") -> list[Any]:
     """Examples of ``model`` (a judge example or a subclass) from JSONL lines of the file ``source``; ValueError names
     the first bad line and field (:func:`genrm.jsonl.read_models`)."""
     return read_models(lines, model, source)
-
-
-def write_jsonl(records: Iterable[BaseModel | dict[str, Any]], path: str) -> int:
-    """Write records (pydantic models or dicts) as JSONL to ``path``; returns how many were written."""
-    count = 0
-    with open(path, "w", encoding="utf-8") as sink:
-        for record in records:
-            text = (
-                record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record, ensure_ascii=False)
-            )
-            sink.write(text + "\n")
-            count += 1
-    return count

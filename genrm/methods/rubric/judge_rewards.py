@@ -28,9 +28,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from genrm.choices import Exposure, check_exposure
+from genrm.methods.base import judge_labels
 from genrm.methods.completions import completion_text
 from genrm.methods.rubric.execution import fuzzy_score, missing_value
-from genrm.methods.rubric.judge_data import LABEL_COLUMN, CriterionLabel, JudgeExample
+from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
@@ -125,10 +126,7 @@ def read_label(raw: str) -> tuple[JudgeExample, Exposure]:
 
 
 def _labels(name: str, completions: Sequence[Any], columns: dict[str, Any]) -> list[tuple[JudgeExample, Exposure]]:
-    labels = columns.get(LABEL_COLUMN)
-    if labels is None or len(labels) != len(completions):
-        raise ValueError(f"{name} needs the {LABEL_COLUMN!r} column, one value per completion")
-    return [read_label(raw) for raw in labels]
+    return [read_label(raw) for raw in judge_labels(columns, name, len(completions))]
 
 
 def format_reward_func(completions: Sequence[Any], **columns: Any) -> list[float]:

@@ -19,6 +19,8 @@ from genrm.choices import check_scoring_format
 from genrm.engine.judge import Judge
 from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
 from genrm.methods.config import MethodConfig
+from genrm.methods.rubric import group_outcomes
+from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import rubric_judge
 from genrm.methods.rubric.models import Instance
@@ -31,7 +33,26 @@ _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_
                              "backend_error"})  # fmt: skip
 
 
-_OPTIONS = ("answer_format", "grounded_extraction")
+_OPTIONS = ("answer_format", "grounded_extraction", "length_rule", "length_low", "length_high")
+_LENGTH_RULES = ("none", "mask")
+
+
+def _length_band(options: Mapping[str, Any]) -> tuple[float, float] | None:
+    # The band against the reference answer, from the options (the balcap method's names): None when the rule is off.
+    rule = options.get("length_rule", "none")
+    if rule not in _LENGTH_RULES:
+        raise ValueError(f"the rubric option length_rule must be one of {', '.join(_LENGTH_RULES)}, not {rule!r:.40}")
+    band = []
+    for name, default in (("length_low", 0.5), ("length_high", 2.0)):
+        value = options.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"the rubric option {name} must be a number, not {value!r:.40}")
+        band.append(float(value))
+    if rule == "none":
+        if "length_low" in options or "length_high" in options:
+            raise ValueError("the rubric options length_low and length_high need length_rule mask")
+        return None
+    return band[0], band[1]
 
 
 @dataclass(frozen=True)
@@ -50,7 +71,9 @@ class RubricMethod:
         options: settings of this method: ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
             version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one) and
             ``grounded_extraction`` (true by default: a model judge's value counts only where the response states
-            it, :mod:`.execution`). Any other is an error that names it.
+            it, :mod:`.execution`); ``length_rule`` (``none``, the default, or ``mask``: reward 0 for a response whose
+            length over the reference answer's, in characters, is outside ``[length_low, length_high]``, 0.5 and 2
+            by default). Any other is an error that names it.
     """
 
     name = "rubric"
@@ -76,6 +99,8 @@ class RubricMethod:
             if not isinstance(grounded, bool):
                 raise ValueError(f"the rubric option grounded_extraction must be true or false, not {grounded!r:.40}")
             self.config = replace(self.config, grounded_extraction=grounded)
+        if {"length_rule", "length_low", "length_high"} & set(options):
+            self.config = replace(self.config, reference_length=_length_band(options))
         self._workers_warming = False
 
     def prepare(self, instance: Instance) -> PreparedInstance:
@@ -127,6 +152,18 @@ class RubricMethod:
         record = result.records[index]
         return {"content_mask": float(record.content_mask or 0), "format_mask": float(record.format_mask),
                 "length_ok": float(record.length_ok)}  # fmt: skip
+
+    def outcome_values(self, result: InstanceResult) -> list[RubricOutcome]:
+        """Per response, what its reward over a whole group needs (:mod:`.group_outcomes`)."""
+        return group_outcomes.outcome_values(result)
+
+    def group_rewards(self, values: Sequence[RubricOutcome]) -> list[float | None]:
+        """The rewards of one whole group's judged responses: remapped with this method's ``tau``, then masked."""
+        return group_outcomes.group_rewards(values, self.config.tau)
+
+    def outcome_logs(self, values: Sequence[RubricOutcome]) -> dict[str, float]:
+        """Format violations, length masks and the mean raw score per rubric section (:mod:`.group_outcomes`)."""
+        return group_outcomes.outcome_logs(values)
 
     def judge_training(self) -> JudgeTraining:
         """The rubric judge's training: labelled criteria (:mod:`.judge_data`), the format and content rewards

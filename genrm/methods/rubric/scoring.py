@@ -18,7 +18,7 @@ from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_f
 from genrm.methods.base import GroupResult
 from genrm.methods.config import MethodConfig
 from genrm.methods.format_checks import format_violations
-from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group
+from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.execution import CriterionScore, execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import GroupRequest
@@ -32,17 +32,34 @@ from verifiers import VerifyConfig, expression_workers, uses_workers
 class ScoringConfig(MethodConfig):
     """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``tau`` of
     the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds), which verifiers each task type
-    may use (``policy``), the version of the answer format the judge is asked for (``answer_format``) and whether a
+    may use (``policy``), the version of the answer format the judge is asked for (``answer_format``), whether a
     model judge's values count only where the response states them (``grounded_extraction``,
-    :mod:`genrm.methods.rubric.execution`)."""
+    :mod:`genrm.methods.rubric.execution`), and the length band against the reference answer (``reference_length``:
+    ``(low, high)``, a response whose length over the reference answer's, in characters, is outside it gets reward 0;
+    None: no band; an instance without a reference answer is not banded)."""
 
     policy: RubricPolicy = field(default_factory=RubricPolicy)
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
     grounded_extraction: bool = True
+    reference_length: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_scoring_format(self.answer_format)
+        if self.reference_length is not None:
+            low, high = self.reference_length
+            if not 0 <= low <= high:
+                raise ValueError(f"the length band needs 0 <= low <= high, got low={low}, high={high}")
+
+
+def _length_ok(response: str, instance: Instance, band: tuple[float, float] | None) -> bool:
+    """Whether ``response`` is within the instance's ``max_response_chars`` and, with a band, within it against the
+    reference answer's length."""
+    if instance.max_response_chars is not None and len(response) > instance.max_response_chars:
+        return False
+    if band is None or not instance.reference_answer:
+        return True
+    return length_conditional_mask(len(response), len(instance.reference_answer), *band)
 
 
 class CriterionRecord(BaseModel):
@@ -135,8 +152,7 @@ def score_group(
         format_violations(r, instance.prompt, references, config.format) if config.check_format else []
         for r in responses
     ]
-    limit = instance.max_response_chars
-    length_ok = [limit is None or len(r) <= limit for r in responses]
+    length_ok = [_length_ok(r, instance, config.reference_length) for r in responses]
     slots = [CriterionSlot(p.section, p.criterion.weight) for p in plans]
     aggregates = aggregate_group(slots, [[s.score for s in row] for row in scores], violations, length_ok, config.tau)
     records = [
