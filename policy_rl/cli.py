@@ -15,6 +15,7 @@ from typing import Any
 
 from genrm.cli.paths import input_file, output_dir
 from genrm.cli.recipes import read_recipe, recipe_parser
+from genrm.methods.registry import DEFAULT_METHOD
 
 _EXAMPLE = "genrm rl --config recipes/rl_tiny_cpu.yaml --max_steps 10"
 
@@ -50,10 +51,12 @@ def _cmd_rl(args: argparse.Namespace) -> int:
 
 
 def _cmd_policy_data(args: argparse.Namespace) -> int:
+    from genrm.methods import make_method
     from policy_rl.data import write_policy_data
 
     try:
-        written = write_policy_data(args.instances, args.output, args.system_prompt)
+        model = make_method(args.method).instance_model
+        written = write_policy_data(args.instances, args.output, args.system_prompt, model)
     except (ValueError, OSError) as exc:
         print(f"genrm policy-data: error: {exc}", file=sys.stderr)
         return 2
@@ -65,14 +68,17 @@ def register(sub: Any) -> None:
     """Add ``rl`` and ``policy-data`` to the ``genrm`` command (through the ``genrm.commands`` entry point)."""
     data = sub.add_parser(
         "policy-data", help="write GRPO prompts from instance JSONL to a dataset folder (for trl grpo, genrm rl)",
-        description="Write one prompt row per instance (prompt messages and the genrm_instance column the rubric "
-        "reward reads) to OUT/train.jsonl, a folder that datasets.load_dataset and trl grpo --dataset_name read.",
+        description="Write one prompt row per instance of the reward method (prompt messages and the genrm_instance "
+        "column its reward reads) to OUT/train.jsonl, a folder that datasets.load_dataset and trl grpo "
+        "--dataset_name read.",
     )  # fmt: skip
     data.add_argument("instances", metavar="INSTANCES.jsonl", type=input_file,
                       help="instance JSONL (responses are ignored)")  # fmt: skip
     data.add_argument("-o", "--output", "--out", required=True, metavar="DIR", type=output_dir,
                       help="dataset folder to write (--out: an older spelling)")  # fmt: skip
     data.add_argument("--system-prompt", help="a system message put before every prompt")
+    data.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method whose instances these are "
+                      f"({DEFAULT_METHOD})")  # fmt: skip
     data.set_defaults(handler=_cmd_policy_data)
     rl = sub.add_parser(
         "rl", help="GRPO on the policy against a local judge (TRL)", add_help=False, prefix_chars="+",

@@ -82,14 +82,20 @@ def policy_dataset(
     return Dataset.from_list(rows)
 
 
-def write_policy_data(instances_path: str | Path, out_dir: str | Path, system_prompt: str | None = None) -> int:
-    """Write the policy prompts of an instance JSONL file to ``out_dir/train.jsonl`` (text prompts; a folder that
-    ``datasets.load_dataset`` reads with a ``train`` split). Returns the number of rows."""
+def write_policy_data(
+    instances_path: str | Path,
+    out_dir: str | Path,
+    system_prompt: str | None = None,
+    model: type[BaseModel] = Instance,
+) -> int:
+    """Write the policy prompts of an instance JSONL file (instances of ``model``, a reward method's instance model)
+    to ``out_dir/train.jsonl`` (text prompts; a folder that ``datasets.load_dataset`` reads with a ``train`` split).
+    Returns the number of rows."""
     import json
 
     path = Path(instances_path)
     with path.open(encoding="utf-8") as source:
-        instances = read_instances(source, str(path))
+        instances = read_instances(source, str(path), model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "train.jsonl").open("w", encoding="utf-8") as sink:

@@ -214,6 +214,10 @@ def test_a_plug_in_labels_and_trains_its_judge_and_trains_a_policy_through_the_s
                 f"openai:fake-judge@{teacher.url}", "--max_steps", "2", "--per_device_train_batch_size", "8",
                 "--num_generations", "4", "--logging_steps", "1", "--plot", "false"]  # fmt: skip
         assert main(args) == 0
+        # the prompts of TRL's own command line, in the method's instance model
+        assert main(["policy-data", str(instances), "--method", "words", "-o", str(tmp_path / "data")]) == 0
+        rows = [json.loads(line) for line in (tmp_path / "data" / "train.jsonl").read_text().splitlines()]
+        assert [json.loads(r["genrm_instance"])["target_words"] for r in rows] == [1, 2, 3, 4]
     logged = [e for e in json.loads((tmp_path / "rl" / "log_history.json").read_text()) if "reward" in e]
     assert len(logged) == 2 and all(e["words/reward_unknown"] == 0 and e["words/judge_failed"] == 0 for e in logged)
     assert all(0.0 <= e["reward"] <= 1.0 for e in logged)
