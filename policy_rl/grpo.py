@@ -33,7 +33,7 @@ from genrm.choices import DEFAULT_TAU, check_exposure
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, RewardMethod
 from genrm.methods.columns import HasRewardColumns
-from genrm.methods.config import MethodConfig
+from genrm.methods.config import MethodConfig, options_with_tau
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,9 @@ class PolicyRLArguments:
         metadata={"help": "most pixels of an image a judge run from here is shown; larger ones are scaled down "
                   "(0: every image at its own size; a reward server applies its own)"},
     )  # fmt: skip
-    tau: float = field(default=DEFAULT_TAU, metadata={"help": "remapping threshold in (0, 1)"})
+    tau: float | None = field(
+        default=None, metadata={"help": f"the rubric method's remapping threshold in (0, 1) (default: {DEFAULT_TAU})"}
+    )
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
     decoupled: bool = field(
@@ -106,8 +108,8 @@ def build_method(args: PolicyRLArguments) -> RewardMethod:
     """The reward method the arguments name, configured."""
     from genrm.methods import make_method
 
-    config = MethodConfig(tau=args.tau, exposure=check_exposure(args.exposure))
-    return make_method(args.method, config, method_options(args.method_options))
+    config = MethodConfig(exposure=check_exposure(args.exposure))
+    return make_method(args.method, config, options_with_tau(method_options(args.method_options), args.tau))
 
 
 def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -> list[Any]:

@@ -51,16 +51,17 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from genrm.choices import DEFAULT_TAU
 from policy_rl.method_reward import MethodReward
 
 if TYPE_CHECKING:
     from genrm.methods import RewardMethod
 
 
-def _tau() -> float:
+def _tau() -> float | None:
+    if "GENRM_TAU" not in os.environ:
+        return None
     try:
-        return float(os.environ.get("GENRM_TAU", DEFAULT_TAU))
+        return float(os.environ["GENRM_TAU"])
     except ValueError:
         raise ValueError(f"GENRM_TAU must be a number in (0, 1), got {os.environ['GENRM_TAU']!r}") from None
 
@@ -79,16 +80,18 @@ def _scorer(method: RewardMethod) -> Any:
 @functools.lru_cache(maxsize=1)
 def _reward() -> MethodReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
-    from genrm.methods import MethodConfig, make_method
+    from genrm.methods import make_method
+    from genrm.methods.config import options_with_tau
 
-    method = make_method("rubric", MethodConfig(tau=_tau()))
+    method = make_method("rubric", options=options_with_tau({}, _tau()))
     return MethodReward(method, _scorer(method), name="rubric_reward")
 
 
 @functools.lru_cache(maxsize=1)
 def _method_reward() -> MethodReward:
-    from genrm.methods import DEFAULT_METHOD, MethodConfig, make_method
+    from genrm.methods import DEFAULT_METHOD, make_method
     from genrm.methods.columns import refuse_advantage_penalty
+    from genrm.methods.config import options_with_tau
 
     try:
         options = json.loads(os.environ.get("GENRM_METHOD_OPTIONS", "{}"))
@@ -96,7 +99,7 @@ def _method_reward() -> MethodReward:
         raise ValueError(f"GENRM_METHOD_OPTIONS must be a JSON object: {exc}") from None
     if not isinstance(options, dict):
         raise ValueError("GENRM_METHOD_OPTIONS must be a JSON object")
-    method = make_method(os.environ.get("GENRM_METHOD", DEFAULT_METHOD), MethodConfig(tau=_tau()), options)
+    method = make_method(os.environ.get("GENRM_METHOD", DEFAULT_METHOD), options=options_with_tau(options, _tau()))
     refuse_advantage_penalty(method, "trl grpo's reward functions",
                              "run genrm rl, which subtracts it from TRL's advantages")  # fmt: skip
     return MethodReward(method, _scorer(method), name="method_reward")

@@ -51,7 +51,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from genrm.choices import DEFAULT_TAU
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
 from genrm.methods.registry import DEFAULT_METHOD
@@ -81,16 +80,17 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 @functools.lru_cache(maxsize=8)
 def _reward(
-    judge: str, api_key_env: str | None, tau: float, method: str, options: str, image_dir: str | None,
+    judge: str, api_key_env: str | None, tau: float | None, method: str, options: str, image_dir: str | None,
     budget: int | None,
 ) -> MethodReward:  # fmt: skip
     # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
     # made once.
-    from genrm.methods import MethodConfig, make_method
+    from genrm.methods import make_method
+    from genrm.methods.config import options_with_tau
     from policy_rl.scorers import make_scorer
 
     api_key = os.environ.get(api_key_env) if api_key_env else None
-    configured = make_method(method, MethodConfig(tau=tau), json.loads(options))
+    configured = make_method(method, options=options_with_tau(json.loads(options), tau))
     return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir, image_budget=budget))
 
 
@@ -102,7 +102,7 @@ def compute_score_batch(
     *,
     judge: str = "rule",
     api_key_env: str | None = None,
-    tau: float = DEFAULT_TAU,
+    tau: float | None = None,
     unknown_reward: float | None = None,
     method: str = DEFAULT_METHOD,
     method_options: Mapping[str, Any] | None = None,

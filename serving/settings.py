@@ -58,7 +58,9 @@ class ServerSettings(BaseSettings):
         default_factory=dict, description="settings of the reward method itself (see the method's documentation)"
     )
     exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
-    tau: float = Field(DEFAULT_TAU, gt=0.0, lt=1.0, description="remapping threshold")
+    tau: float | None = Field(
+        None, gt=0.0, lt=1.0, description=f"the rubric method's remapping threshold (default: {DEFAULT_TAU})"
+    )
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
     verifier_deadline_s: float = Field(
         2.0, gt=0.0, le=60.0, description="time limit of one verifier check, from when it starts, s"
@@ -312,10 +314,16 @@ class ServerSettings(BaseSettings):
         )  # fmt: skip
 
     def method_config(self) -> MethodConfig:
-        """The common settings of the reward method: ``tau``, ``exposure``, the format check and the verifiers'
-        bounds (the method's own are ``method_options``)."""
+        """The common settings of the reward method: ``exposure``, the format check and the verifiers' bounds (the
+        method's own are :meth:`method_settings`)."""
         verify = VerifyConfig(deadline_s=self.verifier_deadline_s, worker_wait_s=self.verifier_budget_s)
-        return MethodConfig(tau=self.tau, exposure=self.exposure, check_format=self.check_format, verify=verify)
+        return MethodConfig(exposure=self.exposure, check_format=self.check_format, verify=verify)
+
+    def method_settings(self) -> dict[str, Any]:
+        """The method's own settings: ``method_options``, with ``tau`` when it is set (the rubric's threshold)."""
+        from genrm.methods.config import options_with_tau
+
+        return options_with_tau(self.method_options, self.tau)
 
     def image_policy(self) -> ImagePolicy:
         """What image references the server reads, and its limits, from these settings."""

@@ -90,7 +90,7 @@ def test_the_rubric_method_option_and_its_errors():
     assert make_method("rubric", options={"answer_format": "rlr3"}).config.answer_format == "rlr3"
     with pytest.raises(ValueError, match="unknown answer_format 'v9'; valid: compact, rlr3, brief"):
         make_method("rubric", options={"answer_format": "v9"})
-    with pytest.raises(ValueError, match="takes only the options answer_format, .*, length_high; got swap"):
+    with pytest.raises(ValueError, match="takes only the options tau, answer_format, .*, length_high; got swap"):
         make_method("rubric", options={"swap": True})
 
 

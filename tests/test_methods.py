@@ -12,7 +12,7 @@ from fake_judge import AppServer, FakeJudgeServer
 from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
-from genrm.methods import MethodConfig, RewardMethod, check_judge, make_method, method_names, registry, score_instance
+from genrm.methods import RewardMethod, check_judge, make_method, method_names, registry, score_instance
 from genrm.methods.rubric.method import RubricMethod
 from serving.app import create_app
 from serving.client import RewardClient
@@ -44,12 +44,40 @@ def _count_words(body):
 
 def test_the_registry_knows_the_built_in_methods_and_refuses_unknown_names_and_options():
     assert method_names()[0] == "rubric"
-    method = make_method("rubric", MethodConfig(tau=0.3))
+    method = make_method("rubric", options={"tau": 0.3})
     assert isinstance(method, RubricMethod) and isinstance(method, RewardMethod) and method.config.tau == 0.3
     with pytest.raises(ValueError, match="unknown reward method 'nope'; known: rubric"):
         make_method("nope")
-    with pytest.raises(ValueError, match="takes only the options answer_format, .*, length_high; got colour"):
+    with pytest.raises(ValueError, match="takes only the options tau, answer_format, .*, length_high; got colour"):
         make_method("rubric", options={"colour": "red"})
+
+
+def test_tau_is_the_rubric_methods_option_and_each_commands_tau_a_shorthand_for_it(monkeypatch):
+    from genrm.choices import DEFAULT_TAU
+    from genrm.methods.config import options_with_tau
+    from policy_rl import trl_rewards
+    from policy_rl.grpo import PolicyRLArguments, build_method
+    from serving.server_method import make_server_method
+
+    assert make_method("rubric").config.tau == DEFAULT_TAU
+    assert options_with_tau({"answer_format": "brief"}, 0.3) == {"answer_format": "brief", "tau": 0.3}
+    assert options_with_tau({"tau": 0.3}, None) == {"tau": 0.3} and options_with_tau(None, None) == {}
+    with pytest.raises(ValueError, match="tau is given twice: 0.3 and 0.4"):
+        options_with_tau({"tau": 0.4}, 0.3)
+    with pytest.raises(ValueError, match="the rubric option tau must be a number in"):
+        make_method("rubric", options={"tau": "half"})
+    # the server's, genrm rl's and TRL's shorthands reach the method; a method without tau takes none unless asked
+    assert make_server_method(ServerSettings(tau=0.3)).config.tau == 0.3
+    assert make_server_method(ServerSettings(method="claimdiff")).name == "claimdiff"
+    with pytest.raises(ValueError, match="the claimdiff method takes no option tau"):
+        make_server_method(ServerSettings(method="claimdiff", tau=0.3))
+    assert build_method(PolicyRLArguments(tau=0.7)).config.tau == 0.7
+    monkeypatch.setenv("GENRM_TAU", "0.2")
+    trl_rewards._reward.cache_clear()
+    try:
+        assert trl_rewards._reward().method.config.tau == 0.2
+    finally:
+        trl_rewards._reward.cache_clear()
 
 
 def test_a_plug_in_is_found_through_its_entry_point(words_plugin):

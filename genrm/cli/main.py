@@ -101,13 +101,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from genrm.cli.data import judge_from_args
     from genrm.engine import BackendUnavailable, run_blocking
     from genrm.methods import MethodConfig, make_method
+    from genrm.methods.config import options_with_tau
     from genrm.methods.score_file import score_file
     from verifiers import VerifyConfig
 
     try:
-        config = MethodConfig(tau=args.tau, exposure=args.exposure, check_format=not args.no_format_check,
+        config = MethodConfig(exposure=args.exposure, check_format=not args.no_format_check,
                               verify=VerifyConfig(deadline_s=args.deadline))  # fmt: skip
-        method = make_method(args.method, config, args.method_options)
+        method = make_method(args.method, config, options_with_tau(args.method_options, args.tau))
     except ValueError as exc:
         print(f"genrm score: {exc}", file=sys.stderr)
         return 2
@@ -208,8 +209,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     method_options(score)
     judge_backend_options(score)
-    score.add_argument("--tau", type=float, default=DEFAULT_TAU,
-                       help=f"remapping threshold in (0, 1) (default: {DEFAULT_TAU})")  # fmt: skip
+    score.add_argument("--tau", type=float,
+                       help=f"the rubric method's remapping threshold in (0, 1) (default: {DEFAULT_TAU})")  # fmt: skip
     score.add_argument(
         "--exposure", choices=EXPOSURES, default="minimal",
         help="what a model judge sees of the rubric (default: minimal)",

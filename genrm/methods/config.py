@@ -1,13 +1,17 @@
 """The settings every reward method is given, whatever it is (a method uses those that apply to it).
 
-Method-specific settings are the method's own (its ``options``, see :func:`genrm.methods.make_method`).
+Method-specific settings are the method's own (its ``options``, see :func:`genrm.methods.make_method`): the rubric
+method's remapping threshold ``tau`` among them, for which the commands keep a shorthand (``--tau``, ``GENRM_TAU``,
+verl's ``tau``: :func:`options_with_tau`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from genrm.choices import DEFAULT_TAU, Exposure, check_exposure
+from genrm.choices import Exposure, check_exposure
 from genrm.methods.format_checks import FormatConfig
 from verifiers import VerifyConfig
 
@@ -31,23 +35,32 @@ def check_tau(tau: float) -> float:
     return tau
 
 
+def options_with_tau(options: Mapping[str, Any] | None, tau: float | None) -> dict[str, Any]:
+    """A method's ``options`` with ``tau`` among them when one is given: the commands' shorthand for the rubric
+    method's remapping threshold (a method that takes no ``tau`` refuses it, naming its options). Raises ValueError
+    when both give one."""
+    merged = dict(options or {})
+    if tau is not None:
+        if "tau" in merged and merged["tau"] != tau:
+            raise ValueError(f"tau is given twice: {tau} and {merged['tau']} in the method options")
+        merged["tau"] = tau
+    return merged
+
+
 @dataclass(frozen=True)
 class MethodConfig:
     """How rewards are computed, for any method.
 
     Attributes:
-        tau: group-wise remapping threshold in (0, 1).
         exposure: what a model judge sees of the targets (``minimal`` for training rewards).
         format: thresholds of the response format detectors; ``check_format=False`` turns the format mask off.
         verify: the verifiers' deadline and bounds.
     """
 
-    tau: float = DEFAULT_TAU
     exposure: Exposure = "minimal"
     format: FormatConfig = field(default_factory=FormatConfig)
     check_format: bool = True
     verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     def __post_init__(self) -> None:
-        check_tau(self.tau)
         check_exposure(self.exposure)

@@ -18,7 +18,7 @@ from typing import Any
 from genrm.choices import check_scoring_format
 from genrm.engine.judge import Judge
 from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
-from genrm.methods.config import MethodConfig
+from genrm.methods.config import MethodConfig, check_tau
 from genrm.methods.rubric import group_outcomes
 from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.judge_output import ParsedJudgement
@@ -33,7 +33,7 @@ _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_
                              "backend_error"})  # fmt: skip
 
 
-_OPTIONS = ("answer_format", "grounded_extraction", "length_rule", "length_low", "length_high")
+_OPTIONS = ("tau", "answer_format", "grounded_extraction", "length_rule", "length_low", "length_high")
 _LENGTH_RULES = ("none", "mask")
 
 
@@ -68,7 +68,8 @@ class RubricMethod:
 
     Args:
         config: the common settings; a :class:`ScoringConfig` is used as it is.
-        options: settings of this method: ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
+        options: settings of this method: ``tau`` (the remapping threshold in (0, 1), eq. 2-3; 0.5 by default),
+            ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
             version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one) and
             ``grounded_extraction`` (true by default: a model judge's value counts only where the response states
             it, :mod:`.execution`); ``length_rule`` (``none``, the default, or ``mask``: reward 0 for a response whose
@@ -92,6 +93,11 @@ class RubricMethod:
             self.config = config or ScoringConfig()
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
+        if "tau" in options:
+            tau = options["tau"]
+            if isinstance(tau, bool) or not isinstance(tau, int | float):
+                raise ValueError(f"the rubric option tau must be a number in (0, 1), not {tau!r:.40}")
+            self.config = replace(self.config, tau=check_tau(float(tau)))
         if "answer_format" in options:
             self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
         if "grounded_extraction" in options:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, check_scoring_format, quotes_evidence
+from genrm.choices import DEFAULT_SCORING_FORMAT, DEFAULT_TAU, ScoringFormat, check_scoring_format, quotes_evidence
 from genrm.methods.base import GroupResult
-from genrm.methods.config import MethodConfig
+from genrm.methods.config import MethodConfig, check_tau
 from genrm.methods.format_checks import format_violations
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.execution import CriterionScore, execute
@@ -30,14 +30,15 @@ from verifiers import VerifyConfig, expression_workers, uses_workers
 
 @dataclass(frozen=True)
 class ScoringConfig(MethodConfig):
-    """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``tau`` of
-    the remapping, eq. 2-3; ``exposure``; the format mask; the verifiers' bounds), which verifiers each task type
-    may use (``policy``), the version of the answer format the judge is asked for (``answer_format``), whether a
-    model judge's values count only where the response states them (``grounded_extraction``,
-    :mod:`genrm.methods.rubric.execution`), and the length band against the reference answer (``reference_length``:
-    ``(low, high)``, a response whose length over the reference answer's, in characters, is outside it gets reward 0;
-    None: no band; an instance without a reference answer is not banded)."""
+    """How rubric rewards are computed: the common settings (:class:`genrm.methods.config.MethodConfig`: ``exposure``;
+    the format mask; the verifiers' bounds), the remapping threshold ``tau`` in (0, 1) (eq. 2-3), which verifiers
+    each task type may use (``policy``), the version of the answer format the judge is asked for
+    (``answer_format``), whether a model judge's values count only where the response states them
+    (``grounded_extraction``, :mod:`genrm.methods.rubric.execution`), and the length band against the reference
+    answer (``reference_length``: ``(low, high)``, a response whose length over the reference answer's, in
+    characters, is outside it gets reward 0; None: no band; an instance without a reference answer is not banded)."""
 
+    tau: float = DEFAULT_TAU
     policy: RubricPolicy = field(default_factory=RubricPolicy)
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT
     grounded_extraction: bool = True
@@ -45,6 +46,7 @@ class ScoringConfig(MethodConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_tau(self.tau)
         check_scoring_format(self.answer_format)
         if self.reference_length is not None:
             low, high = self.reference_length
