@@ -271,7 +271,7 @@ def _scored(request):
     # whatever the shuffled order; its ranking lists the labels in the order shown (right or wrong by chance).
     import re
 
-    from genrm.evaluation.blind_ranking import answer_text
+    from genrm.methods.rubicap.blind_ranking import answer_text
 
     shown = re.findall(r"^(Caption [A-Z]):\n(.*)$", request.prompt.user, re.MULTILINE)
     scores = {
@@ -292,7 +292,7 @@ def _scored(request):
 def test_the_blind_ranking_scores_by_the_sources_total_hides_names_and_records_the_shuffle():
     from genrm.engine import Judge, run_blocking
     from genrm.engine.scripted import ScriptedEngine
-    from genrm.evaluation.blind_ranking import rank_captions, total_score
+    from genrm.methods.rubicap.blind_ranking import rank_captions, total_score
 
     assert total_score(9, 6, 9, 2) == pytest.approx(8 - 3)
     captions = ["acc9 comp6 clar9 hall2", "acc6 comp6 clar6 hall0", "acc9 comp6 clar9 hall2"]
@@ -316,7 +316,7 @@ def test_the_blind_ranking_scores_by_the_sources_total_hides_names_and_records_t
 def test_a_failed_ranking_fails_every_caption_of_its_image_and_a_blind_judge_is_refused():
     from genrm.engine import Judge, run_blocking
     from genrm.engine.scripted import ScriptedEngine
-    from genrm.evaluation.blind_ranking import rank_captions
+    from genrm.methods.rubicap.blind_ranking import rank_captions
 
     images = {"a": ("a.png", ["acc1 comp1 clar1 hall1", "acc2 comp2 clar2 hall2"])}
     garbled = run_blocking(rank_captions(images, ["x", "y"], Judge(ScriptedEngine(lambda r: "Caption A wins."), 0)))

@@ -106,11 +106,11 @@ def _eval_metrics(args: argparse.Namespace, limits: list[int]) -> list[str]:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.engine import run_blocking
     from genrm.evaluation.bcapscore import score_captions, system_names
-    from genrm.evaluation.blind_ranking import rank_captions
     from genrm.evaluation.caption_eval import EvaluationJudge, check_ranking, evaluate_captions, report_files
     from genrm.evaluation.caption_qa import QAItem, answer_questions
     from genrm.evaluation.reference_metrics import unavailable
     from genrm.methods.balcap.models import BalCapInstance
+    from genrm.methods.rubicap.blind_ranking import rank_captions
 
     command = "captions eval"
     try:  # every choice is checked before any file is read or anything judged

@@ -10,7 +10,7 @@ instance is system k's (:func:`genrm.evaluation.bcapscore.system_names`). Per sy
   judged captions, from one judgement per caption;
 - with a judge and a question file, the accuracy of questions answered from the caption alone, whole and cut to
   word limits (:mod:`genrm.evaluation.caption_qa`);
-- with a judge and two systems or more, the blind ranking (:mod:`genrm.evaluation.blind_ranking`): the share of
+- with a judge and two systems or more, the blind ranking (:mod:`genrm.methods.rubicap.blind_ranking`): the share of
   images where each system ranks first and its mean total, with the four dimensions apart;
 - the mean caption length in words.
 
@@ -33,10 +33,10 @@ from pathlib import Path
 from genrm.choices import BLIND_RANKING, CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
 from genrm.engine.types import ChatRequest
 from genrm.evaluation.bcapscore import BCapReport, system_names
-from genrm.evaluation.blind_ranking import DIMENSIONS, RankingResult
 from genrm.evaluation.caption_qa import QAResult
 from genrm.evaluation.reference_metrics import TITLES, reference_scores, tokenizer_name
 from genrm.methods.balcap.models import BalCapInstance
+from genrm.methods.rubicap.blind_ranking import DIMENSIONS, RankingResult
 
 #: How every metric a report can hold is printed.
 ALL_TITLES: dict[str, str] = {**TITLES, "b_capscore": "b-CapScore", "dcscore": "DCScore-style F1",
@@ -315,9 +315,9 @@ class EvaluationJudge:
 
     def scripted_judge(self, image_dir: Path | None) -> Callable[[ChatRequest], str]:
         """The three scripted judges, by the request's schema."""
-        from genrm.evaluation.blind_ranking import RANKING_SCHEMA_NAME
         from genrm.evaluation.caption_qa import QA_SCHEMA_NAME, scripted_answer
         from genrm.methods import make_method
+        from genrm.methods.rubicap.blind_ranking import RANKING_SCHEMA_NAME
 
         captions = make_method("balcap").scripted_judge(image_dir)  # type: ignore[attr-defined]
         ranks = make_method("rubicap").scripted_judge(image_dir)  # type: ignore[attr-defined]

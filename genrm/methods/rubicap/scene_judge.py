@@ -144,7 +144,7 @@ def answer(image: str, system: str, user: str, schema_name: str | None, who: str
         )
         return json.dumps({"score": likert(scene_of(image, scenes, base_dir), caption, reference)})
     scene = scene_of(image, scenes, base_dir)
-    from genrm.evaluation.blind_ranking import RANKING_SCHEMA_NAME, answer_text  # the evaluation sits above methods
+    from genrm.methods.rubicap.blind_ranking import RANKING_SCHEMA_NAME, answer_text
 
     if schema_name == RANKING_SCHEMA_NAME:
         shown = re.findall(r"^(Caption [A-Z]):\n(.*)$", user, re.MULTILINE)
