@@ -17,13 +17,13 @@ Every step is a ``genrm`` command a user can run by hand:
    policy each time: once with ``--judge`` the reward server (the served judge), and, as the reference, once with the
    ``rule`` judge (deterministic extraction, the same verifiers).
 
-Reported per seed and judge: the mean reward of the first and the last 4 logs (every 5 steps), its rise, and the
-share of completions the judge could not judge (each a failure, never a reward); then, for each policy trained against
-the served judge, ``--samples`` answers per prompt sampled from it after training, scored by both judges: the mean
-reward each gives and the share of answers on which they agree (the rule judge reads a bare letter by rule, so it is
-the check on what the served judge paid). One summary line with the mean rises and the agreement. The served judge
-only extracts the letter (minimal exposure: it never sees the target); the verifier pays. A run already in ``--out``
-with the same settings is read back, not run again.
+Reported per seed and judge: the mean reward of the first and the last 4 logs (every 5 steps), its rise, the share
+of completions the judge could not judge (each a failure, never a reward) and the run's seconds; then, for each
+policy trained against the served judge, ``--samples`` answers per prompt sampled from it after training, scored by
+both judges: the mean reward each gives, the share of answers on which they agree, and the answers only one of them
+paid (the rule judge reads a bare letter by rule, so it is the check on what the served judge paid). One summary line
+with the mean rises and the agreement. The served judge only extracts the letter (minimal exposure: it never sees
+the target); the verifier pays. A run already in ``--out`` with the same settings is read back, not run again.
 """
 
 from __future__ import annotations
@@ -100,11 +100,14 @@ def run_policy(judge: str, prompts: Path, seed: int, steps: int, workdir: Path, 
     start = time.perf_counter()
     settings = _settings("rule" if judge == "rule" else served, seed, steps, prompts)
     marker = out / "benchmark_settings.json"
-    if not (marker.exists() and json.loads(marker.read_text()) == settings):
+    kept = json.loads(marker.read_text()) if marker.exists() else {}
+    if {k: v for k, v in kept.items() if k != "seconds"} == settings:
+        start -= kept.get("seconds", 0.0)  # the run as measured when it ran
+    else:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"genrm rl against {name} failed:\n{done.stderr[-3000:]}")
-        marker.write_text(json.dumps(settings))
+        marker.write_text(json.dumps({**settings, "seconds": time.perf_counter() - start}))
     logs = _logged(out)
     rewards = [e["reward"] for e in logs]
     first, last = _mean(rewards[:_LOGS_COMPARED]), _mean(rewards[-_LOGS_COMPARED:])
@@ -139,7 +142,7 @@ def sample_answers(policy: str, prompts: Path, samples: int, seed: int) -> list[
 
 def agreement(groups: list, url: str) -> dict:
     """The raw essential score of every answer from the served judge (through the reward server) and the rule judge;
-    their means and the share of answers they score alike."""
+    their means, the share of answers they score alike, and how many answers only one of them paid."""
     from genrm.engine import Judge
     from genrm.methods import make_method
     from genrm.methods.rubric.scoring import InstanceResult
@@ -157,7 +160,8 @@ def agreement(groups: list, url: str) -> dict:
     served.close()
     count = max(len(pairs), 1)
     return {"answers": len(pairs) + failed, "failed": failed, "served": sum(a for a, _ in pairs) / count,
-            "rule": sum(b for _, b in pairs) / count, "agree": sum(a == b for a, b in pairs) / count}  # fmt: skip
+            "rule": sum(b for _, b in pairs) / count, "agree": sum(a == b for a, b in pairs) / count,
+            "only_served": sum(a > b for a, b in pairs), "only_rule": sum(b > a for a, b in pairs)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,11 +220,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['failed']:>8.2f}{row['seconds']:>7.0f}s")  # fmt: skip
     finals = [r for r in rows if "final" in r]
     print(f"\nafter training against the served judge, {args.samples} answers per prompt, raw essential score:")
-    print(f"{'seed':>4}{'answers':>9}{'failed':>8}{'served':>8}{'rule':>8}{'agree':>8}")
+    print(f"{'seed':>4}{'answers':>9}{'failed':>8}{'served':>8}{'rule':>8}{'agree':>8}{'served >':>10}{'rule >':>8}")
     for row in finals:
         f = row["final"]
         print(f"{row['seed']:>4}{f['answers']:>9}{f['failed']:>8}{f['served']:>8.3f}{f['rule']:>8.3f}"
-              f"{f['agree']:>8.1%}")  # fmt: skip
+              f"{f['agree']:>8.1%}{f['only_served']:>10}{f['only_rule']:>8}")  # fmt: skip
     rises = {name: _mean([r["rise"] for r in rows if r["judge"] == name]) for name in ("served", "rule")}
     rose = sum(r["rise"] > 0 for r in rows if r["judge"] == "served")
     agree = _mean([r["final"]["agree"] for r in finals])
