@@ -22,18 +22,16 @@ answer (``method_options``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import DEFAULT_TAU, check_exposure
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, RewardMethod
 from genrm.methods.columns import HasRewardColumns
-from genrm.methods.config import MethodConfig, options_with_tau
+from genrm.methods.settings import default, describe, reward_settings
 
 logger = logging.getLogger(__name__)
 
@@ -53,24 +51,19 @@ class PolicyRLArguments:
     judge_api_key_env: str | None = field(
         default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
     )
-    method: str = field(
-        default="rubric",
-        metadata={
-            "help": "the reward method (rubric, claimdiff, balcap, rubicap, pairwise, holistic, rouge_l, a plug-in)"
-        },
-    )
+    # The reward settings: names, defaults and meaning are genrm.methods.settings.RewardSettings' (one declaration
+    # for every entry point), mirrored here as the fields TRL's parser reads.
+    method: str = field(default=default("method"), metadata={"help": describe("method")})
     method_options: str | None = field(
-        default=None, metadata={"help": "the method's own options, as a JSON object (a mapping in a YAML recipe)"}
+        default=None, metadata={"help": describe("method_options") + " (a mapping in a YAML recipe)"}
     )
-    exposure: str = field(default="minimal", metadata={"help": "what an in-process judge sees (minimal by default)"})
+    exposure: str = field(default=default("exposure"), metadata={"help": describe("exposure")})
     judge_image_pixels: int = field(
         default=DEFAULT_IMAGE_BUDGET,
         metadata={"help": "most pixels of an image a judge run from here is shown; larger ones are scaled down "
                   "(0: every image at its own size; a reward server applies its own)"},
     )  # fmt: skip
-    tau: float | None = field(
-        default=None, metadata={"help": f"the rubric method's remapping threshold in (0, 1) (default: {DEFAULT_TAU})"}
-    )
+    tau: float | None = field(default=default("tau"), metadata={"help": describe("tau")})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
     decoupled: bool = field(
@@ -90,26 +83,11 @@ class PolicyRLArguments:
     plot: bool = field(default=True, metadata={"help": "save training_curves.png next to the run"})
 
 
-def method_options(value: Any) -> dict[str, Any]:
-    """The ``method_options`` argument as a mapping: a mapping (YAML), a JSON object (a flag) or nothing."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ValueError(f"method_options is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"method_options must be a JSON object, not {type(value).__name__}")
-    return dict(value)
-
-
 def build_method(args: PolicyRLArguments) -> RewardMethod:
-    """The reward method the arguments name, configured."""
-    from genrm.methods import make_method
-
-    config = MethodConfig(exposure=check_exposure(args.exposure))
-    return make_method(args.method, config, options_with_tau(method_options(args.method_options), args.tau))
+    """The reward method the arguments name, configured (its settings validated as every entry point's:
+    :class:`genrm.methods.settings.RewardSettings`). Raises ValueError naming a bad setting."""
+    names = ("method", "method_options", "exposure", "tau")
+    return reward_settings({name: getattr(args, name) for name in names}).make()
 
 
 def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -> list[Any]:

@@ -12,7 +12,8 @@
   run from the trainer's process: ``rule`` (the default: verifiable criteria only), ``transformers:PATH`` (a
   checkpoint), ``sglang:MODEL@URL`` or ``openai:MODEL@URL`` (a judge endpoint);
 - ``GENRM_JUDGE_API_KEY``: the server's bearer token; ``GENRM_JUDGE_DEVICE``: ``auto``, ``cpu`` or ``cuda``;
-- ``GENRM_TAU``: the remapping threshold (0.5).
+- ``GENRM_TAU``: the rubric method's remapping threshold (0.5); ``GENRM_EXPOSURE``: what a model judge sees of the
+  targets (``minimal``).
 - ``GENRM_IMAGE_DIR``: the folder the instances' image paths are read from by a judge spec run here, which sends the
   judge their bytes (never the path); a reward server reads images itself.
 - ``GENRM_JUDGE_IMAGE_PIXELS``: the most pixels of an image that judge is shown (1,003,520 by default; 0: no limit).
@@ -46,7 +47,6 @@ over whole groups whatever the batch sizes.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -55,15 +55,6 @@ from policy_rl.method_reward import MethodReward
 
 if TYPE_CHECKING:
     from genrm.methods import RewardMethod
-
-
-def _tau() -> float | None:
-    if "GENRM_TAU" not in os.environ:
-        return None
-    try:
-        return float(os.environ["GENRM_TAU"])
-    except ValueError:
-        raise ValueError(f"GENRM_TAU must be a number in (0, 1), got {os.environ['GENRM_TAU']!r}") from None
 
 
 def _scorer(method: RewardMethod) -> Any:
@@ -80,26 +71,20 @@ def _scorer(method: RewardMethod) -> Any:
 @functools.lru_cache(maxsize=1)
 def _reward() -> MethodReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
-    from genrm.methods import make_method
-    from genrm.methods.config import options_with_tau
+    from genrm.methods.settings import reward_settings_from_env
 
-    method = make_method("rubric", options=options_with_tau({}, _tau()))
+    # The rubric method whatever GENRM_METHOD names (that is method_reward's, which may run beside this one).
+    settings = reward_settings_from_env(os.environ).model_copy(update={"method": "rubric", "method_options": {}})
+    method = settings.make()
     return MethodReward(method, _scorer(method), name="rubric_reward")
 
 
 @functools.lru_cache(maxsize=1)
 def _method_reward() -> MethodReward:
-    from genrm.methods import DEFAULT_METHOD, make_method
     from genrm.methods.columns import refuse_advantage_penalty
-    from genrm.methods.config import options_with_tau
+    from genrm.methods.settings import reward_settings_from_env
 
-    try:
-        options = json.loads(os.environ.get("GENRM_METHOD_OPTIONS", "{}"))
-    except ValueError as exc:
-        raise ValueError(f"GENRM_METHOD_OPTIONS must be a JSON object: {exc}") from None
-    if not isinstance(options, dict):
-        raise ValueError("GENRM_METHOD_OPTIONS must be a JSON object")
-    method = make_method(os.environ.get("GENRM_METHOD", DEFAULT_METHOD), options=options_with_tau(options, _tau()))
+    method = reward_settings_from_env(os.environ).make()
     refuse_advantage_penalty(method, "trl grpo's reward functions",
                              "run genrm rl, which subtracts it from TRL's advantages")  # fmt: skip
     return MethodReward(method, _scorer(method), name="method_reward")

@@ -38,9 +38,10 @@ verl's reward tensor has no "no reward": a response whose judgement failed raise
 in the reward kwargs, in which case it gets that value (advantage 0 under ``normalize_then_sum``) and
 ``judge_failed: 1`` says so. Settings (reward kwargs):
 ``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
-``rule``), ``api_key_env``, ``tau``, ``unknown_reward``, ``method`` (default ``rubric``), ``method_options``,
-``aggregation``, ``image_dir`` (the folder the instances' image paths are read from by a judge run here, which
-sends their bytes) and ``judge_image_pixels`` (the most pixels of an image that judge is shown; 0: no limit).
+``rule``), ``api_key_env``, ``unknown_reward``, the reward settings as every entry point takes them
+(:class:`genrm.methods.settings.RewardSettings`: ``method``, default ``rubric``, ``method_options``, ``exposure``,
+``tau``), ``aggregation``, ``image_dir`` (the folder the instances' image paths are read from by a judge run here,
+which sends their bytes) and ``judge_image_pixels`` (the most pixels of an image that judge is shown; 0: no limit).
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from typing import Any
 
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
-from genrm.methods.registry import DEFAULT_METHOD
 from genrm.methods.rubric.models import Instance
+from genrm.methods.settings import default
 from policy_rl.method_reward import MethodReward, RowScore, group_key
 from policy_rl.verl_advantage import ESTIMATOR, register_with_verl
 
@@ -80,17 +81,15 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 @functools.lru_cache(maxsize=8)
 def _reward(
-    judge: str, api_key_env: str | None, tau: float | None, method: str, options: str, image_dir: str | None,
-    budget: int | None,
-) -> MethodReward:  # fmt: skip
+    judge: str, api_key_env: str | None, settings: str, image_dir: str | None, budget: int | None
+) -> MethodReward:
     # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
-    # made once.
-    from genrm.methods import make_method
-    from genrm.methods.config import options_with_tau
+    # made once per settings (a JSON text, so that they can key the cache).
+    from genrm.methods.settings import reward_settings
     from policy_rl.scorers import make_scorer
 
     api_key = os.environ.get(api_key_env) if api_key_env else None
-    configured = make_method(method, options=options_with_tau(json.loads(options), tau))
+    configured = reward_settings(json.loads(settings), "verl's reward kwargs").make()
     return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir, image_budget=budget))
 
 
@@ -102,10 +101,11 @@ def compute_score_batch(
     *,
     judge: str = "rule",
     api_key_env: str | None = None,
-    tau: float | None = None,
+    tau: float | None = default("tau"),
     unknown_reward: float | None = None,
-    method: str = DEFAULT_METHOD,
+    method: str = default("method"),
     method_options: Mapping[str, Any] | None = None,
+    exposure: str = default("exposure"),
     aggregation: str = "weighted_mean",
     image_dir: str | None = None,
     judge_image_pixels: int = DEFAULT_IMAGE_BUDGET,
@@ -116,9 +116,10 @@ def compute_score_batch(
     ``aggregation`` (``weighted_mean`` or ``normalize_then_sum``) for a method with reward columns."""
     if aggregation not in _AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
-    options = json.dumps(dict(method_options or {}), sort_keys=True)  # verl hands a config mapping
+    # verl hands the options as a config mapping
+    settings = {"method": method, "method_options": dict(method_options or {}), "exposure": exposure, "tau": tau}
     budget = image_budget(judge_image_pixels, "judge_image_pixels")
-    reward = _reward(judge, api_key_env, tau, method, options, image_dir, budget)
+    reward = _reward(judge, api_key_env, json.dumps(settings, sort_keys=True), image_dir, budget)
     decoupled = aggregation == "normalize_then_sum"
     if decoupled and not isinstance(reward.method, HasRewardColumns):
         raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from genrm.engine.judge import Judge
-from genrm.methods import RewardMethod, make_method, method_judge
+from genrm.methods import RewardMethod, method_judge
 from serving.settings import ServerSettings
 
 
@@ -24,4 +24,4 @@ def make_backend(settings: ServerSettings, method: RewardMethod | None = None) -
 def make_server_method(settings: ServerSettings) -> RewardMethod:
     """The reward method ``settings`` name, configured by them (``ServerSettings.method_config`` and the method's own
     ``method_options``). Raises ValueError for an unknown method or option."""
-    return make_method(settings.method, settings.method_config(), settings.method_settings())
+    return settings.make(settings.method_config())

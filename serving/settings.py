@@ -21,12 +21,12 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from genrm.choices import DEFAULT_TAU, Device, Dtype, Exposure
+from genrm.choices import Device, Dtype
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
 from genrm.engine.backends import DEFAULT_BACKEND, backend, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
-from genrm.methods.registry import DEFAULT_METHOD
+from genrm.methods.settings import RewardSettings
 from serving.images import ImagePolicy
 from serving.launcher import LAUNCHES, SGLangLaunch, VLLMLaunch
 from verifiers import VerifyConfig
@@ -36,8 +36,9 @@ _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 _OLDER_NAMES = {"sglang_port": "engine_port", "sglang_args": "engine_args", "sglang_command": "engine_command"}
 
 
-class ServerSettings(BaseSettings):
-    """Everything the reward server can be configured with (units in the field descriptions)."""
+class ServerSettings(BaseSettings, RewardSettings):
+    """Everything the reward server can be configured with (units in the field descriptions); the reward method and
+    its settings are :class:`genrm.methods.settings.RewardSettings`' fields, as every entry point takes them."""
 
     model_config = SettingsConfigDict(env_prefix="GENRM_", extra="forbid", validate_default=True)
 
@@ -50,17 +51,6 @@ class ServerSettings(BaseSettings):
         "judge_urls",
     )
     backend: str = Field(DEFAULT_BACKEND, description="the judge backend (genrm.engine.backends)")
-    method: str = Field(
-        DEFAULT_METHOD, min_length=1, max_length=64,
-        description="the reward method served (rubric, claimdiff, balcap, rubicap, pairwise, or a plug-in)",
-    )  # fmt: skip
-    method_options: dict[str, Any] = Field(
-        default_factory=dict, description="settings of the reward method itself (see the method's documentation)"
-    )
-    exposure: Exposure = Field("minimal", description="what a model judge sees of the rubric")
-    tau: float | None = Field(
-        None, gt=0.0, lt=1.0, description=f"the rubric method's remapping threshold (default: {DEFAULT_TAU})"
-    )
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
     verifier_deadline_s: float = Field(
         2.0, gt=0.0, le=60.0, description="time limit of one verifier check, from when it starts, s"
@@ -318,12 +308,6 @@ class ServerSettings(BaseSettings):
         method's own are :meth:`method_settings`)."""
         verify = VerifyConfig(deadline_s=self.verifier_deadline_s, worker_wait_s=self.verifier_budget_s)
         return MethodConfig(exposure=self.exposure, check_format=self.check_format, verify=verify)
-
-    def method_settings(self) -> dict[str, Any]:
-        """The method's own settings: ``method_options``, with ``tau`` when it is set (the rubric's threshold)."""
-        from genrm.methods.config import options_with_tau
-
-        return options_with_tau(self.method_options, self.tau)
 
     def image_policy(self) -> ImagePolicy:
         """What image references the server reads, and its limits, from these settings."""

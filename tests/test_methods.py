@@ -80,6 +80,31 @@ def test_tau_is_the_rubric_methods_option_and_each_commands_tau_a_shorthand_for_
         trl_rewards._reward.cache_clear()
 
 
+def test_the_reward_settings_are_one_model_and_every_entry_point_refuses_alike():
+    from genrm.methods.settings import RewardSettings, reward_settings, reward_settings_from_env
+    from policy_rl.grpo import PolicyRLArguments, build_method
+    from policy_rl.verl_reward import compute_score_batch
+
+    assert issubclass(ServerSettings, RewardSettings)
+    defaults = PolicyRLArguments()
+    assert (defaults.method, defaults.exposure, defaults.tau) == ("rubric", "minimal", None)
+    assert reward_settings_from_env({"GENRM_METHOD_OPTIONS": '{"tau": 0.2}'}).make().config.tau == 0.2
+    for environ, message in [
+        ({"GENRM_TAU": "2"}, "GENRM_TAU: Input should be less than 1"),
+        ({"GENRM_EXPOSURE": "all"}, "GENRM_EXPOSURE: Input should be"),
+        ({"GENRM_METHOD_OPTIONS": "[1]"}, "GENRM_METHOD_OPTIONS: must be a JSON object"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            reward_settings_from_env(environ)
+    with pytest.raises(ValueError, match="^exposure: Input should be"):
+        build_method(PolicyRLArguments(exposure="all"))
+    with pytest.raises(ValueError, match="^verl's reward kwargs: tau: Input should be greater than 0"):
+        compute_score_batch(["d"], ["x"], ["{}"], None, tau=0)
+    with pytest.raises(ValueError, match="^method_options: must be a JSON object"):
+        reward_settings({"method_options": "{oops"})
+    assert build_method(PolicyRLArguments(method_options='{"answer_format": "brief"}')).config.answer_format == "brief"
+
+
 def test_a_plug_in_is_found_through_its_entry_point(words_plugin):
     assert "words" in method_names()
     method = make_method("words", options={"tolerance": 0.5})

@@ -100,15 +100,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     from genrm.cli.data import judge_from_args
     from genrm.engine import BackendUnavailable, run_blocking
-    from genrm.methods import MethodConfig, make_method
-    from genrm.methods.config import options_with_tau
+    from genrm.methods import MethodConfig
     from genrm.methods.score_file import score_file
+    from genrm.methods.settings import reward_settings
     from verifiers import VerifyConfig
 
     try:
         config = MethodConfig(exposure=args.exposure, check_format=not args.no_format_check,
                               verify=VerifyConfig(deadline_s=args.deadline))  # fmt: skip
-        method = make_method(args.method, config, options_with_tau(args.method_options, args.tau))
+        settings = {"method": args.method, "method_options": args.method_options, "tau": args.tau}
+        method = reward_settings(settings).make(config)
     except ValueError as exc:
         print(f"genrm score: {exc}", file=sys.stderr)
         return 2
