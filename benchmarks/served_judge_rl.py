@@ -47,7 +47,7 @@ _LOGS_COMPARED = 4
 
 def write_prompts(path: Path, count: int, seed: int = 7) -> None:
     """``count`` distinct multiple-choice inputs of the synthetic ``choice`` family as policy prompts (JSONL)."""
-    from genrm.data.synthetic import generate_examples
+    from genrm.methods.rubric.synthetic import generate_examples
 
     made: dict[str, dict] = {}
     for attempt in range(64):

@@ -81,7 +81,8 @@ scores, no chain)."""
 PAIR_PROMPT_MODES: tuple[PairPromptMode, ...] = get_args(PairPromptMode)
 
 SyntheticFamily = Literal["arithmetic", "choice", "ocr", "time", "parts", "grounding"]
-"""A task family of the synthetic judge-training set (``genrm.data.synthetic``), in the order inputs take turns."""
+"""A task family of the synthetic judge-training set (``genrm.methods.rubric.synthetic``), in the order
+inputs take turns."""
 SYNTHETIC_FAMILIES: tuple[SyntheticFamily, ...] = get_args(SyntheticFamily)
 
 BenchmarkTask = Literal["t2i", "image", "edit", "interleaved", "reasoning"]

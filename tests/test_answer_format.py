@@ -9,7 +9,6 @@ import pytest
 from fake_judge import AppServer, make_app
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS
-from genrm.data.synthetic import synthetic_splits
 from genrm.engine import JudgeSpec, make_judge, run_blocking
 from genrm.methods import make_method
 from genrm.methods.rubric.answer_schema import scoring_json_schema
@@ -19,6 +18,7 @@ from genrm.methods.rubric.judge_rewards import format_reward
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import build_scoring_prompt, scoring_system_prompt
+from genrm.methods.rubric.synthetic import synthetic_splits
 from genrm.methods.run import score_instance
 from genrm.training.common import JudgeDataArguments
 

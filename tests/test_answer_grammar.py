@@ -11,7 +11,6 @@ xgrammar = pytest.importorskip("xgrammar")
 from xgrammar.testing import _get_matcher_from_grammar, _is_grammar_accept_string  # noqa: E402
 
 from genrm.choices import SCORING_FORMATS  # noqa: E402
-from genrm.data.synthetic import generate_examples  # noqa: E402
 from genrm.engine import ChatPrompt, ChatRequest, JudgeSpec, make_engine  # noqa: E402
 from genrm.engine.answer_grammar import GRAMMAR_OPTIONS, answer_ebnf, answer_text  # noqa: E402
 from genrm.engine.endpoint import ChatEndpoint  # noqa: E402
@@ -19,6 +18,7 @@ from genrm.engine.http import HttpEngine  # noqa: E402
 from genrm.methods.answer_json import extract_json_object  # noqa: E402
 from genrm.methods.rubric.answer_schema import scoring_json_schema  # noqa: E402
 from genrm.methods.rubric.judge_data import sft_record  # noqa: E402
+from genrm.methods.rubric.synthetic import generate_examples  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genrm.data.synthetic import generate_examples
 from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.synthetic import generate_examples
 from verifiers import find_evidence, parse_call, prediction_not_found
 from verifiers.provenance import find_prediction
 

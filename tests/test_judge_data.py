@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 import datasets
 from genrm.cli import main
-from genrm.data.examples import balance, split_by_input
-from genrm.data.synthetic import FAMILIES, generate_examples
+from genrm.methods.labelling import balance, split_by_input
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.judge_data import JudgeExample, labelled_answer, read_examples, rlvr_record, sft_record
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judge_rewards import read_label
+from genrm.methods.rubric.synthetic import FAMILIES, generate_examples
 
 SHIPPED = Path(__file__).resolve().parents[1] / "datasets" / "judge_synth"
 

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from genrm.data.synthetic import generate_examples
 from genrm.methods.rubric.judge_data import labelled_answer, rlvr_record
 from genrm.methods.rubric.judge_rewards import (
     arguments_score,
@@ -13,6 +12,7 @@ from genrm.methods.rubric.judge_rewards import (
     format_reward,
     format_reward_func,
 )
+from genrm.methods.rubric.synthetic import generate_examples
 
 EXAMPLES = generate_examples(70, seed=3)
 

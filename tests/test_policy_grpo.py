@@ -101,12 +101,12 @@ def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_polic
 def test_a_vision_language_policy_gets_the_images_and_the_judge_does_not(tmp_path, tiny_vlm_judge_dir):
     from trl import GRPOConfig
 
-    from genrm.data.synthetic import generate_examples
     from genrm.engine import Judge
     from genrm.methods.rubric.method import RubricMethod
     from genrm.methods.rubric.models import Instance
     from genrm.methods.rubric.prompts import build_group_prompts
     from genrm.methods.rubric.scoring import group_request
+    from genrm.methods.rubric.synthetic import generate_examples
     from policy_rl.data import policy_dataset
     from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
     from policy_rl.scorers import JudgeScorer

@@ -3,12 +3,12 @@
 import json
 
 from genrm.cli import main
-from genrm.data.synthetic import generate_examples
 from genrm.engine.scripted import ScriptedEngine
 from genrm.evaluation.reliability import check_answer, evaluate, reliability_report
 from genrm.methods.rubric.judge_data import labelled_answer
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import EngineJudge, RuleJudge
+from genrm.methods.rubric.synthetic import generate_examples
 
 EXAMPLES = generate_examples(14, seed=2)
 

@@ -16,7 +16,6 @@ import pytest
 from fake_judge import judge_answer
 
 from genrm.choices import DEFAULT_SCORING_FORMAT
-from genrm.data.teacher_rubrics import RUBRIC_SCHEMA
 from genrm.engine import ChatRequest, SamplingSettings
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import constraint
@@ -25,6 +24,7 @@ from genrm.methods.rubric.authoring import build_rubric_prompt
 from genrm.methods.rubric.judges import SCORING_SCHEMA_NAME
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
+from genrm.methods.rubric.teacher_rubrics import RUBRIC_SCHEMA
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")
 

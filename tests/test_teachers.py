@@ -12,7 +12,6 @@ import pytest
 from fake_judge import FakeJudgeServer, asks_for_quotes, judge_answer
 
 from genrm.cli import main
-from genrm.data.teacher_rubrics import RUBRIC_SCHEMA, RubricTask, build_rubrics, parse_rubric
 from genrm.engine import Engine
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import HttpEngine
@@ -21,6 +20,7 @@ from genrm.methods.rubric.judge_data import read_examples, sft_record
 from genrm.methods.rubric.models import Criterion, Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
 from genrm.methods.rubric.teacher_labels import label_instances, median_label
+from genrm.methods.rubric.teacher_rubrics import RUBRIC_SCHEMA, RubricTask, build_rubrics, parse_rubric
 from genrm.methods.rubric.teachers import TEACHER_SAMPLING, teacher_engine, teacher_judge
 
 

@@ -45,8 +45,8 @@ def _read(path: str) -> Any:
 
 
 def _cmd_synthetic(args: argparse.Namespace) -> int:
-    from genrm.data.synthetic import FAMILIES, held_out_split, synthetic_splits
     from genrm.jsonl import write_jsonl
+    from genrm.methods.rubric.synthetic import FAMILIES, held_out_split, synthetic_splits
 
     held_out = list(dict.fromkeys(args.held_out or []))
     problem = next((why for bad, why in (
@@ -330,8 +330,8 @@ async def _close(teachers: list[Any]) -> None:
 
 
 def _cmd_rubrics(args: argparse.Namespace) -> int:
-    from genrm.data.teacher_rubrics import RubricTask, build_rubrics
     from genrm.jsonl import write_jsonl
+    from genrm.methods.rubric.teacher_rubrics import RubricTask, build_rubrics
     from genrm.methods.rubric.teachers import teacher_engine, teacher_judge
 
     tasks = read_model_lines(args.input, RubricTask)
@@ -375,10 +375,10 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
-    from genrm.data.examples import balance, split_by_input
     from genrm.jsonl import write_jsonl
     from genrm.methods import make_method
     from genrm.methods.base import TrainsItsJudge
+    from genrm.methods.labelling import balance, split_by_input
 
     try:
         method = make_method(args.method)
@@ -428,8 +428,8 @@ def _cmd_labels(args: argparse.Namespace) -> int:
 
 
 def _cmd_caption_rubrics(args: argparse.Namespace) -> int:
-    from genrm.data.caption_rubrics import ImageItem, write_caption_rubrics
     from genrm.jsonl import write_jsonl
+    from genrm.methods.rubicap.caption_rubrics import ImageItem, write_caption_rubrics
     from genrm.methods.rubric.teachers import teacher_engine
 
     items = read_model_lines(args.input, ImageItem)

@@ -118,8 +118,8 @@ def judge_corpus(instances: Sequence[Instance], synthetic_inputs: int = 240) -> 
         request = GroupRequest(instance.prompt, plans, responses)
         yield from _answer_json(request)
     if synthetic_inputs:
-        from genrm.data.synthetic import synthetic_splits
         from genrm.methods.rubric.judge_data import labelled_answer
+        from genrm.methods.rubric.synthetic import synthetic_splits
 
         train, _ = synthetic_splits(synthetic_inputs)
         for example in train:

@@ -10,7 +10,7 @@ baseline needs one):
      "responses": [str]}
 
 ``genrm data caption-rubrics`` writes such instances from a committee of captioners and a rubric writer
-(:mod:`genrm.data.caption_rubrics`).
+(:mod:`genrm.methods.rubicap.caption_rubrics`).
 
 The judge's answers: :class:`CriterionVerdict` (one criterion: reasoning, score 0 or 1), :class:`RubricVerdicts` (all
 criteria in one call: one verdict per criterion, in order) and :class:`LikertScore` (the baselines: 0-10).

@@ -17,7 +17,7 @@ Checks, each a reason a proposed criterion is dropped: ``malformed`` (not an obj
 discriminative), ``consensus`` (fewer supporting teachers than the threshold; unknown or repeated labels do not
 count), ``duplicate`` (the same criterion text again), ``over_limit`` (beyond :data:`.models.MAX_CRITERIA`).
 
-Not here: asking the captioners and the writer, and the report (:mod:`genrm.data.caption_rubrics`).
+Not here: asking the captioners and the writer, and the report (:mod:`genrm.methods.rubicap.caption_rubrics`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Backends that constrain generation to a JSON schema (SGLang and vLLM through ``r
 - under the ``evidence`` format a fuzzy item has ``quote`` (bounded) before its ``credit``;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
   XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
-  free-text fields, and why the rubric schema of the teachers (``genrm.data.teacher_rubrics``) bounds no string.
+  free-text fields, and why the rubric schema of the teachers (:mod:`.teacher_rubrics`) bounds no string.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The prompts that ask a teacher to write a rubric for one instance, and to merge several teachers' rubrics into one
-(the teacher pipeline of :mod:`genrm.data.teacher_rubrics`). Only the verifiers the task type allows are offered.
+(the teacher pipeline of :mod:`.teacher_rubrics`). Only the verifiers the task type allows are offered.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A :class:`JudgeExample` is one response to one input (prompt + rubric) with a label per criterion: for a verifiable
 criterion the scoring-side call holding the value to extract (``expr_verify(predict='12')``), for a fuzzy one the
 credit (0, 0.5 or 1); each label also keeps the credit the criterion earns. Labels come from teachers or
-from the synthetic generator (:mod:`genrm.data.synthetic`), which knows them by construction. The same file feeds:
+from the synthetic generator (:mod:`.synthetic`), which knows them by construction. The same file feeds:
 
 - SFT (:func:`sft_record`): ``{"prompt": [system, user], "completion": [assistant]}``, the conversational
   prompt-completion format of TRL's ``SFTTrainer`` (loss on the completion only), the prompt built by the same

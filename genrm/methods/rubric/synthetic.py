@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genrm.choices import SyntheticFamily
-from genrm.data.examples import balance, split_by_input
+from genrm.methods.labelling import balance, split_by_input
 from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
@@ -358,7 +358,7 @@ def synthetic_splits(
     progress: bool = False,
 ) -> tuple[list[JudgeExample], list[JudgeExample]]:
     """The balanced synthetic set of every family but ``held_out``, split into train and test by input
-    (:func:`genrm.data.examples.split_by_input`)."""
+    (:func:`genrm.methods.labelling.split_by_input`)."""
     families = [name for name in FAMILIES if name not in held_out]
     examples = generate_examples(inputs, seed, families, progress)
     return split_by_input(balance(examples, seed), test_fraction, seed)
