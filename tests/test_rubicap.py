@@ -15,9 +15,10 @@ from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.methods import MethodConfig, MethodInputError, make_method, score_instance
+from genrm.methods.labelling import teachers_needed
 from genrm.methods.rubicap.models import CaptionCriterion, RubiCapInstance
 from genrm.methods.rubicap.scene_judge import responder, scripted
-from genrm.methods.rubicap.writer import check_criteria, teachers_needed
+from genrm.methods.rubicap.writer import check_criteria
 from serving.app import create_app
 from serving.settings import ServerSettings
 
@@ -139,9 +140,10 @@ def test_the_writers_checks_count_each_reason():
     assert [c.criterion for c in kept] == ["A"]
     assert dropped == {"weight": 1, "student_met": 1, "consensus": 1, "duplicate": 1, "malformed": 2}
     assert check_criteria("no rubric here", 3, 2) is None
-    assert (teachers_needed(5), teachers_needed(4), teachers_needed(5, 2)) == (3, 2, 2)
-    with pytest.raises(ValueError, match="between 1 and the number of captioners"):
-        teachers_needed(3, 4)
+    with pytest.raises(ValueError, match="between 1 and the number of teachers"):
+        teachers_needed(4, 3, 2)
+    with pytest.raises(ValueError, match="at least one teacher"):
+        teachers_needed(None, 0, 1)
 
 
 def _images(tmp_path):

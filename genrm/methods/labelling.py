@@ -73,8 +73,10 @@ class LabelReport:
 
 
 def teachers_needed(min_teachers: int | None, teachers: int, default: int) -> int:
-    """How many teachers must answer readably for a label: ``min_teachers``, else ``default``; ValueError when that is
-    not in 1..``teachers``."""
+    """How many teachers must answer readably for a label: ``min_teachers``, else ``default``; ValueError when there
+    is no teacher, or that is not in 1..``teachers``."""
+    if teachers < 1:
+        raise ValueError("at least one teacher is needed")
     needed = default if min_teachers is None else min_teachers
     if not 1 <= needed <= teachers:
         raise ValueError(f"min_teachers must be between 1 and the number of teachers ({teachers}), got {needed}")

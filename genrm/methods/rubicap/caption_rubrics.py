@@ -25,6 +25,7 @@ Not here: the writer's prompt and checks (:mod:`genrm.methods.rubicap.writer`).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,8 +37,9 @@ from genrm.engine import ChatPrompt, ChatRequest, Engine
 from genrm.engine.asking import complete_text
 from genrm.engine.types import CallFailed
 from genrm.methods.captions import DEFAULT_CAPTION_PROMPT
+from genrm.methods.labelling import teachers_needed
 from genrm.methods.rubicap.models import RubiCapInstance
-from genrm.methods.rubicap.writer import DROP_REASONS, check_criteria, teachers_needed, writer_request
+from genrm.methods.rubicap.writer import DROP_REASONS, check_criteria, writer_request
 
 _CAPTIONER_SYSTEM = "You are an expert at describing images in detail."
 
@@ -148,7 +150,7 @@ async def write_caption_rubrics(
     """
     from tqdm import tqdm
 
-    needed = teachers_needed(len(captioners), min_teachers)
+    needed = teachers_needed(min_teachers, len(captioners), math.ceil(len(captioners) / 2))  # the source's K/2
     report, slots = RubricReport(), asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(items), unit="image", desc="writing rubrics", disable=not progress)
 

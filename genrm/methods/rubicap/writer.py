@@ -22,7 +22,6 @@ Not here: asking the captioners and the writer, and the report (:mod:`genrm.meth
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -58,16 +57,6 @@ precision); 1 for minor polish (fluency, clarity, small details).
 
 Answer with one JSON object: {"rubrics": [{"criterion", "description", "evaluation_rule", "weight", "justification", \
 "student_already_met", "reference_teachers": ["Model k", ...], "teacher_consensus"}, ...]}."""
-
-
-def teachers_needed(teachers: int, min_teachers: int | None = None) -> int:
-    """The consensus threshold: ``min_teachers`` when given, else ⌈K/2⌉; ValueError when it is not in 1..K."""
-    if teachers < 1:
-        raise ValueError("at least one teacher caption is needed")
-    needed = math.ceil(teachers / 2) if min_teachers is None else min_teachers
-    if not 1 <= needed <= teachers:
-        raise ValueError(f"min_teachers must be between 1 and the number of captioners ({teachers}), got {needed}")
-    return needed
 
 
 def writer_schema() -> dict[str, Any]:
