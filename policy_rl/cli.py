@@ -45,7 +45,7 @@ def _cmd_rl(args: argparse.Namespace) -> int:
         print(f"genrm rl: error: {exc}", file=sys.stderr)
         return 2
     except JudgeDown as exc:
-        print(f"genrm rl: the judge is down: {exc}", file=sys.stderr)
+        print(f"genrm rl: stopped: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -185,7 +185,8 @@ class MethodReward:
             keys.append(str(run))
         scores = self.score_rows([completion_text(c) for c in completions], instances, keys)
         self.pending = [s.outcome or Outcome("?", error=s.error) for s in scores]
-        self.failures.count([s.error for s in scores if s.reward is None], len(scores))
+        unknown = [s.error for s in scores if s.reward is None]
+        self.failures.count(unknown, len(scores), judged=any(not s.failed for s in scores))
         name = self.__name__
         if log_metric is not None:
             metrics = row_metrics(scores)
@@ -253,7 +254,8 @@ class ColumnReward:
 
 
 class JudgeDown(RuntimeError):
-    """The judge failed on every completion of several batches in a row."""
+    """No completion got a reward in several batches in a row: the judge failed on them, or judged them without a
+    reward it could know (the message says which)."""
 
 
 class FailureStreak:
@@ -261,17 +263,20 @@ class FailureStreak:
     judge that is down should end the run, not let it train on nothing."""
 
     def __init__(self, limit: int = 3) -> None:
-        self.limit, self.batches = limit, 0
+        self.limit, self.batches, self.judged = limit, 0, False
 
-    def count(self, errors: Sequence[str | None], size: int) -> None:
-        """Count one batch of ``size`` completions, ``errors`` being the reasons of those without a reward."""
+    def count(self, errors: Sequence[str | None], size: int, judged: bool = False) -> None:
+        """Count one batch of ``size`` completions, ``errors`` being the reasons of those without a reward;
+        ``judged``: some of them were judged (their rewards are unknown, the judge is not down)."""
         if size == 0 or len(errors) < size:
-            self.batches = 0
+            self.batches, self.judged = 0, False
             return
         self.batches += 1
+        self.judged = self.judged or judged
         if self.batches >= self.limit:
-            raise JudgeDown(f"no completion could be judged in {self.batches} batches in a row; last error: "
-                            f"{errors[-1]}")  # fmt: skip
+            what = ("no completion got a reward it could know" if self.judged
+                    else "the judge is down: no completion could be judged")  # fmt: skip
+            raise JudgeDown(f"{what} in {self.batches} batches in a row; last error: {errors[-1]}")
 
 
 def row_metrics(scores: Sequence[RowScore]) -> dict[str, float]:

@@ -81,7 +81,7 @@ def test_failures_are_none_never_a_score():
     completions, instances = _column((INSTANCE, ["\\boxed{42}", "x"]))
     down = _rubric_reward(broken)
     assert down(None, completions, **{INSTANCE_COLUMN: instances}) == [None, None]
-    with pytest.raises(JudgeDown, match="2 batches in a row; last error: judge failed: judge down"):
+    with pytest.raises(JudgeDown, match="the judge is down: .* 2 batches in a row; last error: judge failed: judge "):
         down(None, completions, **{INSTANCE_COLUMN: instances})
     bad = ["{not json"] * 2
     assert _rubric_reward()(None, completions, **{INSTANCE_COLUMN: bad}) == [None, None]
@@ -93,6 +93,10 @@ def test_failures_are_none_never_a_score():
     assert fuzzy_reward(None, completions, **{INSTANCE_COLUMN: instances}) == [None, None]
     assert all(o.error is None for o in fuzzy_reward.pending)  # judged; only its reward is unknown
     assert fuzzy_reward.rewards(fuzzy_reward.pending) == [None, None]
+    # judged without a reward batch after batch: the run stops, saying so (not that the judge is down)
+    with pytest.raises(JudgeDown, match="^no completion got a reward it could know in 2 batches in a row; last error: "
+                       "the reward depends on criteria this judge does not score"):  # fmt: skip
+        fuzzy_reward(None, completions, **{INSTANCE_COLUMN: instances})
 
 
 def test_the_dataset_column_is_required():
