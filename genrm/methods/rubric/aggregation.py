@@ -187,7 +187,13 @@ def aggregate_group(
     ]
 
 
-def length_conditional_mask(length: float, reference_length: float, low: float = 0.5, high: float = 2.0) -> bool:
+#: The length band of BalCapRL's gate, ``(low, high)``: a length from half to twice the reference's.
+LENGTH_BAND = (0.5, 2.0)
+
+
+def length_conditional_mask(
+    length: float, reference_length: float, low: float = LENGTH_BAND[0], high: float = LENGTH_BAND[1]
+) -> bool:
     """BalCapRL's two-sided length gate: True when ``low <= length / reference_length <= high``.
 
     Lengths are in any common unit (tokens or characters); a reward is kept when this is True and set to 0 otherwise.

@@ -18,8 +18,9 @@ from typing import Any
 from genrm.choices import check_scoring_format
 from genrm.engine.judge import Judge
 from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
-from genrm.methods.config import MethodConfig, check_tau
+from genrm.methods.config import MethodConfig
 from genrm.methods.rubric import group_outcomes
+from genrm.methods.rubric.aggregation import LENGTH_BAND
 from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import rubric_judge
@@ -37,22 +38,23 @@ _OPTIONS = ("tau", "answer_format", "grounded_extraction", "length_rule", "lengt
 _LENGTH_RULES = ("none", "mask")
 
 
+def _number(options: Mapping[str, Any], name: str, default: float | None = None) -> float:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"the rubric option {name} must be a number, not {value!r:.40}")
+    return float(value)
+
+
 def _length_band(options: Mapping[str, Any]) -> tuple[float, float] | None:
     # The band against the reference answer, from the options (the balcap method's names): None when the rule is off.
     rule = options.get("length_rule", "none")
     if rule not in _LENGTH_RULES:
         raise ValueError(f"the rubric option length_rule must be one of {', '.join(_LENGTH_RULES)}, not {rule!r:.40}")
-    band = []
-    for name, default in (("length_low", 0.5), ("length_high", 2.0)):
-        value = options.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"the rubric option {name} must be a number, not {value!r:.40}")
-        band.append(float(value))
     if rule == "none":
         if "length_low" in options or "length_high" in options:
             raise ValueError("the rubric options length_low and length_high need length_rule mask")
         return None
-    return band[0], band[1]
+    return _number(options, "length_low", LENGTH_BAND[0]), _number(options, "length_high", LENGTH_BAND[1])
 
 
 @dataclass(frozen=True)
@@ -93,11 +95,8 @@ class RubricMethod:
             self.config = config or ScoringConfig()
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
-        if "tau" in options:
-            tau = options["tau"]
-            if isinstance(tau, bool) or not isinstance(tau, int | float):
-                raise ValueError(f"the rubric option tau must be a number in (0, 1), not {tau!r:.40}")
-            self.config = replace(self.config, tau=check_tau(float(tau)))
+        if "tau" in options:  # ScoringConfig checks it is in (0, 1)
+            self.config = replace(self.config, tau=_number(options, "tau"))
         if "answer_format" in options:
             self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
         if "grounded_extraction" in options:
