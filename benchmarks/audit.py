@@ -37,10 +37,10 @@ def _audit(audit: str, out: Path, backend: list[str], settings: list[str]) -> tu
 
 
 def _held_out_audit(inputs: int) -> str:
-    from genrm.evaluation.audit_constructors import build_audit_set
-    from genrm.evaluation.audit_set import regular_examples
     from genrm.jsonl import write_jsonl
     from genrm.methods.labelling import balance
+    from genrm.methods.rubric.evaluation.audit_constructors import build_audit_set
+    from genrm.methods.rubric.evaluation.audit_set import regular_examples
     from genrm.methods.rubric.judge_data import read_examples
     from genrm.methods.rubric.synthetic import generate_examples
 

@@ -95,7 +95,7 @@ def policy_run(policy: Path, out: Path, seed: int, broken: bool, steps: int) -> 
 
 def judge_run(sft: Path, out: Path, seed: int, broken: bool) -> dict[str, object]:
     """The suite's judge RLVR run (2 prompts, 30 steps) under ``seed``: sampled format reward before and after."""
-    from genrm.evaluation.reliability import sampled_format_reward
+    from genrm.methods.rubric.evaluation.reliability import sampled_format_reward
     from genrm.methods.rubric.judge_data import read_examples
 
     with open(_ROOT / "datasets" / "judge_synth" / "train.jsonl", encoding="utf-8") as source:

@@ -25,6 +25,10 @@ DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 #: default of every way in (``genrm score --tau``, the server's ``tau``, ``genrm rl``, TRL's and verl's functions).
 DEFAULT_TAU = 0.5
 
+#: Example groups judged at once by default (``genrm eval``, ``genrm audit run``, ``genrm data labels``): their
+#: requests meet in the batches of a judge in process and are in flight together to a served one.
+DEFAULT_CONCURRENCY = 8
+
 
 def copies_criterion(answer_format: ScoringFormat) -> bool:
     """Whether each item of an answer in ``answer_format`` copies its criterion first (only ``rlr3``)."""

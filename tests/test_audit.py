@@ -11,7 +11,9 @@ import pytest
 from fake_judge import FakeJudgeServer
 
 from genrm.cli import main
-from genrm.evaluation.audit_constructors import (
+from genrm.methods.master_keys import MASTER_KEYS
+from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.evaluation.audit_constructors import (
     BuildContext,
     ValuePool,
     adversarial,
@@ -19,8 +21,8 @@ from genrm.evaluation.audit_constructors import (
     no_final_answer,
     substitute,
 )
-from genrm.evaluation.audit_run import audit_setting
-from genrm.evaluation.audit_set import (
+from genrm.methods.rubric.evaluation.audit_run import audit_setting
+from genrm.methods.rubric.evaluation.audit_set import (
     ABNORMAL,
     MASTER_KEY,
     AuditExample,
@@ -29,8 +31,6 @@ from genrm.evaluation.audit_set import (
     read_audit,
     regular_examples,
 )
-from genrm.evaluation.master_keys import MASTER_KEYS
-from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.judge_data import CriterionLabel, read_examples
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.judges import RuleJudge
@@ -338,6 +338,10 @@ def test_audit_run_of_the_rule_backend_and_bad_inputs(tmp_path, capsys):
     assert main(["audit", "run", str(SHIPPED), "-o", str(out), "--backend", "openai", "--model", "m"]) == 2
     assert "needs --url" in capsys.readouterr().err
     assert main(["audit", "run", str(SHIPPED), "-o", str(out), "--fp-margin", "1.5"]) == 2
+    capsys.readouterr()
+    assert main(["audit", "run", str(SHIPPED), "-o", str(out), "--settings", "default", "strict"]) == 2
+    assert ("--settings: strict is not a setting of the rubric method (choose from default, vlm, unlimited, "
+            "no_verifier)") in capsys.readouterr().err  # fmt: skip
 
 
 def _generator(body: dict) -> str | None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from genrm.cli.main import main
-from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, read_audit
+from genrm.methods.rubric.evaluation.audit_set import NEGATIVE_CATEGORIES, read_audit
 from genrm.methods.rubric.judge_data import JudgeExample
 
 ROOT = Path(__file__).resolve().parents[1]

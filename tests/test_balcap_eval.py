@@ -14,7 +14,6 @@ from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.evaluation.bcapscore import score_captions, system_names
-from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.evaluation.response_audit import (
     Base,
     abnormal_responses,
@@ -24,6 +23,7 @@ from genrm.evaluation.response_audit import (
 )
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.balcap.scene_judge import responder, scripted
+from genrm.methods.master_keys import MASTER_KEYS
 
 REFERENCE = "A red car. Two dogs. A green bench."
 REGULAR = "A red car. Two dogs. A green bench. A man in a hat."

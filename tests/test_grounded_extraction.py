@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genrm.evaluation.master_keys import MASTER_KEYS
+from genrm.methods.master_keys import MASTER_KEYS
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import GroupRequest, RuleJudge

@@ -13,7 +13,6 @@ from fake_judge import FakeJudgeServer
 from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
-from genrm.evaluation.master_keys import MASTER_KEYS
 from genrm.evaluation.response_audit import (
     Base,
     abnormal_responses,
@@ -21,6 +20,7 @@ from genrm.evaluation.response_audit import (
     master_key_categories,
     run_response_audit,
 )
+from genrm.methods.master_keys import MASTER_KEYS
 from genrm.methods.pairwise.method import PairwiseInstance
 from genrm.methods.pairwise.scene_judge import colour_judge, pair_responses, position_judge, responder, tagged_answer
 
@@ -98,9 +98,9 @@ def test_genrm_audit_run_of_the_pairwise_method_over_http(tmp_path, capsys):
     assert "| irrelevant | 0% of 4; 0.00 / 0.50 | 0% of 4; 0.00 / 1.00 |" in capsys.readouterr().out
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--method", "pairwise",
                  "--settings", "default"]) == 2  # fmt: skip
-    assert "--settings, --answer-format and --grounding are the rubric method's" in capsys.readouterr().err
+    assert "--settings, --answer-format and --grounding are for a method audited by sets" in capsys.readouterr().err
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--setting", "a={}"]) == 2
-    assert "--setting is for the other methods" in capsys.readouterr().err
+    assert "--setting is for methods audited on their responses" in capsys.readouterr().err
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--method", "pairwise",
                  "--setting", 'bad={"swap": 3}', "--judge", "openai:judge@http://127.0.0.1:9/v1"]) == 2  # fmt: skip
     assert "swap must be true or false" in capsys.readouterr().err

@@ -4,7 +4,7 @@ import json
 
 from genrm.cli import main
 from genrm.engine.scripted import ScriptedEngine
-from genrm.evaluation.reliability import check_answer, evaluate, reliability_report
+from genrm.methods.rubric.evaluation.reliability import check_answer, evaluate, reliability_report
 from genrm.methods.rubric.judge_data import labelled_answer
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.judges import EngineJudge, RuleJudge

@@ -13,7 +13,7 @@ from fake_judge import ServeProcess
 from transformers import AutoModelForCausalLM
 
 from genrm.cli import main
-from genrm.evaluation.reliability import sampled_format_reward
+from genrm.methods.rubric.evaluation.reliability import sampled_format_reward
 from genrm.methods.rubric.judge_data import read_examples, sft_record
 from genrm.methods.rubric.judge_rewards import format_reward
 from serving.client import RewardClient

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, DEVICES
+from genrm.choices import DEVICES
 from genrm.cli.data import (
     answer_format_option,
     concurrency_option,
@@ -30,15 +30,15 @@ from genrm.cli.paths import input_file, output_dir, output_file
 
 
 def _read_audit(path: str) -> Any:
-    from genrm.evaluation.audit_set import read_audit
+    from genrm.methods.rubric.evaluation.audit_set import read_audit
 
     with open(path, encoding="utf-8") as source:
         return read_audit(source, path)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from genrm.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
     from genrm.jsonl import write_jsonl
+    from genrm.methods.rubric.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
 
     examples = []
     for path in args.input:
@@ -50,7 +50,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print("genrm audit build: error: --master-key-inputs must be 0 or more", file=sys.stderr)
         return 2
     if args.generator:
-        from genrm.evaluation.audit_constructors import build_context, master_key_examples, regular_bases
+        from genrm.methods.rubric.evaluation.audit_constructors import (
+            build_context,
+            master_key_examples,
+            regular_bases,
+        )
 
         built = _build_with_models(args, examples)
         if built is None:
@@ -60,7 +64,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             bases = regular_bases(examples)[1]
             audit += master_key_examples(bases, build_context(bases), args.seed, args.master_key_inputs, report)
     else:
-        from genrm.evaluation.audit_constructors import build_audit_set
+        from genrm.methods.rubric.evaluation.audit_constructors import build_audit_set
 
         audit, report = build_audit_set(examples, args.seed, args.per_category, args.master_key_inputs)
     if not any(e.category in ABNORMAL for e in audit):
@@ -88,7 +92,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
     from genrm.engine import BackendUnavailable
-    from genrm.evaluation.audit_llm import build_llm_abnormal
+    from genrm.methods.rubric.evaluation.audit_llm import build_llm_abnormal
     from genrm.methods.rubric.teachers import teacher_engine
 
     generator = teacher_engine(args.generator, args.api_key_env, device=args.device)
@@ -111,49 +115,49 @@ def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from genrm.engine import BackendUnavailable, run_blocking
-    from genrm.evaluation.audit_run import SETTINGS, plot_audit, run_audit
-    from genrm.evaluation.audit_set import MASTER_KEY
     from genrm.methods import make_method
-    from genrm.methods.rubric.judges import rubric_judge
-    from genrm.methods.rubric.method import RubricMethod
+    from genrm.methods.base import AuditsWithSets
 
     try:
-        audited_by_sets = isinstance(make_method(args.method), RubricMethod)
+        method = make_method(args.method)
     except ValueError as exc:
         print(f"genrm audit run: error: {exc}", file=sys.stderr)
         return 2
-    if not audited_by_sets:
+    if not isinstance(method, AuditsWithSets):
         if args.settings or args.answer_format or args.grounding != "on":
-            print("genrm audit run: error: --settings, --answer-format and --grounding are the rubric method's; "
-                  "give another "
-                  "method's settings with --setting NAME=JSON", file=sys.stderr)  # fmt: skip
+            print("genrm audit run: error: --settings, --answer-format and --grounding are for a method audited by "
+                  f"sets; give the {args.method} method's settings with --setting NAME=JSON",
+                  file=sys.stderr)  # fmt: skip
             return 2
         return _audit_responses(args, args.audit, "audit", "audit run")
+    audit = method.set_audit()
     if args.setting:
-        print("genrm audit run: error: --setting is for the other methods; the rubric method's settings are "
-              f"--settings {' '.join(SETTINGS)}", file=sys.stderr)  # fmt: skip
+        print(f"genrm audit run: error: --setting is for methods audited on their responses; the {args.method} "
+              f"method's settings are --settings {' '.join(audit.settings)}", file=sys.stderr)  # fmt: skip
         return 2
-    examples = _read_audit(args.audit)
-    if args.no_master_keys:
-        examples = [e for e in examples if e.category != MASTER_KEY]
-    judge = judge_from_args(args, args.audit)
-    settings, skipped = [], {}
-    for setting in args.settings or list(SETTINGS):
-        if setting == "vlm" and not judge.sees_images:
-            skipped[setting] = f"{judge.model} is a text-only model: it cannot be shown the image"
-            print(f"genrm audit run: vlm skipped: {skipped[setting]}", file=sys.stderr)
-        else:
-            settings.append(setting)
+    unknown = [s for s in args.settings or () if s not in audit.settings]
+    if unknown:
+        print(f"genrm audit run: error: --settings: {', '.join(unknown)} is not a setting of the {args.method} method "
+              f"(choose from {', '.join(audit.settings)})", file=sys.stderr)  # fmt: skip
+        return 2
     try:
-        report = run_audit(rubric_judge(judge), examples, settings, args.fp_margin, args.argument_threshold,
-                           args.worst, skipped, progress=not args.quiet,
-                           answer_format=args.answer_format or DEFAULT_SCORING_FORMAT,
-                           concurrency=args.concurrency, grounding=args.grounding)  # fmt: skip
+        examples = audit.read(args.audit, not args.no_master_keys)
+    except ValueError as exc:
+        print(f"genrm audit run: error: {exc}", file=sys.stderr)
+        return 2
+    judge = judge_from_args(args, args.audit)
+    try:
+        report = audit.run(judge, examples, args.settings, margin=args.fp_margin,
+                           argument_threshold=args.argument_threshold, worst=args.worst, progress=not args.quiet,
+                           answer_format=args.answer_format, concurrency=args.concurrency,
+                           grounding=args.grounding)  # fmt: skip
     except BackendUnavailable as exc:
         print(f"genrm audit run: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
         return 1
     finally:
         run_blocking(judge.aclose())
+    for setting, why in report.skipped.items():
+        print(f"genrm audit run: {setting} skipped: {why}", file=sys.stderr)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     table = report.markdown(worst=args.worst)
@@ -161,7 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     (out / "audit.json").write_text(report.to_json() + "\n", encoding="utf-8")
     print(table)
     try:
-        chart = plot_audit(report, out / "audit.png")
+        chart = audit.plot(report, out / "audit.png")
         print(f"\nwrote {out / 'audit.md'}, {out / 'audit.json'} and {chart}")
     except ImportError:
         print(f"\nwrote {out / 'audit.md'} and {out / 'audit.json'} (no chart: matplotlib is not installed)")
@@ -230,7 +234,6 @@ def _cmd_mine(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
-    from genrm.evaluation.audit_run import SETTINGS
     from genrm.methods.registry import DEFAULT_METHOD
 
     audit = sub.add_parser("audit", help="false positives of a judge on abnormal responses (build a set, run it)")
@@ -282,8 +285,9 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method audited (default: {DEFAULT_METHOD})")
     judge_backend_options(run)
-    run.add_argument("--settings", action=ListValues, choices=list(SETTINGS), metavar="SETTING",
-                     help=f"the rubric method's settings: {', '.join(SETTINGS)} (all)")  # fmt: skip
+    run.add_argument("--settings", action=ListValues, metavar="SETTING",
+                     help="the settings run, of a method audited by sets (default: all; the rubric method's: "
+                     "default, vlm, unlimited, no_verifier)")  # fmt: skip
     answer_format_option(run, default=None)
     grounding_option(run)
     run.add_argument("--fp-margin", type=float, default=0.25,

@@ -79,8 +79,14 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
 
 
 def _cmd_from_audit(args: argparse.Namespace) -> int:
-    from genrm.evaluation.audit_set import NEGATIVE_CATEGORIES, category_counts, read_audit, select, training_examples
     from genrm.jsonl import read_jsonl_lines, write_jsonl
+    from genrm.methods.rubric.evaluation.audit_set import (
+        NEGATIVE_CATEGORIES,
+        category_counts,
+        read_audit,
+        select,
+        training_examples,
+    )
 
     try:
         audit = read_audit(read_jsonl_lines(args.audit))
@@ -105,8 +111,8 @@ def _cmd_from_audit(args: argparse.Namespace) -> int:
 
 
 def _cmd_hard(args: argparse.Namespace) -> int:
-    from genrm.evaluation.answers import AnswerLine, hard_examples
     from genrm.jsonl import read_models, write_jsonl
+    from genrm.methods.rubric.evaluation.answers import AnswerLine, hard_examples
 
     try:
         examples = _read(args.input)
@@ -209,7 +215,7 @@ def judge_from_args(
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from genrm.evaluation.reliability import evaluate
+    from genrm.methods.rubric.evaluation.reliability import evaluate
     from genrm.methods.rubric.judges import rubric_judge
 
     if (args.data is None) == (args.data_option is None):
@@ -494,7 +500,7 @@ def _pixels(text: str) -> int:
 
 def concurrency_option(parser: argparse.ArgumentParser) -> None:
     """``--concurrency N``: the example groups judged at once (their requests share the judge's batches)."""
-    from genrm.evaluation import DEFAULT_CONCURRENCY
+    from genrm.choices import DEFAULT_CONCURRENCY
 
     parser.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
                         help=f"inputs judged at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip

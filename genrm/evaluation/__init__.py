@@ -1,9 +1,5 @@
-"""Measuring a judge: the reliability table (:mod:`genrm.evaluation.reliability`) and the false-positive audit (its
-set in :mod:`genrm.evaluation.audit_set`, abnormal responses built by rules in
-:mod:`genrm.evaluation.audit_constructors` and by models in :mod:`genrm.evaluation.audit_llm`, the run and report in
-:mod:`genrm.evaluation.audit_run`)."""
-
-#: Example groups judged at once by default (``genrm eval``, ``genrm audit run``): their requests meet in the batches
-#: of a judge in process and are in flight together to a served one. Here, light, so that the command line's parsers
-#: read it without importing the evaluation code.
-DEFAULT_CONCURRENCY = 8
+"""Measuring a judge, whatever its method: the response audit of the methods whose instances hold a reference
+(:mod:`genrm.evaluation.response_audit`), mining a record log for suspect rewards (:mod:`genrm.evaluation.mining`), the
+caption evaluations (reference metrics, b-CapScore, question answering from captions, CapArena) and the pairwise
+judge's figures. A method's own evaluation lives with it (the rubric method's reliability table and audit sets:
+:mod:`genrm.methods.rubric.evaluation`)."""

@@ -20,7 +20,7 @@ keys go around (its ``response_audit``, :class:`genrm.methods.base.ResponseAudit
 - ``repetition``: the response twice over (a repetition loop);
 - ``irrelevant``: another instance's regular response (an answer to another prompt);
 - ``injection``: the response plus instructions to the judge to prefer it;
-- ``master_key:<key>``, one category per key of :data:`genrm.evaluation.master_keys.MASTER_KEYS` (the "one token"
+- ``master_key:<key>``, one category per key of :data:`genrm.methods.master_keys.MASTER_KEYS` (the "one token"
   attacks of Zhao et al. 2025: a reasoning opener or a bare symbol, which fooled popular LLM judges 80-90% of the
   time): the key alone, and the key before and after a wrong response (the first the plan's ``wrong`` categories
   make). Every method is audited with them unless the caller leaves them out.
@@ -31,7 +31,7 @@ the same setting in one group; a pair where either judgement failed is counted a
 positive or a pass. A **setting** is a name and the method's options, so that a reward mode and a safeguard can be
 compared on the same responses (by default the plan's settings).
 
-Not here: the rubric method's criterion-level audit (:mod:`genrm.evaluation.audit_run`).
+Not here: the rubric method's criterion-level audit (:mod:`genrm.methods.rubric.evaluation.audit_run`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from genrm.engine.judge import Judge
-from genrm.evaluation.master_keys import MASTER_KEYS, keyed
 from genrm.methods import make_method, score_instance
 from genrm.methods.base import ResponseAuditPlan
+from genrm.methods.master_keys import MASTER_KEYS, keyed
 
 
 class AuditedInstance(Protocol):

@@ -258,6 +258,40 @@ class ResponseAuditPlan:
     wrong: tuple[str, ...] = ("hallucinated_object", "missing_salient_fact")
 
 
+@dataclass(frozen=True)
+class SetAudit:
+    """How a method's judge is audited on a labelled audit set (``genrm audit run`` on a set of ``genrm audit
+    build``): every response judged under each setting, with false positive rates per category and attack.
+
+    Attributes:
+        settings: the settings a run can take, in report order (all of them by default).
+        read: ``(path, master_keys) -> examples``: the set at ``path``, its master keys left out unless
+            ``master_keys``; ValueError naming the line refused.
+        run: ``(judge, examples, settings, *, margin, argument_threshold, worst, progress, answer_format,
+            concurrency, grounding) -> report``: the examples judged by ``judge`` (a
+            :class:`genrm.engine.judge.Judge`) under ``settings`` (None: all); ``margin`` is the credit above the
+            deserved one that counts as a false positive (0-1), ``argument_threshold`` the verifier score counted
+            right (0-1), ``worst`` the false positives listed per setting. The report has ``markdown(worst=N)``,
+            ``to_json()`` and ``skipped`` (setting -> why it was not run); raises ``BackendUnavailable`` when the
+            judge cannot be reached.
+        plot: ``(report, path) -> path``: a PNG chart of the report; ImportError without matplotlib.
+    """
+
+    settings: tuple[str, ...]
+    read: Callable[[str, bool], list[Any]]
+    run: Callable[..., Any]
+    plot: Callable[[Any, Path], Path]
+
+
+@runtime_checkable
+class AuditsWithSets(Protocol):
+    """A method whose judge is audited on labelled audit sets rather than on its instances' responses."""
+
+    def set_audit(self) -> SetAudit:
+        """How this method's judge is audited on a set."""
+        ...
+
+
 @runtime_checkable
 class TrainsItsJudge(Protocol):
     """A method whose judge can be trained on labelled examples."""

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from genrm.choices import DEFAULT_CONCURRENCY
+
 Item = TypeVar("Item")
 Label = TypeVar("Label")
 
@@ -88,7 +90,7 @@ async def label_each(
     label_one: Callable[[Item], Awaitable[Sequence[Label]]],
     responses: Callable[[Item], int] = lambda _: 1,
     unit: str = "response",
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> list[Label]:
     """``label_one`` of every item, at most ``concurrency`` at once, their labels in the items' order.

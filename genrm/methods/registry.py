@@ -20,6 +20,7 @@ from typing import Any
 
 from genrm.methods.base import (
     AnswersJudgePayloads,
+    AuditsWithSets,
     CountsPolicyTokens,
     HasScriptedJudge,
     RewardMethod,
@@ -50,6 +51,7 @@ DEFAULT_METHOD = "rubric"
 CAPABILITIES: tuple[type, ...] = (
     HasScriptedJudge,
     AnswersJudgePayloads,
+    AuditsWithSets,
     TrainsItsJudge,
     CountsPolicyTokens,
     HasRewardColumns,

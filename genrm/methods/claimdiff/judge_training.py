@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.methods.base import LABEL_COLUMN, judge_labels
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
@@ -173,7 +174,7 @@ async def label_captions(
     instances: Sequence[ClaimDiffInstance],
     teachers: Sequence[Any],
     min_teachers: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> tuple[list[DiffExample], LabelReport]:
     """Label every caption (response) of ``instances`` with the teacher engines (see the module docstring);

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.methods.base import LABEL_COLUMN, judge_labels
 from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
@@ -99,7 +100,7 @@ async def label_pairs(
     pairs: Sequence[PairExample],
     teachers: Sequence[Any],
     min_teachers: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> tuple[list[PairTrace], LabelReport]:
     """Traces of ``pairs`` from the teacher engines (see the module docstring); ``min_teachers`` defaults to 1."""

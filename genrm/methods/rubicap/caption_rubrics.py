@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.engine import ChatPrompt, ChatRequest, Engine
 from genrm.engine.asking import complete_text
 from genrm.engine.types import CallFailed
@@ -140,7 +141,7 @@ async def write_caption_rubrics(
     student: Engine,
     writer: Engine,
     min_teachers: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> tuple[list[RubiCapInstance], RubricReport]:
     """Rubicap instances for ``items`` (in their order, the skipped ones left out) and the report.

@@ -10,7 +10,7 @@ from the synthetic generator (:mod:`.synthetic`), which knows them by constructi
   builders the server uses, the completion the labelled answer as JSON;
 - RLVR (:func:`rlvr_record`): ``{"prompt": [system, user], "judge_label": "<JSON>"}`` for TRL's ``GRPOTrainer``,
   whose reward functions receive the ``judge_label`` column (:mod:`genrm.methods.rubric.judge_rewards`);
-- evaluation (:mod:`genrm.evaluation.reliability`).
+- evaluation (:mod:`genrm.methods.rubric.evaluation.reliability`).
 
 Message contents are plain strings. Under the ``vlm`` exposure a record also has an ``images`` column (a list with the
 example's image reference, empty when it has none): TRL's vision format, where the trainer puts the image before the

@@ -17,7 +17,7 @@ from typing import Any
 
 from genrm.choices import check_scoring_format
 from genrm.engine.judge import Judge
-from genrm.methods.base import JudgeTraining, ResultTally, UnknownReward
+from genrm.methods.base import JudgeTraining, ResultTally, SetAudit, UnknownReward
 from genrm.methods.config import MethodConfig
 from genrm.methods.rubric import group_outcomes
 from genrm.methods.rubric.aggregation import LENGTH_BAND
@@ -182,6 +182,12 @@ class RubricMethod:
         sft, rlvr = partial(sft_record, answer_format=answer_format), partial(rlvr_record, answer_format=answer_format)
         return JudgeTraining(JudgeExample, sft, rlvr, (format_reward_func, content_reward_func), False,
                              label_with_teachers)  # fmt: skip
+
+    def set_audit(self) -> SetAudit:
+        """The rubric judge's audit on labelled audit sets (:mod:`genrm.methods.rubric.evaluation.audit_run`)."""
+        from genrm.methods.rubric.evaluation.audit_run import SETTINGS, plot_audit, read_audit_file, run_set_audit
+
+        return SetAudit(settings=tuple(SETTINGS), read=read_audit_file, run=run_set_audit, plot=plot_audit)
 
     def tally(self, result: InstanceResult) -> ResultTally:
         """Judge failures (of whole answers and of criteria) and the verifier statuses of the other criteria."""

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.methods.base import UNGROUNDED
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.rubric.execution import CriterionScore, execute
@@ -126,7 +127,7 @@ async def label_instances(
     instances: Sequence[Instance],
     judges: Sequence[RubricJudge],
     min_teachers: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> tuple[list[JudgeExample], LabelReport]:
     """Label every response of ``instances`` with the teachers ``judges``; ``min_teachers`` defaults to a majority."""
@@ -144,7 +145,7 @@ async def label_with_teachers(
     instances: Sequence[Instance],
     teachers: Sequence[Any],
     min_teachers: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
 ) -> tuple[list[JudgeExample], LabelReport]:
     """:func:`label_instances` with teacher engines (``genrm.engine.Engine``), each judging through the server's

@@ -6,8 +6,9 @@ A key is tried in three **forms**: alone (the whole response), before a wrong re
 response is the audit's own (a caption with a made-up object, a solution with a changed value, another prompt's
 answer): the key must not turn a wrong answer into a credited one.
 
-Each audit (:mod:`genrm.evaluation.audit_constructors` for the rubric method, :mod:`genrm.evaluation.response_audit`
-for the others) reports one rate per key. Not here: how an audit labels or scores the keyed responses.
+Each audit (:mod:`genrm.methods.rubric.evaluation.audit_constructors` for the rubric method,
+:mod:`genrm.evaluation.response_audit` for the others) reports one rate per key. Not here: how an audit labels or
+scores the keyed responses.
 """
 
 from __future__ import annotations

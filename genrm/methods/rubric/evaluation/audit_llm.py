@@ -10,7 +10,7 @@ verifier's score against the target (the generator's own credit is not trusted t
 generator's credit. Then quality control drops a candidate when:
 
 - a deterministic check fails: a target of a criterion it does not fully earn appears in it
-  (:func:`genrm.evaluation.audit_set.leaked_targets`; for an incorrect final selection, in its final answer), or an
+  (:func:`audit_set.leaked_targets`; for an incorrect final selection, in its final answer), or an
   annotation cannot be read (a value that is not one of the verifier's, a criterion missing);
 - any checker model (independent judges, :data:`CHECK_SCHEMA`) says the response does not show the failure mode or
   the annotation is not consistent with it.
@@ -27,11 +27,24 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.engine import CallFailed, ChatPrompt, Engine
-from genrm.evaluation.audit_constructors import BuildReport, balance_categories, label_for, regular_bases
-from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, AuditExample, abnormal_from, leaked_targets, plans_of
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
+from genrm.methods.rubric.evaluation.audit_constructors import (
+    BuildReport,
+    balance_categories,
+    label_for,
+    regular_bases,
+)
+from genrm.methods.rubric.evaluation.audit_set import (
+    ABNORMAL,
+    ATTACKS,
+    AuditExample,
+    abnormal_from,
+    leaked_targets,
+    plans_of,
+)
 from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan
 from genrm.methods.rubric.teachers import complete_json
@@ -238,7 +251,7 @@ async def build_llm_abnormal(
     checkers: Sequence[Engine],
     seed: int = 0,
     per_category: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> tuple[list[AuditExample], BuildReport]:
     """Abnormal responses by ``generator`` for the inputs of ``examples``, balanced, one per input at most.
 

@@ -10,17 +10,17 @@ label per criterion) with the category it belongs to:
 - ``adversarial``: written to be given credit it does not earn, by one of the attacks of :data:`ATTACKS`
   (authoritative circumlocution, a symbolic-equivalence bluff, sound reasoning with an incorrect final selection,
   instructions aimed at the judge).
-- ``master_key``: a master key (:mod:`genrm.evaluation.master_keys`: a reasoning opener or a bare symbol) alone, or
+- ``master_key``: a master key (:mod:`genrm.methods.master_keys`: a reasoning opener or a bare symbol) alone, or
   before or after a wrong-but-plausible response; its ``attack`` names the key.
 
 The labels of an abnormal response say what a correct extractor reads from it (an empty value where the response
 states none) and the credit that deserves: for a verifiable criterion the real verifier's score of that value against
 the rubric's target, for a fuzzy one the constructor's credit. A judge gives a false positive on a criterion when it
-awards clearly more than that (:mod:`genrm.evaluation.audit_run`).
+awards clearly more than that (:mod:`audit_run`).
 
 This module holds the record, the leak check that keeps an abnormal response from stating a target it must not
-earn, and reading and writing audit files. The constructors are in :mod:`genrm.evaluation.audit_constructors`
-(deterministic) and :mod:`genrm.evaluation.audit_llm` (a model through any backend, then quality control).
+earn, and reading and writing audit files. The constructors are in :mod:`audit_constructors`
+(deterministic) and :mod:`audit_llm` (a model through any backend, then quality control).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from genrm.evaluation.master_keys import MASTER_KEYS
+from genrm.methods.master_keys import MASTER_KEYS
 from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, read_examples
 from genrm.methods.rubric.planning import CriterionPlan, appears_in, plan_rubric, target_values
 

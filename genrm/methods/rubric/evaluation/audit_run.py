@@ -10,7 +10,7 @@ A **setting** is what the judge sees and how its answer is executed:
 Per setting the audit reports:
 
 - **accuracy on regular responses**: criterion-level, split into arguments (verifiable criteria: the extracted value
-  matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`genrm.evaluation.reliability`
+  matches the label's, judged by the verifier) and credit (fuzzy criteria), as :mod:`reliability`
   measures it;
 - **grounding**: per category, attack and key, the verifiable criteria whose extracted value was found in the response
   (``grounded``) and those whose value was not (``ungrounded``: scored as no value stated when grounding is on, the
@@ -22,7 +22,7 @@ Per setting the audit reports:
   criterion (every criterion under ``no_verifier``). A criterion whose judgement failed is not a false positive and
   is not in the denominator; failures are counted in their own column, never turned into credit.
 
-The master keys (:mod:`genrm.evaluation.master_keys`) are reported apart, one rate per key, beside the share of their
+The master keys (:mod:`genrm.methods.master_keys`) are reported apart, one rate per key, beside the share of their
 responses that got any undeserved credit. The worst false positives (largest excess credit) are listed with the
 judge's extraction and rationale.
 """
@@ -37,15 +37,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
-from genrm.evaluation import DEFAULT_CONCURRENCY
-from genrm.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of
-from genrm.evaluation.master_keys import MASTER_KEYS
-from genrm.evaluation.reliability import check_answer, judge_examples
+from genrm.choices import DEFAULT_CONCURRENCY, DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
+from genrm.engine.judge import Judge
 from genrm.methods.base import UNGROUNDED
+from genrm.methods.master_keys import MASTER_KEYS
+from genrm.methods.rubric.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_KEY, AuditExample, plans_of, read_audit
+from genrm.methods.rubric.evaluation.reliability import check_answer, judge_examples
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
-from genrm.methods.rubric.judges import RubricJudge
+from genrm.methods.rubric.judges import RubricJudge, rubric_judge
 from genrm.methods.rubric.prompts import Exposure
 
 Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
@@ -370,6 +370,39 @@ def run_audit(
         abnormal_responses=abnormal, margin=margin, settings=results, skipped=dict(skipped or {}),
         grounding=grounding,
     )  # fmt: skip
+
+
+def read_audit_file(path: str, master_keys: bool = True) -> list[AuditExample]:
+    """The audit set at ``path`` (``genrm audit build``'s JSONL; ValueError names a bad line), its master keys left
+    out unless ``master_keys``."""
+    with open(path, encoding="utf-8") as source:
+        examples = read_audit(source, path)
+    return examples if master_keys else [e for e in examples if e.category != MASTER_KEY]
+
+
+def run_set_audit(
+    judge: Judge,
+    examples: Sequence[AuditExample],
+    settings: Sequence[str] | None = None,
+    *,
+    margin: float = 0.25,
+    argument_threshold: float = 0.9,
+    worst: int = 10,
+    progress: bool = False,
+    answer_format: ScoringFormat | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    grounding: Grounding = "on",
+) -> AuditReport:
+    """The audit of the engine judge ``judge`` on ``examples``: :func:`run_audit` under ``settings`` (all by default;
+    ``vlm`` is skipped, and the report says so, for a judge that cannot be shown images)."""
+    kept, skipped = [], {}
+    for setting in settings or list(SETTINGS):
+        if SETTINGS[setting] == "vlm" and not judge.sees_images:
+            skipped[setting] = f"{judge.model} is a text-only model: it cannot be shown the image"
+        else:
+            kept.append(setting)
+    return run_audit(rubric_judge(judge), examples, kept, margin, argument_threshold, worst, skipped, progress,
+                     answer_format or DEFAULT_SCORING_FORMAT, concurrency, grounding)  # fmt: skip
 
 
 def plot_audit(report: AuditReport, path: str | Path) -> Path:

@@ -29,10 +29,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
+from genrm.choices import DEFAULT_CONCURRENCY, DEFAULT_SCORING_FORMAT, Grounding, ScoringFormat, grounding_checks
 from genrm.engine import run_blocking
-from genrm.evaluation import DEFAULT_CONCURRENCY
-from genrm.evaluation.answers import AnswerLine
+from genrm.methods.rubric.evaluation.answers import AnswerLine
 from genrm.methods.rubric.execution import fuzzy_score, missing_value
 from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.methods.rubric.judge_output import ParsedJudgement

@@ -12,16 +12,16 @@ response of its category, with a label per criterion that it knows by constructi
   (another option and its text, a nearby number, another time or date in the same format, another sign or part
   number, a shifted box or point); the other labels are kept, except fuzzy criteria whose reference names the
   changed value (no credit now). The changed label's credit is the verifier's score of the new value (at most 0.5).
-- ``adversarial``, one attack of :data:`genrm.evaluation.audit_set.ATTACKS` in turn: ``circumlocution`` (authoritative
+- ``adversarial``, one attack of :data:`audit_set.ATTACKS` in turn: ``circumlocution`` (authoritative
   descriptions in place of every value, a "Final answer:" line with no value), ``symbolic_bluff`` (a construction
   claimed to reduce to the expected result), ``incorrect_selection`` (the target weighed as a candidate, then a wrong
   final selection; its label is the wrong value) and ``injection`` (instructions to the judge to give full credit).
 
-- ``master_key``, beside the balanced categories: each key of :data:`genrm.evaluation.master_keys.MASTER_KEYS`
+- ``master_key``, beside the balanced categories: each key of :data:`genrm.methods.master_keys.MASTER_KEYS`
   alone (no value, no credit) and before and after a wrong-but-plausible response (its labels), on a few inputs per
   key (:func:`master_key_examples`).
 
-Every abnormal response passes the leak check (:func:`genrm.evaluation.audit_set.leaked_targets`): no target of a
+Every abnormal response passes the leak check (:func:`audit_set.leaked_targets`): no target of a
 criterion it does not fully earn appears in it (for ``incorrect_selection``, in its final answer, since the reasoning
 names the target on purpose). :func:`build_audit_set` samples categories in balance, at most one abnormal response per
 input.
@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
-from genrm.evaluation.audit_set import (
+from genrm.methods.master_keys import MASTER_KEYS, keyed
+from genrm.methods.rubric.answer_extraction import final_answer_span
+from genrm.methods.rubric.evaluation.audit_set import (
     ABNORMAL,
     ATTACKS,
     MASTER_KEY,
@@ -47,8 +49,6 @@ from genrm.evaluation.audit_set import (
     leaked_targets,
     plans_of,
 )
-from genrm.evaluation.master_keys import MASTER_KEYS, keyed
-from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
 from verifiers import format_call, get_spec, parse_call, verify_call_result
@@ -430,7 +430,7 @@ def _circumlocution(plans: Sequence[CriterionPlan]) -> tuple[str, list[Criterion
 
 
 def adversarial(base: AuditExample, context: BuildContext, rng: random.Random, attack: str) -> AuditExample | str:
-    """One adversarial response with the given attack (one of ``genrm.evaluation.audit_set.ATTACKS``; ValueError
+    """One adversarial response with the given attack (one of ``audit_set.ATTACKS``; ValueError
     otherwise)."""
     if attack not in ATTACKS:
         raise ValueError(f"unknown attack {attack!r}; the attacks are {', '.join(ATTACKS)}")
@@ -474,7 +474,7 @@ def adversarial(base: AuditExample, context: BuildContext, rng: random.Random, a
 
 
 def master_key(base: AuditExample, context: BuildContext, rng: random.Random, key: str) -> list[AuditExample | str]:
-    """The key named ``key`` (:data:`genrm.evaluation.master_keys.MASTER_KEYS`) alone (no value, no credit), and
+    """The key named ``key`` (:data:`genrm.methods.master_keys.MASTER_KEYS`) alone (no value, no credit), and
     before and after a wrong-but-plausible response to the input (its labels: the key adds nothing), else after and
     before another input's response (no credit)."""
     plans = plans_of(base)
