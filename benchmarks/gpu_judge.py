@@ -314,9 +314,10 @@ def main() -> int:
         return 2
     else:
         args.device = "cuda"
-    from genrm.training.tiny_model import build_tokenizer, example_instances, judge_corpus
+    from genrm.methods.rubric.judge_corpus import judge_corpus
+    from genrm.training.tiny_model import build_tokenizer
 
-    tokenizer = build_tokenizer(judge_corpus(example_instances()), 2048)
+    tokenizer = build_tokenizer(judge_corpus(), 2048)
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (dry run)"
     budget = Budget(args.budget_s)
     rows: list[dict[str, Any]] = []

@@ -231,10 +231,34 @@ def test_rl_rewards_take_any_method_in_process_through_the_server_and_in_verl(wo
         make_scorer("rule", method)
 
 
+def test_a_tiny_judge_is_built_on_its_methods_corpus(words_plugin, tmp_path):
+    """`genrm tiny-model --method` trains the tokenizer on what that method's judge reads and writes
+    (``JudgeTraining.corpus``); a method that names none gets the default method's."""
+    from toy_method import judge_corpus as words_corpus
+    from transformers import AutoTokenizer
+
+    from genrm.methods.rubric.judge_corpus import judge_corpus
+    from genrm.training.tiny_model import build_tokenizer
+
+    small = ["--vocab-size", "300", "--hidden-size", "16", "--layers", "1", "--heads", "1", "--kv-heads", "1"]
+    vocab = {}
+    for method in ("words", "claimdiff"):
+        assert main(["tiny-model", str(tmp_path / method), "--method", method, *small]) == 0
+        vocab[method] = AutoTokenizer.from_pretrained(tmp_path / method).get_vocab()
+    assert vocab["words"] == build_tokenizer(words_corpus(), 300).get_vocab()
+    assert vocab["claimdiff"] == build_tokenizer(judge_corpus(), 300).get_vocab() != vocab["words"]
+    assert main(["tiny-model", str(tmp_path / "x"), "--method", "nope"]) == 2
+
+
 @pytest.mark.slow
 def test_a_plug_in_labels_and_trains_its_judge_and_trains_a_policy_through_the_stage_commands(words_plugin, tmp_path):
     """The sixth method gets teacher labels, judge SFT and RLVR, and policy GRPO from the stage commands as they are
     (method-agnostic drivers over its capabilities), each run for real on tiny models."""
+    from toy_method import judge_corpus as words_corpus
+    from transformers import AutoTokenizer
+
+    from genrm.training.tiny_model import TinyModelConfig, build_tokenizer
+
     texts = ["one two three", "a b", "just four words here", "x", "five words in this one", "two words"]
     instances = tmp_path / "words.jsonl"
     instances.write_text("".join(json.dumps({"id": f"w{i}", "prompt": f"Write {n} words.", "target_words": n,
@@ -254,6 +278,9 @@ def test_a_plug_in_labels_and_trains_its_judge_and_trains_a_policy_through_the_s
                 str(tmp_path / "base"), "--output_dir", str(sft), "--max_steps", "2", "--save_strategy", "no",
                 *tiny]  # fmt: skip
         assert main(args) == 0
+        # the base judge the recipe built has the tokenizer of the method's own corpus
+        built = AutoTokenizer.from_pretrained(tmp_path / "base").get_vocab()
+        assert built == build_tokenizer(words_corpus(), TinyModelConfig().vocab_size).get_vocab()
         losses = [e["loss"] for e in json.loads((sft / "log_history.json").read_text()) if "loss" in e]
         assert len(losses) == 2 and all(0 < loss < float("inf") for loss in losses)
         args = ["train", "rlvr", "--config", "recipes/rlvr_tiny_cpu.yaml", "--model_name_or_path", str(sft),

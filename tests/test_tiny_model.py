@@ -3,8 +3,9 @@
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from genrm.methods.rubric.judge_corpus import judge_corpus
 from genrm.methods.rubric.prompts import scoring_system_prompt
-from genrm.training.tiny_model import IM_END, build_tokenizer, judge_corpus
+from genrm.training.tiny_model import IM_END, build_tokenizer
 
 
 def test_tokenizer_round_trips_any_text(tiny_judge_dir):

@@ -81,6 +81,12 @@ def _requests(texts: Sequence[str]) -> list[ChatRequest]:
     return [ChatRequest(ChatPrompt(SYSTEM, text), SCHEMA, "words") for text in texts]
 
 
+def judge_corpus() -> list[str]:
+    """What the words judge reads and writes: its prompt, responses and answers."""
+    texts = ["one two three", "Write four words.", "a b c d e"]
+    return [SYSTEM, *texts, *(json.dumps({"words": n}) for n in range(12))]
+
+
 def _reader() -> Reader:
     return Reader(_read, lambda reason: Reading(None, "backend_error"))
 
@@ -191,4 +197,5 @@ class WordsMethod:
         return ResultTally(judge_failures=[r.failure for r in result.records if r.failure])
 
     def judge_training(self) -> JudgeTraining:
-        return JudgeTraining(WordsExample, sft_record, rlvr_record, (count_reward_func,), False, label_counts)
+        return JudgeTraining(WordsExample, sft_record, rlvr_record, (count_reward_func,), False, label_counts,
+                             corpus=judge_corpus)  # fmt: skip

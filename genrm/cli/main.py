@@ -144,8 +144,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from genrm.training.tiny_model import TinyModelConfig, save_tiny_judge, save_tiny_vlm_judge
+    from genrm.methods import method_names
+    from genrm.training.tiny_model import TinyModelConfig, method_corpus, save_tiny_judge, save_tiny_vlm_judge
 
+    if args.method not in method_names():
+        print(f"genrm tiny-model: error: --method {args.method!r} is not a method (choose from "
+              f"{', '.join(method_names())})", file=sys.stderr)  # fmt: skip
+        return 2
     if args.hidden_size % args.heads or args.heads % args.kv_heads:
         print(f"genrm tiny-model: error: --hidden-size {args.hidden_size} must be a multiple of --heads {args.heads}, "
               f"and --heads of --kv-heads {args.kv_heads}", file=sys.stderr)  # fmt: skip
@@ -155,7 +160,8 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
         intermediate_size=args.intermediate_size or 2 * args.hidden_size, num_hidden_layers=args.layers,
         num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, seed=args.seed,
     )  # fmt: skip
-    out = (save_tiny_vlm_judge if args.vision else save_tiny_judge)(args.output, config)
+    save = save_tiny_vlm_judge if args.vision else save_tiny_judge
+    out = save(args.output, config, corpus=method_corpus(args.method))
     print(f"saved a tiny {'vision-language ' if args.vision else ''}judge (untrained) to {out}")
     return 0
 
@@ -230,11 +236,12 @@ def make_parser() -> argparse.ArgumentParser:
     tiny = sub.add_parser(
         "tiny-model",
         help="save an untrained tiny judge checkpoint (tokenizer trained here, model from a config)",
-        description="Train a byte-level BPE tokenizer on the example set's judge prompts and answers, build a "
-        "randomly initialised Qwen3 model of that vocabulary and save both (no download). For tests, CPU recipes "
-        "and trying the transformers backend.",
+        description="Train a byte-level BPE tokenizer on what the method's judge reads and writes (the rubric "
+        "method's: the example set's judge prompts and answers), build a randomly initialised Qwen3 model of that "
+        "vocabulary and save both (no download). For tests, CPU recipes and trying the transformers backend.",
     )
     tiny.add_argument("output", metavar="DIR", type=output_dir, help="directory to save the checkpoint to")
+    from genrm.methods.registry import DEFAULT_METHOD
     from genrm.training.tiny_model import TinyModelConfig
 
     defaults = TinyModelConfig()
@@ -252,6 +259,9 @@ def make_parser() -> argparse.ArgumentParser:
         help="the MLP's width (default: twice --hidden-size; Qwen3's own models use three times)",
     )
     tiny.add_argument("--seed", type=int, default=0, help="initialisation seed (default: 0)")
+    tiny.add_argument("--method", default=DEFAULT_METHOD,
+                      help="the method whose judge corpus trains the tokenizer (default: %(default)s; a method that "
+                      "names none takes the default one's)")  # fmt: skip
     tiny.add_argument("--vision", action="store_true",
                       help="a vision-language judge (LLaVA layout: a tiny CLIP encoder before the decoder), which the "
                       "caption and pairwise methods need to run a model in process")  # fmt: skip

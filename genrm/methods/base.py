@@ -16,7 +16,7 @@ Nothing here knows a method by name: methods are found through :mod:`genrm.metho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -205,6 +205,9 @@ class AnswersJudgePayloads(Protocol):
 #: The column of an RLVR record that carries the teacher's label to the method's reward functions.
 LABEL_COLUMN = "judge_label"
 
+#: The column of a judge-training record that lists its images (TRL's vision datasets use this name).
+IMAGES_COLUMN = "images"
+
 
 def judge_labels(columns: Mapping[str, Any], reward: str, completions: int) -> list[Any]:
     """The ``judge_label`` column TRL hands the reward function ``reward`` among its keyword arguments, one value per
@@ -233,6 +236,9 @@ class JudgeTraining:
         read_input: ``(path) -> inputs``, for a method whose labelling input is not only a JSONL of ``input_model``
             (the pairwise method also reads MMRB2's ``.json``); raises ValueError naming the file and the line or
             item refused. None: a JSONL of ``input_model``.
+        corpus: ``() -> texts``: what the method's judge reads and writes (system prompts, judge prompts, answers),
+            to train the tokenizer of a tiny judge built here (``genrm tiny-model``, a recipe's
+            ``build_tiny_model``); None: the default method's.
     """
 
     example_model: type[BaseModel]
@@ -243,6 +249,7 @@ class JudgeTraining:
     label: Callable[..., Any]
     input_model: type[BaseModel] | None = None
     read_input: Callable[[str], list[Any]] | None = None
+    corpus: Callable[[], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True)

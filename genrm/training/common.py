@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import Exposure, check_exposure
-from genrm.methods.base import JudgeTraining
-from genrm.methods.rubric.judge_data import IMAGES_COLUMN, JudgeExample, read_examples
+from genrm.jsonl import read_models
+from genrm.methods.base import IMAGES_COLUMN, JudgeTraining
 
 logger = logging.getLogger(__name__)
 
@@ -82,11 +82,11 @@ class JudgeDataArguments:
         return self.checked_exposure() == "vlm" or self.training().images
 
 
-def load_examples(path: str, limit: int | None = None, model: type[Any] = JudgeExample) -> list[Any]:
+def load_examples(path: str, model: type[Any], limit: int | None = None) -> list[Any]:
     """Judge examples of ``model`` (the method's example model) from a JSONL file (the first ``limit`` when
-    given)."""
+    given); ValueError names the first bad line and field."""
     with open(path, encoding="utf-8") as source:
-        examples = read_examples(source, model, path)
+        examples = read_models(source, model, path)
     return examples[:limit] if limit else examples
 
 
@@ -96,12 +96,12 @@ def ensure_base_model(path: str | None, data: JudgeDataArguments) -> str:
     if not path:
         raise ValueError("model_name_or_path is required (a checkpoint directory or a hub id)")
     if data.build_tiny_model and not Path(path).exists():
-        from genrm.training.tiny_model import save_tiny_judge, save_tiny_vlm_judge
+        from genrm.training.tiny_model import method_corpus, save_tiny_judge, save_tiny_vlm_judge
 
         config = tiny_model_config(data.tiny_model_shape)
         vision = data.shows_images()
         logger.info("saving the untrained tiny %sjudge to %s", "vision-language " if vision else "", path)
-        (save_tiny_vlm_judge if vision else save_tiny_judge)(path, config)
+        (save_tiny_vlm_judge if vision else save_tiny_judge)(path, config, corpus=method_corpus(data.method))
     return path
 
 
@@ -193,7 +193,7 @@ def judge_datasets(
         columns = (*columns, IMAGES_COLUMN)
 
     def dataset(path: str, limit: int | None) -> Any:
-        records = [build(example, exposure) for example in load_examples(path, limit, example_model)]
+        records = [build(example, exposure) for example in load_examples(path, example_model, limit)]
         if images:
             records = [_with_pixels(record, Path(path).parent) for record in records]
         return records_dataset(records, columns, processing, max_tokens, path)

@@ -1,8 +1,9 @@
 """A tiny judge checkpoint made here, from a config and a tokenizer trained on our own prompts: no download.
 
 It is what the test suite, the CPU recipes and the quick start use where a real judge (a Qwen3 checkpoint, say)
-would be passed by path or hub id. The tokenizer is a byte-level BPE (any text encodes) trained on the scoring
-prompts and judge answers of the shipped example set and of the synthetic judge-training split, with a ChatML chat
+would be passed by path or hub id. The tokenizer is a byte-level BPE (any text encodes) trained on what the judge
+reads and writes (its method's judge corpus, ``JudgeTraining.corpus``: for the rubric method, the scoring prompts
+and judge answers of the shipped example set and of the synthetic judge-training split), with a ChatML chat
 template; the model is a Qwen3 decoder of under a million parameters, randomly initialised from a seed. Its answers
 mean nothing until it is trained, but every part of the real path runs: chat template, batched generation,
 constrained decoding, saving and reloading. The default size is the smallest we found that learns the answer format
@@ -16,24 +17,12 @@ Needs the ``train`` extra (transformers, tokenizers) and torch.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
-from genrm.choices import SCORING_FORMATS
-from genrm.jsonl import read_jsonl_lines
-from genrm.methods.rubric.judges import GroupRequest, RuleJudge
-from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.planning import plan_rubric
-from genrm.methods.rubric.prompts import (
-    Exposure,
-    build_group_prompts,
-    build_scoring_prompt,
-    exposed_plans,
-    scoring_system_prompt,
-)
+from genrm.methods.registry import DEFAULT_METHOD
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -91,48 +80,21 @@ class TinyVisionConfig:
     num_attention_heads: int = 2
 
 
-def _answer_json(request: GroupRequest) -> Iterator[str]:
-    # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls (the
-    # rlr3 version, whose keys include the compact one's).
-    for judgement in RuleJudge().read_group(request):
-        sections: dict[str, list[dict[str, object]]] = {"essential": [], "additional": []}
-        for item in judgement.criteria:
-            credit: object = item.call if item.call is not None else 0.5
-            entry = {"criterion": item.plan.criterion.criterion, "rationale": item.rationale[:120], "credit": credit}
-            sections[item.plan.section].append(entry)
-        yield json.dumps({"thought": judgement.thought[:200], **sections}, ensure_ascii=False)
+def method_corpus(method: str = DEFAULT_METHOD) -> Iterator[str]:
+    """The tokenizer corpus of ``method``'s judge (``JudgeTraining.corpus``: what it reads and writes), or the default
+    method's (:data:`genrm.methods.registry.DEFAULT_METHOD`) when ``method`` names none. ValueError for an unknown
+    method."""
+    from genrm.methods import make_method
+    from genrm.methods.base import TrainsItsJudge
 
-
-def judge_corpus(instances: Sequence[Instance], synthetic_inputs: int = 240) -> Iterator[str]:
-    """What a judge reads and writes: each exposure's system prompt, scoring prompts and answers for ``instances``,
-    then the user messages and labelled answers of the synthetic training split (``synthetic_inputs`` inputs,
-    generated here as ``genrm data synthetic`` does; 0 for none)."""
-    for exposure in get_args(Exposure):
-        for answer_format in SCORING_FORMATS:
-            yield scoring_system_prompt(exposure, answer_format)
-    for instance in instances:
-        plans = exposed_plans(plan_rubric(instance.rubric), "minimal")
-        responses = list(instance.responses)
-        for prompt in build_group_prompts(instance.prompt, plans, responses, "minimal", None):
-            yield prompt.user
-        request = GroupRequest(instance.prompt, plans, responses)
-        yield from _answer_json(request)
-    if synthetic_inputs:
-        from genrm.methods.rubric.judge_data import labelled_answer
-        from genrm.methods.rubric.synthetic import synthetic_splits
-
-        train, _ = synthetic_splits(synthetic_inputs)
-        for example in train:
-            yield build_scoring_prompt(example.prompt, example.plans(), example.response).user
-            yield json.dumps(labelled_answer(example), ensure_ascii=False)
-
-
-def example_instances() -> list[Instance]:
-    """The shipped example set (``datasets/examples/reward_core.jsonl``), the default tokenizer corpus."""
-    path = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "reward_core.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"the example set is not at {path}; pass a corpus of instances instead")
-    return [Instance.model_validate_json(line) for line in read_jsonl_lines(path) if line]
+    made = make_method(method)
+    corpus = made.judge_training().corpus if isinstance(made, TrainsItsJudge) else None
+    if corpus is not None:
+        yield from corpus()
+    elif method != DEFAULT_METHOD:
+        yield from method_corpus(DEFAULT_METHOD)
+    else:
+        raise ValueError(f"the {DEFAULT_METHOD} method names no judge corpus")
 
 
 def build_tokenizer(
@@ -202,11 +164,12 @@ def _text_config(tokenizer: PreTrainedTokenizerFast, config: TinyModelConfig) ->
 
 
 def save_tiny_judge(
-    out_dir: str | Path, config: TinyModelConfig | None = None, instances: Sequence[Instance] | None = None
+    out_dir: str | Path, config: TinyModelConfig | None = None, corpus: Iterable[str] | None = None
 ) -> Path:
-    """Build the tokenizer and the tiny model and save both to ``out_dir`` (``from_pretrained`` reloads them)."""
+    """Build the tokenizer (trained on ``corpus``, by default :func:`method_corpus`) and the tiny model and save both
+    to ``out_dir`` (``from_pretrained`` reloads them)."""
     config = config or TinyModelConfig()
-    tokenizer = build_tokenizer(judge_corpus(instances or example_instances()), config.vocab_size)
+    tokenizer = build_tokenizer(method_corpus() if corpus is None else corpus, config.vocab_size)
     return save_checkpoint(out_dir, tokenizer, build_tiny_model(tokenizer, config))
 
 
@@ -223,10 +186,11 @@ def save_tiny_vlm_judge(
     out_dir: str | Path,
     config: TinyModelConfig | None = None,
     vision: TinyVisionConfig | None = None,
-    instances: Sequence[Instance] | None = None,
+    corpus: Iterable[str] | None = None,
 ) -> Path:
     """A tiny vision-language judge (LLaVA layout: CLIP encoder, projector, the Qwen3 decoder of ``config``) with
-    its processor, saved to ``out_dir``; ``AutoProcessor`` and ``AutoModelForImageTextToText`` reload them.
+    its processor (the tokenizer trained on ``corpus``, by default :func:`method_corpus`), saved to ``out_dir``;
+    ``AutoProcessor`` and ``AutoModelForImageTextToText`` reload them.
 
     It stands in for a real VLM judge (Qwen3-VL, say) wherever the vision path must run without a download: TRL's
     vision collators, an ``images`` column, a processor instead of a tokenizer. Needs no torchvision.
@@ -241,7 +205,7 @@ def save_tiny_vlm_judge(
     )
 
     config, vision = config or TinyModelConfig(), vision or TinyVisionConfig()
-    tokenizer = build_tokenizer(judge_corpus(instances or example_instances()), config.vocab_size, IMAGE_TOKEN)
+    tokenizer = build_tokenizer(method_corpus() if corpus is None else corpus, config.vocab_size, IMAGE_TOKEN)
     side = {"height": vision.image_size, "width": vision.image_size}
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": vision.image_size}, crop_size=side),

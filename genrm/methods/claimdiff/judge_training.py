@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.choices import DEFAULT_CONCURRENCY
-from genrm.methods.base import LABEL_COLUMN, judge_labels
+from genrm.methods.base import IMAGES_COLUMN, LABEL_COLUMN, judge_labels
 from genrm.methods.claimdiff.models import ClaimDiffInstance, DiffAnswer, Difference
 from genrm.methods.claimdiff.prompts import caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader, read_answer
@@ -44,9 +44,6 @@ from genrm.methods.claimdiff.rewards import answer_text, has_error
 from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 
-#: The judge-label column of RLVR records (the name the rubric method's records use too).
-#: The images column of records (TRL's vision datasets use this name).
-IMAGES_COLUMN = "images"
 #: How alike a predicted difference's claims must be to a teacher's to cover it (token-sort similarity).
 MATCH_SIMILARITY = 0.6
 

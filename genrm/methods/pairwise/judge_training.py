@@ -27,16 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.choices import DEFAULT_CONCURRENCY
-from genrm.methods.base import LABEL_COLUMN, judge_labels
+from genrm.methods.base import IMAGES_COLUMN, LABEL_COLUMN, judge_labels
 from genrm.methods.completions import completion_text
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader, read_judgement
 from genrm.methods.pairwise.rewards import correctness, format_reward
-
-#: The judge-label column of RLVR records (the name the other methods' records use too).
-IMAGES_COLUMN = "images"
 
 
 class PairTrace(BaseModel):

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from genrm.choices import DEFAULT_SCORING_FORMAT, ScoringFormat, copies_criterion, quotes_evidence
 from genrm.engine.answer_grammar import answer_text
 from genrm.jsonl import read_models
-from genrm.methods.base import LABEL_COLUMN
+from genrm.methods.base import IMAGES_COLUMN, LABEL_COLUMN
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
@@ -127,10 +127,6 @@ def labelled_answer(
             item["quote"] = (label.quote or "") if credit else ""
         answer[plan.section].append({**item, "credit": credit})
     return answer
-
-
-#: The column of image references under the ``vlm`` exposure (TRL's vision datasets use this name).
-IMAGES_COLUMN = "images"
 
 
 def _prompt_record(example: JudgeExample, exposure: Exposure, answer_format: ScoringFormat) -> dict[str, Any]:

@@ -172,7 +172,9 @@ class RubricMethod:
 
     def judge_training(self) -> JudgeTraining:
         """The rubric judge's training: labelled criteria (:mod:`.judge_data`), the format and content rewards
-        (:mod:`.judge_rewards`), labels from several teachers (:mod:`.teacher_labels`)."""
+        (:mod:`.judge_rewards`), labels from several teachers (:mod:`.teacher_labels`), the tokenizer corpus of a
+        tiny judge (:mod:`.judge_corpus`)."""
+        from genrm.methods.rubric.judge_corpus import judge_corpus
         from genrm.methods.rubric.judge_data import JudgeExample, rlvr_record, sft_record
         from genrm.methods.rubric.judge_rewards import content_reward_func, format_reward_func
         from genrm.methods.rubric.teacher_labels import label_with_teachers
@@ -181,7 +183,7 @@ class RubricMethod:
         answer_format = self.config.answer_format
         sft, rlvr = partial(sft_record, answer_format=answer_format), partial(rlvr_record, answer_format=answer_format)
         return JudgeTraining(JudgeExample, sft, rlvr, (format_reward_func, content_reward_func), False,
-                             label_with_teachers)  # fmt: skip
+                             label_with_teachers, corpus=judge_corpus)  # fmt: skip
 
     def set_audit(self) -> SetAudit:
         """The rubric judge's audit on labelled audit sets (:mod:`genrm.methods.rubric.evaluation.audit_run`)."""
