@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
-from genrm.methods.base import CountsPolicyTokens, RewardMethod
+from genrm.methods.base import CountsPolicyTokens, NamesAnswerTexts, RewardMethod
 from genrm.methods.columns import HasRewardColumns
 from genrm.methods.settings import default, describe, reward_settings
 
@@ -147,7 +147,9 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
         with open(args.train_file, encoding="utf-8") as source:
             instances = read_instances(source, args.train_file, method.instance_model)
         logger.info("saving a tiny random policy to %s", path)
-        save_tiny_policy(path, [i.prompt for i in instances] + [t for i in instances for t in _answer_words(i)])
+        save_tiny_policy(
+            path, [i.prompt for i in instances] + [t for i in instances for t in _answer_words(method, i)]
+        )
     dataset = policy_dataset(args.train_file, args.system_prompt, args.vision, args.max_prompts,
                              method.instance_model)  # fmt: skip
     loader = AutoProcessor if args.vision else AutoTokenizer
@@ -172,18 +174,9 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
         trainer.accelerator.end_training()  # trackers closed, process group torn down before interpreter exit
 
 
-def _answer_words(instance: Any) -> list[str]:
+def _answer_words(method: RewardMethod, instance: Any) -> list[str]:
     # The tiny policy's vocabulary must hold the words a right answer needs (a text target, a reference caption), or
     # no sample can win.
-    from genrm.methods.rubric.models import Instance
-    from genrm.methods.rubric.planning import plan_rubric
-
-    if not isinstance(instance, Instance):
-        return [value for key, value in instance.model_dump().items() if isinstance(value, str) and key != "image"]
-
-    words = []
-    for plan in plan_rubric(instance.rubric, instance.task_type):
-        target = plan.target_kwargs.get("target") if plan.target_kwargs else None
-        if isinstance(target, str):
-            words.append(target)
-    return words
+    if isinstance(method, NamesAnswerTexts):
+        return method.answer_texts(instance)
+    return [value for key, value in instance.model_dump().items() if isinstance(value, str) and key != "image"]

@@ -4,6 +4,7 @@ and a method that is not the rubric's (tests/toy_method.py) served, scored and r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +18,8 @@ from genrm.methods.rubric.method import RubricMethod
 from serving.app import create_app
 from serving.client import RewardClient
 from serving.settings import ServerSettings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _install_plugin(folder, monkeypatch, name, target):
@@ -301,3 +304,17 @@ def test_a_plug_in_labels_and_trains_its_judge_and_trains_a_policy_through_the_s
     logged = [e for e in json.loads((tmp_path / "rl" / "log_history.json").read_text()) if "reward" in e]
     assert len(logged) == 2 and all(e["words/reward_unknown"] == 0 and e["words/judge_failed"] == 0 for e in logged)
     assert all(0.0 <= e["reward"] <= 1.0 for e in logged)
+
+
+def test_a_tiny_policy_gets_the_words_of_right_answers_from_any_method(words_plugin):
+    """The rubric method names its text targets (``NamesAnswerTexts``); a method that does not gives its instance's
+    string fields."""
+    from policy_rl.data import read_instances
+    from policy_rl.grpo import _answer_words
+
+    rubric = make_method("rubric")
+    yes_no = read_instances((ROOT / "datasets" / "policy_rl" / "yes_no.jsonl").read_text().splitlines())
+    assert [_answer_words(rubric, i) for i in yes_no[:2]] == [["yes"], ["no"]]
+    words = make_method("words")
+    instance = words.instance_model(id="w", prompt="Write two words.", target_words=2, responses=[])
+    assert _answer_words(words, instance) == ["w", "Write two words."]

@@ -309,6 +309,17 @@ class TrainsItsJudge(Protocol):
 
 
 @runtime_checkable
+class NamesAnswerTexts(Protocol):
+    """A method that can name the texts a right answer to an instance needs (its targets, a reference): the words a
+    policy built here (the tiny policy of ``genrm rl``) must have in its vocabulary, or no sample could earn the
+    reward. Without it, the instance's string fields are taken."""
+
+    def answer_texts(self, instance: Any) -> list[str]:
+        """The texts a right answer to ``instance`` (of the method's instance model) needs."""
+        ...
+
+
+@runtime_checkable
 class CountsPolicyTokens(Protocol):
     """A method whose rewards depend on lengths in tokens (the balcap method's length rule): a trainer hands it the
     policy's tokenizer so that it counts as the policy does."""

@@ -23,6 +23,7 @@ from genrm.methods.base import (
     AuditsWithSets,
     CountsPolicyTokens,
     HasScriptedJudge,
+    NamesAnswerTexts,
     RewardMethod,
     TrainsItsJudge,
 )
@@ -54,6 +55,7 @@ CAPABILITIES: tuple[type, ...] = (
     AuditsWithSets,
     TrainsItsJudge,
     CountsPolicyTokens,
+    NamesAnswerTexts,
     HasRewardColumns,
     PenalizesAdvantages,
     RewardsOverGroups,

@@ -25,7 +25,7 @@ from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import rubric_judge
 from genrm.methods.rubric.models import Instance
-from genrm.methods.rubric.planning import CriterionPlan, split_path
+from genrm.methods.rubric.planning import CriterionPlan, plan_rubric, split_path
 from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig, group_request, plan_instance, score_group
 from verifiers import uses_workers, warm_up
 
@@ -169,6 +169,15 @@ class RubricMethod:
     def outcome_logs(self, values: Sequence[RubricOutcome]) -> dict[str, float]:
         """Format violations, length masks and the mean raw score per rubric section (:mod:`.group_outcomes`)."""
         return group_outcomes.outcome_logs(values)
+
+    def answer_texts(self, instance: Instance) -> list[str]:
+        """The text targets of the instance's verifiable criteria (a right answer states them)."""
+        texts = []
+        for plan in plan_rubric(instance.rubric, instance.task_type):
+            target = plan.target_kwargs.get("target") if plan.target_kwargs else None
+            if isinstance(target, str):
+                texts.append(target)
+        return texts
 
     def judge_training(self) -> JudgeTraining:
         """The rubric judge's training: labelled criteria (:mod:`.judge_data`), the format and content rewards
