@@ -23,15 +23,16 @@ answer (``method_options``).
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.base import CountsPolicyTokens, NamesAnswerTexts, RewardMethod
 from genrm.methods.columns import HasRewardColumns
 from genrm.methods.settings import default, describe, reward_settings
+from policy_rl.judge_settings import default as judge_default
+from policy_rl.judge_settings import describe as judge_help
+from policy_rl.judge_settings import judge_settings
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +42,13 @@ class PolicyRLArguments:
     """The prompts, the judge and the reward (YAML keys of a recipe, or ``--flags``)."""
 
     train_file: str = field(default="datasets/policy_rl/yes_no.jsonl", metadata={"help": "instance JSONL"})
-    judge: str = field(
-        default="rule",
-        metadata={
-            "help": "a reward server URL (http://HOST:PORT), or a judge run from here: rule, transformers:PATH, "
-            "sglang:MODEL@URL or openai:MODEL@URL"
-        },
-    )
+    # The judge settings: names, defaults and meaning are policy_rl.judge_settings.JudgeSettings' (declared once for
+    # genrm rl, TRL's reward functions and verl), mirrored here as the fields TRL's parser reads.
+    judge: str = field(default=judge_default("judge"), metadata={"help": judge_help("judge")})
     judge_api_key_env: str | None = field(
-        default=None, metadata={"help": "env variable holding the key of the server (or of the judge endpoint)"}
+        default=None, metadata={"help": "env variable holding " + judge_help("api_key").removeprefix("the ")}
     )
+    judge_device: str = field(default=judge_default("judge_device"), metadata={"help": judge_help("judge_device")})
     # The reward settings: names, defaults and meaning are genrm.methods.settings.RewardSettings' (one declaration
     # for every entry point), mirrored here as the fields TRL's parser reads.
     method: str = field(default=default("method"), metadata={"help": describe("method")})
@@ -59,10 +57,8 @@ class PolicyRLArguments:
     )
     exposure: str = field(default=default("exposure"), metadata={"help": describe("exposure")})
     judge_image_pixels: int = field(
-        default=DEFAULT_IMAGE_BUDGET,
-        metadata={"help": "most pixels of an image a judge run from here is shown; larger ones are scaled down "
-                  "(0: every image at its own size; a reward server applies its own)"},
-    )  # fmt: skip
+        default=judge_default("judge_image_pixels"), metadata={"help": judge_help("judge_image_pixels")}
+    )
     tau: float | None = field(default=default("tau"), metadata={"help": describe("tau")})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
@@ -94,14 +90,11 @@ def build_rewards(args: PolicyRLArguments, method: RewardMethod | None = None) -
     """The TRL reward functions the arguments describe (their scorer connected): one function per reward column of a
     method that has columns (one judging per batch), else the method's reward."""
     from policy_rl.method_reward import MethodReward
-    from policy_rl.scorers import make_scorer
 
     method = method or build_method(args)
-    api_key = os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None
-    if args.judge_api_key_env and api_key is None:
-        raise ValueError(f"judge_api_key_env: the environment has no {args.judge_api_key_env}")
-    budget = image_budget(args.judge_image_pixels, "judge_image_pixels")
-    scorer = make_scorer(args.judge, method, api_key, image_dir=str(Path(args.train_file).parent), image_budget=budget)
+    values = {"judge": args.judge, "judge_device": args.judge_device, "judge_image_pixels": args.judge_image_pixels,
+              "image_dir": str(Path(args.train_file).parent)}  # fmt: skip
+    scorer = judge_settings(values, api_key_env=args.judge_api_key_env, key_field="judge_api_key_env").scorer(method)
     reward = MethodReward(method, scorer)
     return reward.columns() if isinstance(method, HasRewardColumns) else [reward]
 

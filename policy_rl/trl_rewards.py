@@ -58,14 +58,9 @@ if TYPE_CHECKING:
 
 
 def _scorer(method: RewardMethod) -> Any:
-    from policy_rl.scorers import make_scorer
+    from policy_rl.judge_settings import judge_settings_from_env
 
-    judge, device = os.environ.get("GENRM_JUDGE", "rule"), os.environ.get("GENRM_JUDGE_DEVICE", "auto")
-    from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
-
-    budget = image_budget(os.environ.get("GENRM_JUDGE_IMAGE_PIXELS", DEFAULT_IMAGE_BUDGET), "GENRM_JUDGE_IMAGE_PIXELS")
-    return make_scorer(judge, method, os.environ.get("GENRM_JUDGE_API_KEY"), device,  # type: ignore[arg-type]
-                       image_dir=os.environ.get("GENRM_IMAGE_DIR"), image_budget=budget)  # fmt: skip
+    return judge_settings_from_env(os.environ).scorer(method)
 
 
 @functools.lru_cache(maxsize=1)

@@ -36,26 +36,28 @@ reward cannot carry. The per-response form cannot normalize over a group and ref
 
 verl's reward tensor has no "no reward": a response whose judgement failed raises unless ``unknown_reward`` is set
 in the reward kwargs, in which case it gets that value (advantage 0 under ``normalize_then_sum``) and
-``judge_failed: 1`` says so. Settings (reward kwargs):
-``judge`` (a reward server URL, or a judge spec: ``rule``, ``transformers:PATH``, ``sglang:MODEL@URL``; default
-``rule``), ``api_key_env``, ``unknown_reward``, the reward settings as every entry point takes them
+``judge_failed: 1`` says so. Settings (reward kwargs): the judge settings as every policy trainer takes them
+(:class:`policy_rl.judge_settings.JudgeSettings`: ``judge``, a reward server URL or a judge spec such as ``rule``,
+``transformers:PATH``, ``sglang:MODEL@URL``, default ``rule``; ``judge_device``; ``image_dir``, the folder the
+instances' image paths are read from by a judge run here, which sends their bytes; ``judge_image_pixels``, the most
+pixels of an image that judge is shown, 0: no limit), ``api_key_env`` (the variable holding the key),
+``unknown_reward``, the reward settings as every entry point takes them
 (:class:`genrm.methods.settings.RewardSettings`: ``method``, default ``rubric``, ``method_options``, ``exposure``,
-``tau``), ``aggregation``, ``image_dir`` (the folder the instances' image paths are read from by a judge run here,
-which sends their bytes) and ``judge_image_pixels`` (the most pixels of an image that judge is shown; 0: no limit).
+``tau``) and ``aggregation``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from genrm.engine.images import DEFAULT_IMAGE_BUDGET, image_budget
 from genrm.methods.columns import HasRewardColumns, decoupled_advantages, refuse_advantage_penalty
 from genrm.methods.rubric.models import Instance
 from genrm.methods.settings import default
+from policy_rl.judge_settings import JudgeSettings, judge_settings
+from policy_rl.judge_settings import default as judge_default
 from policy_rl.method_reward import MethodReward, RowScore, group_key
 from policy_rl.verl_advantage import ESTIMATOR, register_with_verl
 
@@ -80,17 +82,13 @@ def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_
 
 
 @functools.lru_cache(maxsize=8)
-def _reward(
-    judge: str, api_key_env: str | None, settings: str, image_dir: str | None, budget: int | None
-) -> MethodReward:
+def _reward(judging: JudgeSettings, settings: str) -> MethodReward:
     # verl calls the function for every batch: the method and its scorer (a loaded judge, a connection pool) are
-    # made once per settings (a JSON text, so that they can key the cache).
+    # made once per settings (hashable: the judge settings are frozen, the reward settings a JSON text).
     from genrm.methods.settings import reward_settings
-    from policy_rl.scorers import make_scorer
 
-    api_key = os.environ.get(api_key_env) if api_key_env else None
     configured = reward_settings(json.loads(settings), "verl's reward kwargs").make()
-    return MethodReward(configured, make_scorer(judge, configured, api_key, image_dir=image_dir, image_budget=budget))
+    return MethodReward(configured, judging.scorer(configured))
 
 
 def compute_score_batch(
@@ -99,7 +97,7 @@ def compute_score_batch(
     ground_truths: Sequence[str],
     extra_infos: Sequence[dict[str, Any] | None] | None = None,
     *,
-    judge: str = "rule",
+    judge: str = judge_default("judge"),
     api_key_env: str | None = None,
     tau: float | None = default("tau"),
     unknown_reward: float | None = None,
@@ -108,7 +106,8 @@ def compute_score_batch(
     exposure: str = default("exposure"),
     aggregation: str = "weighted_mean",
     image_dir: str | None = None,
-    judge_image_pixels: int = DEFAULT_IMAGE_BUDGET,
+    judge_image_pixels: int = judge_default("judge_image_pixels"),
+    judge_device: str = judge_default("judge_device"),
     **_: Any,
 ) -> list[dict[str, float]]:
     """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
@@ -118,8 +117,10 @@ def compute_score_batch(
         raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
     # verl hands the options as a config mapping
     settings = {"method": method, "method_options": dict(method_options or {}), "exposure": exposure, "tau": tau}
-    budget = image_budget(judge_image_pixels, "judge_image_pixels")
-    reward = _reward(judge, api_key_env, json.dumps(settings, sort_keys=True), image_dir, budget)
+    where = "verl's reward kwargs"
+    judging = judge_settings({"judge": judge, "image_dir": image_dir, "judge_image_pixels": judge_image_pixels,
+                              "judge_device": judge_device}, where, api_key_env)  # fmt: skip
+    reward = _reward(judging, json.dumps(settings, sort_keys=True))
     decoupled = aggregation == "normalize_then_sum"
     if decoupled and not isinstance(reward.method, HasRewardColumns):
         raise ValueError(f"aggregation normalize_then_sum needs a method with reward columns; the "

@@ -121,7 +121,7 @@ def test_the_budget_reaches_a_judge_run_from_the_policys_trainers_and_bad_values
         assert scorer.judge.engine.image_budget == 5000
         assert make_scorer(f"openai:fake@{judge.url}", method).judge.engine.image_budget == DEFAULT_IMAGE_BUDGET
     assert PolicyRLArguments().judge_image_pixels == DEFAULT_IMAGE_BUDGET
-    with pytest.raises(ValueError, match="judge_image_pixels must be"):
+    with pytest.raises(ValueError, match="verl's reward kwargs: judge_image_pixels: must be between"):
         compute_score_batch(["x"], ["y"], ["{}"], None, judge_image_pixels=-1)
 
 
@@ -132,7 +132,7 @@ def test_trls_command_line_reads_the_budget_from_the_environment(monkeypatch):
     monkeypatch.setenv("GENRM_METHOD", "balcap")
     trl_rewards._method_reward.cache_clear()
     try:
-        with pytest.raises(ValueError, match="GENRM_JUDGE_IMAGE_PIXELS must be a whole number"):
+        with pytest.raises(ValueError, match="GENRM_JUDGE_IMAGE_PIXELS: must be a whole number"):
             trl_rewards.method_reward(["p"], ["c"], genrm_instance=["{}"])
     finally:
         trl_rewards._method_reward.cache_clear()

@@ -13,12 +13,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from genrm.choices import DEFAULT_TAU, Exposure
-from genrm.jsonl import first_error
 from genrm.methods.config import MethodConfig, options_with_tau
 from genrm.methods.registry import DEFAULT_METHOD, make_method
+from genrm.settings_model import field_default, field_help, validated, validated_env
 
 #: The environment variable each setting is read from by TRL's reward functions.
 ENVIRONMENT = {"method": "GENRM_METHOD", "method_options": "GENRM_METHOD_OPTIONS", "exposure": "GENRM_EXPOSURE",
@@ -69,32 +69,20 @@ class RewardSettings(BaseModel):
 
 def default(name: str) -> Any:
     """The default of the setting ``name`` (for an entry point that declares its own parameter of that name)."""
-    info = RewardSettings.model_fields[name]
-    return info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
+    return field_default(RewardSettings, name)
 
 
 def describe(name: str) -> str:
     """The help text of the setting ``name``."""
-    return RewardSettings.model_fields[name].description or name
+    return field_help(RewardSettings, name)
 
 
 def reward_settings(values: Mapping[str, Any], where: str = "") -> RewardSettings:
     """``values`` validated (None values left to their defaults); raises ValueError with one line naming the setting
     (``where`` says how it was given, e.g. ``verl's reward kwargs``)."""
-    given = {name: value for name, value in values.items() if value is not None}
-    try:
-        return RewardSettings.model_validate(given)
-    except ValidationError as exc:
-        problem = first_error(exc, "settings")
-        raise ValueError(f"{where}: {problem}" if where else problem) from None
+    return validated(RewardSettings, values, where)
 
 
 def reward_settings_from_env(environ: Mapping[str, str]) -> RewardSettings:
     """The settings TRL's reward functions read (:data:`ENVIRONMENT`); raises ValueError naming the variable."""
-    given = {name: environ[variable] for name, variable in ENVIRONMENT.items() if variable in environ}
-    try:
-        return RewardSettings.model_validate(given)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        variable = ENVIRONMENT.get(str(error["loc"][0]) if error["loc"] else "", "GENRM_*")
-        raise ValueError(f"{variable}: {error['msg'].removeprefix('Value error, ')}") from None
+    return validated_env(RewardSettings, environ, ENVIRONMENT)
