@@ -83,7 +83,7 @@ def _toy_engine(spec, options):
 def test_a_new_backend_is_one_row_parsed_built_and_named_everywhere(monkeypatch):
     import argparse
 
-    from genrm.cli.data import judge_backend_options, judge_spec_from_args
+    from genrm.cli.judging import judge_backend_options, judge_spec_from_args
     from genrm.engine.backends import BACKENDS, Backend
     from genrm.engine.spec import EngineOptions
     from serving.settings import ServerSettings

@@ -89,7 +89,7 @@ def test_a_judge_in_process_is_shown_the_image_within_its_budget(tmp_path):
 def test_the_budget_reaches_the_engine_from_the_command_line_and_the_server_settings(capsys):
     import argparse
 
-    from genrm.cli.data import judge_backend_options
+    from genrm.cli.judging import judge_backend_options
     from serving.settings import ServerSettings
 
     parser = argparse.ArgumentParser()

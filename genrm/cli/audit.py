@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import DEVICES
-from genrm.cli.data import (
+from genrm.choices import DEFAULT_CONCURRENCY, DEVICES
+from genrm.cli.judging import (
     answer_format_option,
     concurrency_option,
     grounding_option,
@@ -26,6 +26,7 @@ from genrm.cli.data import (
     judge_from_args,
 )
 from genrm.cli.lists import ListValues
+from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 
 
@@ -178,7 +179,7 @@ def _cmd_captions(args: argparse.Namespace) -> int:
 
 def _audit_responses(args: argparse.Namespace, path: str, stem: str, command: str) -> int:
     """The response audit of a method other than the rubric one (:mod:`genrm.evaluation.response_audit`)."""
-    from genrm.cli.data import nothing_judged, read_model_lines, run_judged, write_report
+    from genrm.cli.judging import nothing_judged, read_model_lines, run_judged, write_report
     from genrm.evaluation.response_audit import audit_plan, parse_settings, run_response_audit
     from genrm.methods import make_method
 
@@ -213,7 +214,7 @@ def _response_audit_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_mine(args: argparse.Namespace) -> int:
-    from genrm.cli.data import write_report
+    from genrm.cli.judging import write_report
     from genrm.evaluation.mining import mine_records
 
     try:
@@ -255,7 +256,8 @@ def register(sub: Any) -> None:
     build.add_argument("--checker", action="append", metavar="SPEC", help="quality-control model; repeat for several")
     build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
     build.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
-    build.add_argument("--concurrency", type=int, default=8, help="candidates generated at once (default: 8)")
+    build.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
+                       help=f"candidates generated at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
     build.add_argument("--master-key-inputs", type=int, default=2, metavar="N",
                        help="inputs each master key is tried on, alone and around a wrong response (default: 2; 0 "
                        "leaves them out)")  # fmt: skip

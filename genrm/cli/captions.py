@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from genrm.choices import BLIND_RANKING, CAPTION_QA, JUDGED_CAPTION_METRICS, REFERENCE_METRICS
-from genrm.cli.data import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
+from genrm.cli.judging import judge_backend_options, nothing_judged, read_model_lines, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
 from genrm.cli.settings import json_object

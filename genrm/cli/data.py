@@ -19,22 +19,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import (
-    DEFAULT_SCORING_FORMAT,
+    DEFAULT_CONCURRENCY,
     DEVICES,
     EXPOSURES,
-    GROUNDINGS,
-    SCORING_FORMATS,
     SYNTHETIC_FAMILIES,
+)
+from genrm.cli.judging import (
+    answer_format_option,
+    concurrency_option,
+    grounding_option,
+    input_folder,
+    judge_backend_options,
+    judge_from_args,
+    read_model_lines,
 )
 from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
-from genrm.engine.backends import DEFAULT_BACKEND, backend_names, spec_forms
 from genrm.engine.blocking import run_blocking
-from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 
 if TYPE_CHECKING:
-    from genrm.engine import Judge, JudgeSpec
+    pass
 
 
 def _read(path: str) -> Any:
@@ -144,76 +149,6 @@ def _cmd_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def answer_format_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_SCORING_FORMAT) -> None:
-    """Add ``--answer-format`` (the version of a rubric judge's answer format it is asked for and trained on)."""
-    parser.add_argument("--answer-format", choices=SCORING_FORMATS, default=default,
-                        help="the rubric judge's format: compact (items by position), rlr3 (each copies its criterion "
-                        "first; for a judge trained on it) or brief (compact under a short system prompt, for small "
-                        f"judges trained from scratch); default: {DEFAULT_SCORING_FORMAT}")  # fmt: skip
-
-
-def grounding_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--grounding`` (what of a model judge's answers is checked against the response)."""
-    parser.add_argument("--grounding", choices=GROUNDINGS, default="on",
-                        help="on (default): a model judge's values count only where the response states them, and "
-                        "under the evidence format a fuzzy credit only with a quote of it; values: the values alone; "
-                        "off: nothing is checked, which measures what grounding changes (docs/rubric.md)")  # fmt: skip
-
-
-def method_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--method NAME`` and ``--method-options JSON`` (the reward method and its own settings)."""
-    from genrm.cli.settings import json_object
-    from genrm.methods import DEFAULT_METHOD, method_names
-
-    parser.add_argument("--method", default=DEFAULT_METHOD, choices=method_names(),
-                        help=f"the reward method (default: {DEFAULT_METHOD})")  # fmt: skip
-    parser.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
-                        help="settings of the reward method itself, as a JSON object")  # fmt: skip
-
-
-def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
-    """The judge the options of :func:`judge_backend_options` name: ``--judge SPEC``, or the spelled-out
-    ``--backend``/``--model``/``--url``. Raises ValueError saying what is missing or contradicts."""
-    from genrm.engine import JudgeSpec
-
-    if args.judge is not None:
-        if args.backend is not None or args.model or args.url:
-            raise ValueError("--judge names the judge already; drop --backend, --model and --url")
-        return JudgeSpec.parse(args.judge)
-    return JudgeSpec.spelled_out(
-        args.backend or DEFAULT_BACKEND, args.model, args.url or (),
-        "--model (a checkpoint path, or the served model's name)", "--url BASE_URL (ending in /v1)",
-        "--backend",
-    )  # fmt: skip
-
-
-def judge_from_args(
-    args: argparse.Namespace, data_file: str | None = None, parse_retries: int = 0, method: Any = None
-) -> Judge:
-    """The judge the options of :func:`judge_backend_options` name (checked against ``method`` when given, which
-    makes ``scripted`` the method's scripted judge); ValueError says what is missing or cannot judge.
-
-    ``parse_retries``: how often a model judge is asked again for an answer it could not read (0 for evaluation, so
-    the tables measure a judge's first answers). A judge run in process reads image paths relative to
-    ``data_file``'s folder.
-    """
-    import os
-
-    from genrm.engine import EngineOptions, SamplingSettings, make_judge
-    from genrm.methods import method_judge
-
-    key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    options = EngineOptions(
-        SamplingSettings(max_tokens=args.max_tokens), constrained=not args.unconstrained, api_key=key,
-        device=args.device, image_dir=input_folder(data_file), image_budget=args.judge_image_pixels or None,
-        max_batch_size=args.max_batch_size,
-    )  # fmt: skip
-    spec = judge_spec_from_args(args)
-    if method is not None:
-        return method_judge(method, spec, options, parse_retries)
-    return make_judge(spec, options, parse_retries)
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.methods.rubric.evaluation.reliability import evaluate
     from genrm.methods.rubric.judges import rubric_judge
@@ -249,75 +184,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def input_folder(path: str | None) -> str | None:
-    """The folder of an input file, which its image paths are read from (None for standard input)."""
-    return str(Path(path).parent) if path and path != "-" else None
-
-
 def _teachers(args: argparse.Namespace) -> list[Any]:
     from genrm.methods.rubric.teachers import teacher_engine
 
     folder = input_folder(args.input)
     return [teacher_engine(spec, args.api_key_env, device=args.device, image_dir=folder) for spec in args.teacher]
-
-
-def run_judged(
-    command: str, args: argparse.Namespace, data_file: str, work: Any, method: Any = None
-) -> tuple[Any, int]:
-    """Open the judge the options name (checked against ``method`` when given), run ``work(judge)``, close the judge.
-
-    Returns ``(result, 0)``, or ``(None, code)`` after saying why on standard error: 2 for a setting or an input that
-    is refused (a ValueError), 1 when the judge cannot be reached at all. ``command`` names the command in messages.
-    """
-    from genrm.engine import BackendUnavailable, run_blocking
-
-    try:
-        judge = judge_from_args(args, data_file, method=method)
-    except ValueError as exc:
-        print(f"genrm {command}: error: {exc}", file=sys.stderr)
-        return None, 2
-    try:
-        return work(judge), 0
-    except ValueError as exc:
-        print(f"genrm {command}: error: {exc}", file=sys.stderr)
-        return None, 2
-    except BackendUnavailable as exc:
-        print(f"genrm {command}: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
-        return None, 1
-    finally:
-        run_blocking(judge.aclose())
-
-
-def nothing_judged(command: str, judged: int, asked: int, reason: str | None) -> int:
-    """The exit code of an evaluation after its report is out: 0 when at least one of ``asked`` judgements was read,
-    else 1, having said so on standard error (with the most frequent ``reason`` a judgement failed)."""
-    if judged > 0:
-        return 0
-    why = f"; the most frequent reason: {reason}" if reason else ""
-    print(f"genrm {command}: nothing could be judged ({asked} asked, 0 read){why}", file=sys.stderr)
-    return 1
-
-
-def write_report(directory: str, stem: str, markdown: str, json_text: str) -> None:
-    """Write ``STEM.md`` and ``STEM.json`` into ``directory`` (made if missing) and say so."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.md").write_text(markdown + "\n", encoding="utf-8")
-    (out / f"{stem}.json").write_text(json_text + "\n", encoding="utf-8")
-    print(f"\nwrote {out / (stem + '.md')} and {out / (stem + '.json')}")
-
-
-def read_model_lines(path: str, model: Any, command: str = "data") -> list[Any] | None:
-    """Every line of a JSONL file as ``model``; None (after saying which line and why, as ``genrm COMMAND``) when one
-    is invalid."""
-    from genrm.jsonl import read_models
-
-    try:
-        with open(path, encoding="utf-8") as source:
-            return read_models(source, model, path)
-    except ValueError as exc:
-        print(f"genrm {command}: {exc}", file=sys.stderr)
-        return None
 
 
 def _run_or_exit(coroutine: Any) -> Any:
@@ -485,51 +356,9 @@ def _teacher_options(parser: argparse.ArgumentParser) -> None:
                         "repeat for several")  # fmt: skip
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the teachers' API key")
     parser.add_argument("--device", choices=DEVICES, default="auto", help="for local teachers")
-    parser.add_argument("--concurrency", type=int, default=8, help="inputs worked on at once (default: 8)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-
-
-def _pixels(text: str) -> int:
-    from genrm.engine.images import image_budget
-
-    try:
-        return image_budget(text, "--judge-image-pixels") or 0
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--judge-image-pixels must be ")) from None
-
-
-def concurrency_option(parser: argparse.ArgumentParser) -> None:
-    """``--concurrency N``: the example groups judged at once (their requests share the judge's batches)."""
-    from genrm.choices import DEFAULT_CONCURRENCY
-
     parser.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
-                        help=f"inputs judged at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
-
-
-def judge_backend_options(parser: argparse.ArgumentParser) -> None:
-    """The options that name a judge: ``--judge SPEC``, or ``--backend`` and what it needs (read by
-    :func:`judge_from_args`)."""
-    parser.add_argument(
-        "--judge", metavar="SPEC",
-        help=f"the judge: {spec_forms()} (default: rule); or spell it out with --backend, --model, --url",
-    )  # fmt: skip
-    checkpoint, served = ", ".join(backend_names("checkpoint")), ", ".join(backend_names("served"))
-    parser.add_argument("--backend", choices=backend_names(), help="the judge backend (default: rule)")
-    parser.add_argument("--model", help=f"checkpoint path ({checkpoint}) or served model name ({served})")
-    parser.add_argument("--url", action="append", metavar="BASE_URL",
-                        help=f"OpenAI-compatible base URL ending in /v1 ({served}); repeat for replicas")  # fmt: skip
-    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    parser.add_argument("--device", choices=DEVICES, default="auto")
-    parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
-    parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
-    parser.add_argument("--max-batch-size", type=positive_int, default=16, metavar="N",
-                        help="most prompts decoded together by a judge in process (transformers; default: 16; "
-                        "raise it on a GPU)")  # fmt: skip
-    parser.add_argument(
-        "--judge-image-pixels", type=_pixels, default=DEFAULT_IMAGE_BUDGET, metavar="PIXELS",
-        help=f"most pixels of an image the judge is shown: larger ones are scaled down to it (default: "
-        f"{DEFAULT_IMAGE_BUDGET}, 1280 tokens of 28 x 28 pixels; 0: every image at its own size)",
-    )  # fmt: skip
+                        help=f"inputs worked on at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def register(sub: Any) -> None:
@@ -664,7 +493,8 @@ def register(sub: Any) -> None:
                     help="captioners that must support a criterion (default: half of them, rounded up)")  # fmt: skip
     cr.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     cr.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
-    cr.add_argument("--concurrency", type=int, default=8, help="images worked on at once (default: 8)")
+    cr.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
+                    help=f"images worked on at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
     cr.add_argument("--report", metavar="OUT.json", type=output_file, help="also write the report as JSON")
     cr.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     cr.set_defaults(handler=_cmd_caption_rubrics)

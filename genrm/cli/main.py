@@ -98,7 +98,7 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
 def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
-    from genrm.cli.data import judge_from_args
+    from genrm.cli.judging import judge_from_args
     from genrm.engine import BackendUnavailable, run_blocking
     from genrm.methods import MethodConfig
     from genrm.methods.score_file import score_file
@@ -200,7 +200,7 @@ def make_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_cmd_verifiers)
 
     from genrm.choices import EXPOSURES
-    from genrm.cli.data import judge_backend_options, method_options
+    from genrm.cli.judging import judge_backend_options, method_options
 
     score = sub.add_parser(
         "score",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.choices import BENCHMARK_TASKS, IMAGE_CONDITIONS, PAIR_PROMPT_MODES
-from genrm.cli.data import judge_backend_options, nothing_judged, run_judged, write_report
+from genrm.cli.judging import judge_backend_options, nothing_judged, run_judged, write_report
 from genrm.cli.lists import ListValues
 from genrm.cli.paths import input_file, output_dir
 from genrm.cli.recipes import read_recipe, recipe_parser
