@@ -21,7 +21,8 @@ What it does, every step a ``genrm`` command a user can run by hand:
    ``genrm data hard``; ``--rlvr-prompts all``: the whole split), and
    the audit's loop as a user runs it: the SFT judge continued for ``--loop-steps`` at ``--loop-lr`` on the split
    with the negatives, and, as the control (the same extra steps, no negatives), on the train split alone;
-3. the reliability table (``genrm eval``, free decoding: what the model learned) of base, SFT and RLVR on the test
+3. the reliability table (``genrm eval``, free decoding by default: what the model learned; ``--decoding constrained``
+   under the answer's grammar, as a served judge decodes) of base, SFT and RLVR on the test
    split and on the held-out families, mean and spread (population standard deviation) over the seeds; the SFT
    checkpoints' criterion-level accuracy on the test split against steps (the learning curve); the master-key false
    positives (share of the held-out keys' responses given any undeserved credit, ``genrm audit run`` on those
@@ -117,10 +118,11 @@ def _table(
     grounding: str = "on",
 ) -> dict[str, float | None]:
     """The reliability table (percent per measure) of ``model`` on the first ``limit`` examples of ``data`` (default
-    ``--eval-limit``; 0: all), decoded freely, its answers checked against the responses as ``grounding`` says
+    ``--eval-limit``; 0: all), decoded as ``--decoding`` says, its answers checked against the responses as
+    ``grounding`` says
     (``genrm eval --grounding``); what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
-               "--unconstrained", "--answer-format", args.answer_format, "--json", str(out), "-q",
+               *_decoding(args), "--answer-format", args.answer_format, "--json", str(out), "-q",
                *_batching(args), "--grounding", grounding]  # fmt: skip
     limit = args.eval_limit if limit is None else limit
     command += ["--limit", str(limit)] if limit else []
@@ -149,6 +151,12 @@ def _batching(args: argparse.Namespace) -> list[str]:
     return ["--max-batch-size", str(args.eval_batch), "--concurrency", str(args.eval_batch)]
 
 
+def _decoding(args: argparse.Namespace) -> list[str]:
+    """The evaluation's decoding option: free (what the judge writes on its own), or constrained to the answer's
+    grammar (a served judge's: under the evidence format, quotes only of the response)."""
+    return ["--unconstrained"] if args.decoding == "free" else []
+
+
 def _lines(path: Path) -> int:
     return len(read_jsonl_lines(path))
 
@@ -161,7 +169,7 @@ def _master_key_fp(
     whose answers do not read pays nothing: the count says whether a low share means anything), and how many of its
     values and quotes were not in the response (``genrm audit run --grounding``: paid anyway under ``off``)."""
     _run(["audit", "run", str(audit), "-o", str(out), "--backend", "transformers", "--model", model, "--device",
-          args.device, "--settings", "default", "--max-tokens", "400", "--unconstrained", "--answer-format",
+          args.device, "--settings", "default", "--max-tokens", "400", *_decoding(args), "--answer-format",
           args.answer_format, "-q", *_batching(args), "--grounding", grounding])  # fmt: skip
     (setting,) = json.loads((out / "audit.json").read_text())["settings"]
     rows = [row for row in setting["master_keys"] if row["category"] in args.held_out_keys]
@@ -473,8 +481,8 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
     lines = [
         f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
         f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
-        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, device {args.device}; "
-        "percent, mean ± spread over seeds",
+        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, {args.decoding} "
+        f"decoding, device {args.device}; percent, mean ± spread over seeds",
         "",
     ]
     for split in SPLITS:
@@ -662,6 +670,9 @@ def main() -> int:
     parser.add_argument("--seed-only", action="store_true", help=argparse.SUPPRESS)  # a seed's process: no report
     parser.add_argument("--curve-points", type=int, default=10, help="SFT checkpoints on the learning curve (10)")
     parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
+    parser.add_argument("--decoding", choices=["free", "constrained"], default="free",
+                        help="evaluations decode freely (what the judge writes on its own), or under the answer's "
+                        "grammar, as a served judge does (evidence quotes only of the response)")  # fmt: skip
     parser.add_argument(
         "--answer-format",
         choices=SCORING_FORMATS,

@@ -91,6 +91,10 @@ def pick_dtype(dtype: Dtype, device: str) -> torch.dtype:
     return getattr(torch, dtype)
 
 
+#: The most memory the compiled grammars kept for reuse may take (XGrammar's cache drops the least recent beyond).
+GRAMMAR_CACHE_BYTES = 256 * 2**20
+
+
 @dataclass
 class _Grammars:
     """XGrammar's compiler for one tokenizer; None where XGrammar is not installed."""
@@ -111,7 +115,8 @@ def _grammar_compiler(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> _G
     info = xgrammar.TokenizerInfo.from_huggingface(
         tokenizer, vocab_size=vocab_size, stop_token_ids=[int(tokenizer.eos_token_id)]
     )
-    return _Grammars(xgrammar.GrammarCompiler(info, max_threads=2))
+    # Bounded: every rubric (and, for quotes, every response) has its own grammar, and a server runs for days.
+    return _Grammars(xgrammar.GrammarCompiler(info, max_threads=2, cache_limit_bytes=GRAMMAR_CACHE_BYTES))
 
 
 class LocalGenerator:
