@@ -31,6 +31,8 @@ from serving.images import ImagePolicy
 from serving.launcher import LAUNCHES, SGLangLaunch, VLLMLaunch
 from verifiers import VerifyConfig
 
+#: The engine's own defaults, which the judge settings take (declared once, in genrm.engine.spec.EngineOptions).
+_ENGINE = EngineOptions()
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 #: Settings' names from when SGLang was the only server launched, still read (YAML, environment, arguments).
 _OLDER_NAMES = {"sglang_port": "engine_port", "sglang_args": "engine_args", "sglang_command": "engine_command"}
@@ -105,17 +107,23 @@ class ServerSettings(BaseSettings, RewardSettings):
     judge_urls: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1), replicas")
     judge_model: str | None = Field(None, description="model name sent to the judge endpoint")
     judge_api_key: SecretStr | None = Field(None, description="bearer token of the judge endpoint")
-    judge_max_tokens: int = Field(1024, gt=0, description="output token budget of one judgement")
-    judge_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    judge_top_p: float = Field(1.0, gt=0.0, le=1.0)
-    judge_timeout_s: float = Field(120.0, gt=0.0, description="time limit of one HTTP attempt of a judge call, s")
+    judge_max_tokens: int = Field(
+        _ENGINE.sampling.max_tokens, gt=0, description="output token budget of one judgement"
+    )
+    judge_temperature: float = Field(_ENGINE.sampling.temperature, ge=0.0, le=2.0)
+    judge_top_p: float = Field(_ENGINE.sampling.top_p, gt=0.0, le=1.0)
+    judge_timeout_s: float = Field(
+        _ENGINE.timeout_s, gt=0.0, description="time limit of one HTTP attempt of a judge call, s"
+    )
     judge_budget_s: float = Field(
         180.0, gt=0.0,
         description="time limit of one judge call over all its attempts and backoffs, s: a judge that hangs is "
         "answered 503 within it",
     )  # fmt: skip
-    judge_retries: int = Field(2, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
-    judge_max_in_flight: int = Field(64, gt=0, description="judge calls in flight, all requests together")
+    judge_retries: int = Field(_ENGINE.retries, ge=0, description="retries of a judge call on time-outs, 429 and 5xx")
+    judge_max_in_flight: int = Field(
+        _ENGINE.max_in_flight, gt=0, description="judge calls in flight, all requests together"
+    )
     constrained_decoding: bool = Field(True, description="send the rubric's JSON schema as response_format")
     launch: bool = Field(
         False,
@@ -203,8 +211,12 @@ class ServerSettings(BaseSettings, RewardSettings):
         description="most bytes of a /v1/score answer per byte of its request (at least 256 KiB): past it the answer "
         "holds every reward without records, and says so",
     )  # fmt: skip
-    max_batch_size: int = Field(16, gt=0, le=1024, description="transformers backend: most prompts in one batch")
-    batch_wait_ms: float = Field(5.0, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch")
+    max_batch_size: int = Field(
+        _ENGINE.max_batch_size, gt=0, le=1024, description="transformers backend: most prompts in one batch"
+    )
+    batch_wait_ms: float = Field(
+        _ENGINE.batch_wait_s * 1000, ge=0.0, le=1000.0, description="transformers backend: wait to fill a batch"
+    )
     header_timeout_s: float = Field(
         10.0, gt=0.0, le=600.0,
         description="most seconds a request's head (request line and headers) may take to arrive, from the "

@@ -13,6 +13,10 @@ from genrm.choices import DEFAULT_CONCURRENCY, DEFAULT_SCORING_FORMAT, DEVICES, 
 from genrm.cli.numbers import positive_int
 from genrm.engine.backends import DEFAULT_BACKEND, backend_names, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
+from genrm.engine.spec import EngineOptions
+
+#: The engine's own defaults, which the judge options take.
+_ENGINE = EngineOptions()
 
 if TYPE_CHECKING:
     from genrm.engine import Judge, JudgeSpec
@@ -182,11 +186,12 @@ def judge_backend_options(parser: argparse.ArgumentParser) -> None:
                         help=f"OpenAI-compatible base URL ending in /v1 ({served}); repeat for replicas")  # fmt: skip
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--device", choices=DEVICES, default="auto")
-    parser.add_argument("--max-tokens", type=int, default=1024, help="output token budget per answer")
+    parser.add_argument("--max-tokens", type=positive_int, default=_ENGINE.sampling.max_tokens,
+                        help="output token budget per answer (default: %(default)s)")  # fmt: skip
     parser.add_argument("--unconstrained", action="store_true", help="no grammar-constrained decoding")
-    parser.add_argument("--max-batch-size", type=positive_int, default=16, metavar="N",
-                        help="most prompts decoded together by a judge in process (transformers; default: 16; "
-                        "raise it on a GPU)")  # fmt: skip
+    parser.add_argument("--max-batch-size", type=positive_int, default=_ENGINE.max_batch_size, metavar="N",
+                        help="most prompts decoded together by a judge in process (transformers; default: "
+                        "%(default)s; raise it on a GPU)")  # fmt: skip
     parser.add_argument(
         "--judge-image-pixels", type=_pixels, default=DEFAULT_IMAGE_BUDGET, metavar="PIXELS",
         help=f"most pixels of an image the judge is shown: larger ones are scaled down to it (default: "
