@@ -133,7 +133,7 @@ def _ebnf(schema_json: str, portable: bool) -> str:
     grammar = _STRING_CHARACTERS.sub(lambda _: _JSON_STRING_CHARACTERS[portable], grammar)
     rules = []
     for index, text in enumerate(texts):
-        name, slot = f"genrm_quote_{index}", f'"\\"{_SLOT.format(index)}\\""'
+        name, slot = f"q{index}", f'"\\"{_SLOT.format(index)}\\""'
         if slot not in grammar:  # XGrammar wrote the constant otherwise: the answer would be held to the slot's name
             raise ValueError(f"the answer grammar has no {slot} to put a quote's rules in")
         grammar = grammar.replace(slot, f'"\\"" {name} "\\""')
