@@ -38,17 +38,6 @@ def grounding_option(parser: argparse.ArgumentParser) -> None:
                         "off: nothing is checked, which measures what grounding changes (docs/rubric.md)")  # fmt: skip
 
 
-def method_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--method NAME`` and ``--method-options JSON`` (the reward method and its own settings)."""
-    from genrm.cli.settings import json_object
-    from genrm.methods import DEFAULT_METHOD, method_names
-
-    parser.add_argument("--method", default=DEFAULT_METHOD, choices=method_names(),
-                        help=f"the reward method (default: {DEFAULT_METHOD})")  # fmt: skip
-    parser.add_argument("--method-options", type=json_object, default={}, metavar="JSON",
-                        help="settings of the reward method itself, as a JSON object")  # fmt: skip
-
-
 def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     """The judge the options of :func:`judge_backend_options` name: ``--judge SPEC``, or the spelled-out
     ``--backend``/``--model``/``--url``. Raises ValueError saying what is missing or contradicts."""

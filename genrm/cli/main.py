@@ -22,7 +22,6 @@ import sys
 from collections.abc import Sequence
 
 from genrm import __version__
-from genrm.choices import DEFAULT_TAU
 from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int, share
 from genrm.cli.paths import input_file, output_dir, output_file
@@ -99,17 +98,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
     import contextlib
 
     from genrm.cli.judging import judge_from_args
+    from genrm.cli.settings import given_settings
     from genrm.engine import BackendUnavailable, run_blocking
     from genrm.methods import MethodConfig
     from genrm.methods.score_file import score_file
-    from genrm.methods.settings import reward_settings
+    from genrm.methods.settings import RewardSettings, reward_settings
     from verifiers import VerifyConfig
 
     try:
-        config = MethodConfig(exposure=args.exposure, check_format=not args.no_format_check,
+        settings = reward_settings(given_settings(args, list(RewardSettings.model_fields)))
+        config = MethodConfig(exposure=settings.exposure, check_format=not args.no_format_check,
                               verify=VerifyConfig(deadline_s=args.deadline))  # fmt: skip
-        settings = {"method": args.method, "method_options": args.method_options, "tau": args.tau}
-        method = reward_settings(settings).make(config)
+        method = settings.make(config)
     except ValueError as exc:
         print(f"genrm score: {exc}", file=sys.stderr)
         return 2
@@ -199,8 +199,9 @@ def make_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
 
-    from genrm.choices import EXPOSURES
-    from genrm.cli.judging import judge_backend_options, method_options
+    from genrm.cli.judging import judge_backend_options
+    from genrm.cli.settings import add_settings_options
+    from genrm.methods.settings import RewardSettings
 
     score = sub.add_parser(
         "score",
@@ -214,14 +215,8 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "-o", "--output", default="-", metavar="OUTPUT.jsonl", type=output_file, help="default: standard output"
     )
-    method_options(score)
+    add_settings_options(score, RewardSettings)  # --method, --method-options, --exposure, --tau: declared once
     judge_backend_options(score)
-    score.add_argument("--tau", type=float,
-                       help=f"the rubric method's remapping threshold in (0, 1) (default: {DEFAULT_TAU})")  # fmt: skip
-    score.add_argument(
-        "--exposure", choices=EXPOSURES, default="minimal",
-        help="what a model judge sees of the rubric (default: minimal)",
-    )  # fmt: skip
     score.add_argument("--no-format-check", action="store_true", help="turn off the repetition/language mask")
     score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
     score.add_argument("--min-judged", type=share, default=None, metavar="SHARE",

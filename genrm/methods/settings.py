@@ -37,7 +37,7 @@ class RewardSettings(BaseModel):
     method_options: dict[str, Any] = Field(
         default_factory=dict, description="settings of the reward method itself, a JSON object (see its documentation)"
     )
-    exposure: Exposure = Field("minimal", description="what a model judge sees of the targets (minimal by default)")
+    exposure: Exposure = Field("minimal", description="what a model judge sees of the targets")
     tau: float | None = Field(
         None, gt=0.0, lt=1.0, description=f"the rubric method's remapping threshold (default: {DEFAULT_TAU})"
     )
