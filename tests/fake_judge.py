@@ -78,11 +78,13 @@ def judge_answer(user: str, copy_criteria: bool = False, quote: bool = False) ->
                 credit: object = f"{name}({keywords})"
             else:
                 credit = 1 if item["reference"].lower() in response.lower() else 0
-            copied = {"criterion": item["criterion"]} if copy_criteria else {}
+            # the keys in the schema's order: criterion (copied), rationale, quote (evidence), credit
+            written: dict = {"criterion": item["criterion"]} if copy_criteria else {}
+            written["rationale"] = "read it"
             if quote and "tool" not in item:
                 start = response.lower().find(item["reference"].lower())
-                copied["quote"] = response[start : start + len(item["reference"])] if credit else ""
-            output[section].append({**copied, "rationale": "read it", "credit": credit})
+                written["quote"] = response[start : start + len(item["reference"])] if credit else ""
+            output[section].append({**written, "credit": credit})
     return json.dumps(output, ensure_ascii=False)  # a decoder writes the characters, not \u escapes
 
 
