@@ -100,7 +100,7 @@ def _train(args: list[str], folder: Path, train_file: Path) -> None:
     ``--inputs`` changes it under the same name) finished there. Both are saved beside the model once it is trained,
     so a study stopped after a stage goes on from it (a model is minutes to tens of minutes of CPU)."""
     done = folder / "study_command.json"
-    record = {"command": args, "train_file_sha256": hashlib.sha256(train_file.read_bytes()).hexdigest()}
+    record = _train_record(args, train_file)
     if done.exists() and json.loads(done.read_text()) == record and (folder / "log_history.json").exists():
         print(f"{folder}: kept from an earlier run of the same command on the same data")
         return
@@ -442,6 +442,17 @@ def _seeds_side_by_side(args: argparse.Namespace, deadline: float | None) -> dic
             process.wait()
             log.close()
     return dict(sorted(results.items()))
+
+
+def _train_record(args: list[str], train_file: Path) -> dict[str, Any]:
+    """What makes a trained stage the same: its command (paths inside the project relative to it, so that a copy of
+    the project in another folder keeps the stage), the train file's content and the recipe's."""
+    record = {"command": [_relative(arg) for arg in args],
+              "train_file_sha256": hashlib.sha256(train_file.read_bytes()).hexdigest()}  # fmt: skip
+    if "--config" in args:
+        recipe = Path(args[args.index("--config") + 1])
+        record["recipe_sha256"] = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    return record
 
 
 def _relative(value: Any) -> Any:
