@@ -12,13 +12,7 @@ from xgrammar.testing import _get_matcher_from_grammar, _is_grammar_accept_strin
 
 from genrm.choices import SCORING_FORMATS  # noqa: E402
 from genrm.engine import ChatPrompt, ChatRequest, JudgeSpec, make_engine  # noqa: E402
-from genrm.engine.answer_grammar import (  # noqa: E402
-    GRAMMAR_OPTIONS,
-    MAX_QUOTED_TEXT_CHARS,
-    QUOTE_OF,
-    answer_ebnf,
-    answer_text,
-)
+from genrm.engine.answer_grammar import GRAMMAR_OPTIONS, answer_ebnf, answer_text  # noqa: E402
 from genrm.engine.endpoint import ChatEndpoint  # noqa: E402
 from genrm.engine.http import HttpEngine  # noqa: E402
 from genrm.methods.answer_json import extract_json_object  # noqa: E402
@@ -37,10 +31,7 @@ def test_every_training_answer_is_admitted_by_the_grammar_the_judge_decodes_unde
     for example in examples:
         for exposure in ("minimal", "no_verifier"):
             answer = sft_record(example, exposure, answer_format)["completion"][0]["content"]
-            # with its response: under the evidence format, the quotes are held to it
-            schema = scoring_json_schema(
-                example.plans(exposure), answer_format=answer_format, response=example.response
-            )
+            schema = scoring_json_schema(example.plans(exposure), answer_format=answer_format)
             # the grammar a judge decodes under, served and in process
             grammar = xgrammar.Grammar.from_ebnf(answer_ebnf(schema))
             assert _is_grammar_accept_string(grammar, answer), answer
@@ -97,61 +88,3 @@ def test_vllm_is_sent_the_answer_grammar_and_an_openai_endpoint_the_schema():
         {"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]})}  # fmt: skip
     plain = _sent("openai:judge@http://judge/v1")
     assert "structured_outputs" not in plain and plain["response_format"]["type"] == "json_schema"
-
-
-RESPONSE = 'Each shelf holds 8 x 2 = 16 books,\nso 6 shelves hold "96": \\boxed{96}. 解答 是 96'
-
-
-def _quote_schema(text: str) -> dict:
-    quote = {"type": "string", "maxLength": 300, QUOTE_OF: text}
-    return {"type": "object", "properties": {"quote": quote, "credit": {"enum": [0, 0.5, 1]}},
-            "required": ["quote", "credit"], "additionalProperties": False}  # fmt: skip
-
-
-@pytest.mark.parametrize("portable", [True, False])
-def test_a_quote_is_a_run_of_the_responses_words_as_written_or_nothing(portable):
-    grammar = xgrammar.Grammar.from_ebnf(answer_ebnf(_quote_schema(RESPONSE), portable))
-    admitted = ["", "8 x 2 = 16", "Each shelf holds", "16 books, so 6", "boxed{96}.", "96", "解答 是 96", ":"]
-    refused = ["8 x 2 = 17", "helf holds", "16 books,\nso", 'hold "96"', "16  books", "books so", "97", "x" * 5]
-    for quote in admitted:
-        assert _is_grammar_accept_string(grammar, answer_text({"quote": quote, "credit": 1})), quote
-    for quote in refused:
-        assert not _is_grammar_accept_string(grammar, answer_text({"quote": quote, "credit": 1})), quote
-    # a text too long to hold is a plain bounded string again, which the evidence check still looks for
-    long = answer_ebnf(_quote_schema("word " * (MAX_QUOTED_TEXT_CHARS // 5 + 1)), portable)
-    assert _is_grammar_accept_string(xgrammar.Grammar.from_ebnf(long), answer_text({"quote": "97", "credit": 1}))
-
-
-def test_an_openai_endpoint_is_sent_the_schema_without_the_quoted_text():
-    from genrm.engine.http import constraint
-
-    request = ChatRequest(ChatPrompt("s", RESPONSE), _quote_schema(RESPONSE), "answer")
-    response_format, _ = constraint("openai", request)
-    assert QUOTE_OF not in json.dumps(response_format) and "maxLength" in json.dumps(response_format)
-    _, fields = constraint("vllm", request)
-    assert '"boxed"' in fields["structured_outputs"]["grammar"]
-
-
-def test_a_judge_in_process_quotes_only_what_the_response_says(tiny_judge_dir):
-    """An untrained judge samples at random, under the evidence format's grammar: every quote it writes is a run of
-    its response (or empty), so no credit is lost to a quote miscopied."""
-    from genrm.engine.generation import LocalGenerator
-    from genrm.engine.types import SamplingSettings
-    from genrm.methods.rubric.prompts import build_scoring_prompt
-    from verifiers.provenance import find_evidence
-
-    sampling = SamplingSettings(max_tokens=768, temperature=1.0, seed=0)
-    generator = LocalGenerator.from_pretrained(str(tiny_judge_dir), device="cpu", sampling=sampling)
-    picked = [e for e in generate_examples(12, seed=5) if any(p.verifier is None for p in e.plans())][:6]
-    requests = [ChatRequest(build_scoring_prompt(e.prompt, e.plans(), e.response, answer_format="evidence"),
-                            scoring_json_schema(e.plans(), answer_format="evidence", response=e.response))
-                for e in picked]  # fmt: skip
-    quotes = []
-    for example, reply in zip(picked, generator.generate(requests), strict=True):
-        assert reply.finished, reply.text
-        answer = json.loads(reply.text)
-        for item in answer["essential"] + answer["additional"]:
-            if "quote" in item:
-                quotes.append(item["quote"])
-                assert "not in the response" not in (find_evidence(item["quote"], example.response) or ""), item
-    assert len(quotes) >= 6 and any(quotes)

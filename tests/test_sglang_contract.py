@@ -55,16 +55,6 @@ def _wrong(answer: str) -> str:
     return json.dumps(value)
 
 
-def _wrong_quote(answer: str) -> str | None:
-    """The answer with its first quote replaced by words the response does not hold (None without a quote)."""
-    value = json.loads(answer)
-    for item in value["essential"] + value["additional"]:
-        if "quote" in item:
-            item["quote"], item["credit"] = "words the response never wrote", 1
-            return json.dumps(value, ensure_ascii=False)
-    return None
-
-
 def _cases(instances) -> list[dict]:
     # the same transport (and request body) serves the judge backends and the teachers
     endpoint = ChatEndpoint(["http://127.0.0.1:1/v1"], "judge")
@@ -78,14 +68,13 @@ def _cases(instances) -> list[dict]:
             prompt = build_scoring_prompt(instance.prompt, plans, instance.responses[0], exposure,
                                           image="data:image/png;base64,iVBORw0KGgo=",
                                           answer_format=answer_format)  # fmt: skip
-            evidence = answer_format == "evidence"
-            answer = judge_answer(prompt.user, copy_criteria=answer_format == "rlr3", quote=evidence)
-            # under the evidence format the quotes are held to the response by the grammar
-            schema = scoring_json_schema(plans, answer_format=answer_format,
-                                         response=instance.responses[0] if evidence else None)  # fmt: skip
+            answer = judge_answer(
+                prompt.user, copy_criteria=answer_format == "rlr3", quote=answer_format == "evidence"
+            )
+            schema = scoring_json_schema(plans, answer_format=answer_format)
             request = ChatRequest(prompt, schema, SCORING_SCHEMA_NAME)
             payload = endpoint.payload(prompt.messages(), sampling, *constraint("sglang", request))
-            cases.append({"payload": payload, "answer": answer, "wrong": _wrong_quote(answer) or _wrong(answer)})
+            cases.append({"payload": payload, "answer": answer, "wrong": _wrong(answer)})
         # a teacher writing a rubric: its answer is constrained to the rubric schema
         rubric_prompt = build_rubric_prompt(instance.prompt, instance.reference_answer, instance.task_type)
         rubric_constraint = constraint("sglang", ChatRequest(rubric_prompt, RUBRIC_SCHEMA, "rubric"))

@@ -26,7 +26,6 @@ from fake_judge import ServeProcess, free_port
 
 from genrm.choices import EXPOSURES, SCORING_FORMATS
 from genrm.engine import EngineOptions, JudgeSpec, SamplingSettings
-from genrm.engine.answer_grammar import QUOTE_OF
 from genrm.engine.blocking import run_blocking
 from genrm.methods import make_method, method_judge
 from genrm.methods.config import MethodConfig
@@ -34,7 +33,6 @@ from genrm.methods.rubric.judge_data import read_examples
 from genrm.methods.rubric.models import Instance
 from genrm.methods.run import score_instance
 from serving.client import RewardClient
-from verifiers.provenance import find_evidence
 
 pytestmark = pytest.mark.slow
 
@@ -121,24 +119,8 @@ def test_every_rubric_request_is_accepted_and_every_finished_answer_is_what_the_
             assert reply.error is None, reply.error  # vLLM accepted the request and its grammar
             if reply.finished:
                 finished += 1
-                answer = json.loads(reply.text)
-                jsonschema.validate(answer, request.schema)  # strict: no raw control character
-                quoted = _quoted(request.schema)
-                for item in answer["essential"] + answer["additional"]:  # evidence: quotes held to the response
-                    if item.get("quote") and quoted is not None:
-                        assert "not in the response" not in (find_evidence(item["quote"], quoted) or ""), item
+                jsonschema.validate(json.loads(reply.text), request.schema)  # strict: no raw control character
     assert finished > 0  # the grammar let the judge end its answers, not only hit the budget
-
-
-def _quoted(node) -> str | None:
-    """The response a schema's quotes are held to (None when it has none)."""
-    if isinstance(node, dict):
-        if QUOTE_OF in node:
-            return node[QUOTE_OF]
-        node = list(node.values())
-    if isinstance(node, list):
-        return next((text for text in map(_quoted, node) if text is not None), None)
-    return None
 
 
 def _synthetic_instances(count: int) -> list[Instance]:

@@ -115,7 +115,7 @@ def _grammar_compiler(tokenizer: PreTrainedTokenizerBase, vocab_size: int) -> _G
     info = xgrammar.TokenizerInfo.from_huggingface(
         tokenizer, vocab_size=vocab_size, stop_token_ids=[int(tokenizer.eos_token_id)]
     )
-    # Bounded: every rubric (and, for quotes, every response) has its own grammar, and a server runs for days.
+    # Bounded: every rubric has its own grammar, and a server runs for days.
     return _Grammars(xgrammar.GrammarCompiler(info, max_threads=2, cache_limit_bytes=GRAMMAR_CACHE_BYTES))
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.engine import backends
-from genrm.engine.answer_grammar import answer_ebnf, plain_schema, require_xgrammar
+from genrm.engine.answer_grammar import answer_ebnf, require_xgrammar
 from genrm.engine.endpoint import CallFailed, ChatEndpoint
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET, ImageError, is_data_uri, sendable_image
 from genrm.engine.types import ChatRequest, Reply, SamplingSettings, UsageCallback
@@ -42,8 +42,7 @@ def response_format(request: ChatRequest) -> dict[str, Any] | None:
     """The OpenAI ``response_format`` that constrains ``request``'s answer to its schema (None without one)."""
     if request.schema is None:
         return None
-    schema = plain_schema(request.schema)
-    return {"type": "json_schema", "json_schema": {"name": request.schema_name, "schema": schema}}
+    return {"type": "json_schema", "json_schema": {"name": request.schema_name, "schema": request.schema}}
 
 
 def constraint(backend: str, request: ChatRequest) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -13,9 +13,7 @@ Backends that constrain generation to a JSON schema (SGLang and vLLM through ``r
   criterion's verifier with literal arguments of the right shape (:func:`call_pattern`): strings single-quoted,
   without quotes or backslashes inside (what XGrammar can produce in a JSON string), numbers plain, or
   ``predict=None`` for a response that states no value;
-- under the ``evidence`` format a fuzzy item has ``quote`` (bounded) before its ``credit``; given the response, the
-  quote names it (:data:`genrm.engine.answer_grammar.QUOTE_OF`), so that a constrained judge can only quote a run
-  of the response's words (or nothing), and a credit never fails the evidence check for a quote miscopied;
+- under the ``evidence`` format a fuzzy item has ``quote`` (bounded) before its ``credit``;
 - ``thought`` and ``rationale`` have a maximum length, because output tokens are the main cost of judging. Under
   XGrammar a string with a length bound holds no escape at all (no quote, backslash or new line): fine for these
   free-text fields, and why the rubric schema of the teachers (:mod:`.teacher_rubrics`) bounds no string.
@@ -33,7 +31,6 @@ from genrm.choices import (
     copies_criterion,
     quotes_evidence,
 )
-from genrm.engine.answer_grammar import QUOTE_OF
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
 from verifiers import REGISTRY
@@ -96,9 +93,7 @@ def call_pattern(verifier: str) -> str:
     return rf"^{verifier}\({''.join(pieces)}\)$"
 
 
-def _item_schema(
-    plan: CriterionPlan, max_rationale_chars: int, answer_format: ScoringFormat, response: str | None
-) -> dict[str, Any]:
+def _item_schema(plan: CriterionPlan, max_rationale_chars: int, answer_format: ScoringFormat) -> dict[str, Any]:
     if plan.verifier is None:
         credit: dict[str, Any] = {"enum": [0, 0.5, 1]}
     else:
@@ -109,8 +104,6 @@ def _item_schema(
     properties["rationale"] = {"type": "string", "maxLength": max_rationale_chars}
     if plan.verifier is None and quotes_evidence(answer_format):
         properties["quote"] = {"type": "string", "maxLength": MAX_QUOTE_CHARS}
-        if response is not None:
-            properties["quote"][QUOTE_OF] = response
     properties["credit"] = credit
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
@@ -120,7 +113,6 @@ def scoring_json_schema(
     max_thought_chars: int = DEFAULT_MAX_THOUGHT_CHARS,
     max_rationale_chars: int = DEFAULT_MAX_RATIONALE_CHARS,
     answer_format: ScoringFormat = DEFAULT_SCORING_FORMAT,
-    response: str | None = None,
 ) -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of the judge's answer for a rubric (see the module docstring).
 
@@ -129,12 +121,11 @@ def scoring_json_schema(
         max_thought_chars: upper bound on the ``thought`` field, in characters.
         max_rationale_chars: upper bound on each ``rationale``, in characters.
         answer_format: the version of the answer format (``genrm.methods.rubric.models.ScoringFormat``).
-        response: the response judged, which the ``evidence`` format's quotes are held to (None: quotes are free).
     """
     answer_format = check_scoring_format(answer_format)
     properties: dict[str, Any] = {"thought": {"type": "string", "maxLength": max_thought_chars}}
     for section in SECTIONS:
-        items = [_item_schema(p, max_rationale_chars, answer_format, response) for p in plans if p.section == section]
+        items = [_item_schema(p, max_rationale_chars, answer_format) for p in plans if p.section == section]
         array: dict[str, Any] = {"type": "array", "minItems": len(items), "maxItems": len(items)}
         if items:
             array["prefixItems"] = items

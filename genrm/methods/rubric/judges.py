@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from genrm.choices import DEFAULT_SCORING_FORMAT, Exposure, ScoringFormat, quotes_evidence
+from genrm.choices import DEFAULT_SCORING_FORMAT, Exposure, ScoringFormat
 from genrm.engine import Engine, Judge, Reader, Reply, ask
 from genrm.engine.types import ChatRequest
 from genrm.methods.rubric.answer_extraction import AnswerSpan, final_answer_span, read_prediction
@@ -158,13 +158,7 @@ class EngineJudge:
 
     async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One judgement per response of ``request``, in order; the group's requests go to the engine together."""
-        # Under the evidence format each response's quotes are held to that response, so each has its own schema.
-        quoting = quotes_evidence(request.answer_format)
-        shared = None if quoting else scoring_json_schema(request.plans, answer_format=request.answer_format)
-
-        def schema(response: str) -> dict[str, Any]:
-            return shared or scoring_json_schema(request.plans, answer_format=request.answer_format, response=response)
-
+        schema = scoring_json_schema(request.plans, answer_format=request.answer_format)
         prompts = build_group_prompts(request.prompt, request.plans, request.responses, request.exposure,
                                       request.image, request.answer_format)  # fmt: skip
 
@@ -177,8 +171,7 @@ class EngineJudge:
             return parsed, False
 
         reader = Reader(read, lambda reason: ParsedJudgement("backend_error", reason))
-        pairs = zip(prompts, request.responses, strict=True)
-        requests = [ChatRequest(prompt, schema(response), SCORING_SCHEMA_NAME) for prompt, response in pairs]
+        requests = [ChatRequest(prompt, schema, SCORING_SCHEMA_NAME) for prompt in prompts]
         return await ask(self.engine, requests, reader, self.parse_retries)
 
     async def health(self) -> tuple[bool, str]:
