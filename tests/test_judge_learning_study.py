@@ -36,8 +36,8 @@ def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_i
             "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
     args = argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
-                              answer_format="brief", device="cpu", held_out_keys=["period"], loop_steps=4,
-                              loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+                              answer_format="brief", decoding="free", device="cpu", held_out_keys=["period"],
+                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
     report = study._report({0: seed}, args)
     assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
