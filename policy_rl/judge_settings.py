@@ -49,11 +49,7 @@ class JudgeSettings(BaseModel):
     @field_validator("judge_image_pixels", mode="before")
     @classmethod
     def _pixels(cls, value: Any) -> int:
-        # image_budget names the setting; the caller names it as it was given (a field, a variable)
-        try:
-            return image_budget(value, "it") or 0
-        except ValueError as exc:
-            raise ValueError(str(exc).removeprefix("it ")) from None
+        return image_budget(value) or 0  # its message is named by the caller: the field, or the variable
 
     def scorer(self, method: RewardMethod) -> Any:
         """The scorer these settings name for ``method`` (:func:`policy_rl.scorers.make_scorer`); raises ValueError

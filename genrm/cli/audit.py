@@ -30,21 +30,15 @@ from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 
 
-def _read_audit(path: str) -> Any:
-    from genrm.methods.rubric.evaluation.audit_set import read_audit
-
-    with open(path, encoding="utf-8") as source:
-        return read_audit(source, path)
-
-
 def _cmd_build(args: argparse.Namespace) -> int:
     from genrm.jsonl import write_jsonl
+    from genrm.methods.rubric.evaluation.audit_run import read_audit_file
     from genrm.methods.rubric.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
 
     examples = []
     for path in args.input:
         try:
-            examples += regular_examples(_read_audit(path))
+            examples += regular_examples(read_audit_file(path))
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
     if args.master_key_inputs < 0:

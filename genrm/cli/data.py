@@ -16,7 +16,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from genrm.choices import (
     DEFAULT_CONCURRENCY,
@@ -37,9 +37,6 @@ from genrm.cli.lists import ListValues
 from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
-
-if TYPE_CHECKING:
-    pass
 
 
 def _read(path: str) -> Any:

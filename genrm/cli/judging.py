@@ -149,14 +149,13 @@ def _pixels(text: str) -> int:
     from genrm.engine.images import image_budget
 
     try:
-        return image_budget(text, "--judge-image-pixels") or 0
+        return image_budget(text) or 0
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--judge-image-pixels must be ")) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("must be ")) from None
 
 
 def concurrency_option(parser: argparse.ArgumentParser) -> None:
     """``--concurrency N``: the example groups judged at once (their requests share the judge's batches)."""
-
     parser.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
                         help=f"inputs judged at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
 

@@ -126,15 +126,17 @@ def load_image(reference: str, base_dir: Path | None = None) -> Image:
 DEFAULT_IMAGE_BUDGET = 1280 * 28 * 28
 
 
-def image_budget(value: object, name: str) -> int | None:
+def image_budget(value: object, name: str = "") -> int | None:
     """The image budget a setting ``name`` gives: a whole number of pixels, 0 for none (None). Raises ValueError
-    naming the setting for anything else (a negative number, text, more than :data:`MAX_IMAGE_PIXELS`)."""
+    for anything else (a negative number, text, more than :data:`MAX_IMAGE_PIXELS`), naming the setting when
+    ``name`` is given (a caller that names it its own way, a pydantic field or an argparse option, gives none)."""
+    named = f"{name} " if name else ""
     try:
         pixels = int(str(value).strip())
     except ValueError:
-        raise ValueError(f"{name} must be a whole number of pixels (0: no limit), got {str(value)[:40]!r}") from None
+        raise ValueError(f"{named}must be a whole number of pixels (0: no limit), got {str(value)[:40]!r}") from None
     if not 0 <= pixels <= MAX_IMAGE_PIXELS:
-        raise ValueError(f"{name} must be between 0 (no limit) and {MAX_IMAGE_PIXELS} pixels, got {pixels}")
+        raise ValueError(f"{named}must be between 0 (no limit) and {MAX_IMAGE_PIXELS} pixels, got {pixels}")
     return pixels or None
 
 
