@@ -7,7 +7,7 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
         [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--rlvr-prompts hard|all]
         [--rlvr-pool 0] [--heads 4] [--kv-heads 2] [--intermediate-size 0] [--sft-config YAML]
         [--rlvr-config YAML] [--eval-batch 16] [--budget-s 0] [--jobs 1] [--out runs/judge-learning] [--results DIR]
-        [--skip curve rlvr base loop] [--quick]
+        [--skip curve rlvr base loop whole] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -29,10 +29,10 @@ What it does, every step a ``genrm`` command a user can run by hand:
    responses alone, with the count of criteria not judged beside it) of the SFT judge and its two continuations,
    with their criterion-level accuracy on the test split (what the negatives cost); RLVR against its SFT start on
    the whole test split, example by example (a point is within the noise of ``--eval-limit`` examples, not of a
-   paired comparison on every criterion); grounded extraction: the SFT judge's master keys and test split measured
-   again with ``--grounding off`` (nothing checked against the response) and, for a judge that quotes evidence
-   (``--answer-format evidence``), ``--grounding values`` (its values checked, not its quotes), beside the figures
-   under the default; seconds per SFT and RLVR step; ``--skip`` leaves steps out;
+   paired comparison on every criterion); grounded extraction: each trained judge's (SFT, and RLVR where it ran)
+   master keys and test split measured again with ``--grounding off`` (nothing checked against the response) and,
+   for a judge that quotes evidence (``--answer-format evidence``), ``--grounding values`` (its values checked, not
+   its quotes), beside the figures under the default; seconds per SFT and RLVR step; ``--skip`` leaves steps out;
 4. ``judge_learning.md``, ``judge_learning.json`` and ``judge_learning.png`` (train loss, RLVR rewards, held-out
    criterion-level accuracy against steps) and each seed's figures (``seed-N.json``) in ``--results`` (default
    ``--out``, which holds the data and models), rewritten after every seed, and one summary line. A seed finished by
@@ -331,7 +331,7 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     for stage, model in [*trained, *([] if "base" in args.skip else [("base", base)])]:
         for split, name in SPLITS.items():
             table(stage, model, split, name)
-    if len(trained) == 2:
+    if len(trained) == 2 and "whole" not in args.skip:
         for stage, model in trained:
             table(stage, model, "test", "test.jsonl", key="whole_test", limit=0)
     # 5. the audit's loop: the SFT judge continued on the train split alone and with the negatives (same steps and
@@ -343,16 +343,21 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
             result["tables"].get("SFT|test", {}).get("Criterion-level")
         )
         save(result)
-    # 6. grounded extraction: the SFT judge's master keys and test split again, nothing checked against the response
-    # (off) and its values alone (values; the same as on unless the judge quotes evidence); the figures above are
-    # the default, on
-    for grounding in ["off", *(["values"] if quotes_evidence(args.answer_format) else [])]:
-        if clock.allows(f"grounding {grounding} (SFT)", result):
-            keys = _master_key_fp(str(sft), audit, args, root / f"audit-grounding-{grounding}", grounding)
-            keys["table"] = _table(str(sft), data / "test.jsonl", args, root / f"SFT-test.grounding-{grounding}.json",
-                                   grounding=grounding)  # fmt: skip
-            result.setdefault("grounding", {})[grounding] = keys
-            save(result)
+    # 6. grounded extraction: each trained judge's master keys and test split again, nothing checked against the
+    # response (off) and its values alone (values; the same as on unless the judge quotes evidence); the SFT judge's
+    # figures above are the default, on, and the RLVR judge's keys are measured under it here
+    for stage, model in trained:
+        prefix = "" if stage == "SFT" else f"{stage}-"
+        arms = ["off", *(["values"] if quotes_evidence(args.answer_format) else [])] + (["on"] if prefix else [])
+        for grounding in arms:
+            if clock.allows(f"grounding {grounding} ({stage})", result):
+                keys = _master_key_fp(str(model), audit, args, root / f"{prefix}audit-grounding-{grounding}",
+                                      grounding)  # fmt: skip
+                if grounding != "on":
+                    table_file = root / f"{stage}-test.grounding-{grounding}.json"
+                    keys["table"] = _table(str(model), data / "test.jsonl", args, table_file, grounding=grounding)
+                result.setdefault(_GROUNDING_KEYS[stage], {})[grounding] = keys
+                save(result)
     for arm, (folder, train_file) in ({} if "loop" in args.skip else loop).items():
         if not clock.allows(f"master keys ({_ARM_NAMES[arm]})", result):
             continue
@@ -519,21 +524,25 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         lines.append(f"| {_ARM_NAMES[arm]} | {_cell([row['percent'] for row in rows])} | "
                      f"{sum(row['failed_criteria'] for row in rows) if rows else 'n/a'} | "
                      f"{_cell([row['criterion_level'] for row in rows])} |")  # fmt: skip
-    lines += ["", "Grounded extraction (the SFT judge): held-out master-key responses paid, their values and quotes "
-              "not found in the response, and on the test split criterion-level and the share of extracted values "
-              "found in the response; grounding off pays a value wherever it matches the target and a fuzzy credit "
-              "as given, values pays a value only where the response states it, on (the default) also a fuzzy "
-              "credit only with a quote of the response under the evidence format (the same as values otherwise)",
+    lines += ["", "Grounded extraction (each trained judge): held-out master-key responses paid, their values and "
+              "quotes not found in the response, and on the test split criterion-level and the share of extracted "
+              "values found in the response; grounding off pays a value wherever it matches the target and a "
+              "fuzzy credit as given, values pays a value only where the response states it, on (the default) also "
+              "a fuzzy credit only with a quote of the response under the evidence format (the same as values "
+              "otherwise)",
               "",
-              "| grounding | keys paid | values and quotes not in the response | criterion-level | values grounded |",
-              "|---|---:|---:|---:|---:|"]  # fmt: skip
-    for name in GROUNDING_ARMS:
-        rows = [_grounding_arm(r, name) for r in results.values()]
-        rows = [row for row in rows if row is not None]
-        lines.append(f"| {name} | {_cell([row['percent'] for row in rows])} | "
-                     f"{sum(row.get('ungrounded', 0) for row in rows) if rows else 'n/a'} | "
-                     f"{_cell([row['table'].get('Criterion-level') for row in rows])} | "
-                     f"{_cell([row['table'].get('Grounded') for row in rows])} |")  # fmt: skip
+              "| judge | grounding | keys paid | values and quotes not in the response | criterion-level | "
+              "values grounded |",
+              "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    rlvr_measured = any(_GROUNDING_KEYS["RLVR"] in r for r in results.values())
+    for stage in ("SFT", "RLVR") if rlvr_measured else ("SFT",):
+        for name in GROUNDING_ARMS:
+            rows = [_grounding_arm(r, name, stage) for r in results.values()]
+            rows = [row for row in rows if row is not None]
+            lines.append(f"| {stage} | {name} | {_cell([row['percent'] for row in rows])} | "
+                         f"{sum(row.get('ungrounded', 0) for row in rows) if rows else 'n/a'} | "
+                         f"{_cell([row['table'].get('Criterion-level') for row in rows])} | "
+                         f"{_cell([row['table'].get('Grounded') for row in rows])} |")  # fmt: skip
     lines.append("")
     for stage in ("SFT", "RLVR"):
         done = [str(r.get("steps_done", {}).get(stage, "none")) for r in results.values()]
@@ -581,13 +590,20 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
 GROUNDING_ARMS = ("off", "values", "on")
 
 
-def _grounding_arm(result: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """A seed's master keys and test-split table of the SFT judge under grounding ``name`` (None if not measured)."""
-    if name != "on":
-        return result.get("grounding", {}).get(name)
-    if "before" not in result["master_key_fp"]:
+#: Where a seed's result keeps each trained judge's grounding arms (the SFT judge's under its first name).
+_GROUNDING_KEYS = {"SFT": "grounding", "RLVR": "rlvr_grounding"}
+
+
+def _grounding_arm(result: dict[str, Any], name: str, stage: str = "SFT") -> dict[str, Any] | None:
+    """A seed's master keys and test-split table of the ``stage`` judge (SFT or RLVR) under grounding ``name`` (None
+    if not measured). Under ``on`` the table is the stage's own test table, measured under the default."""
+    if name == "on" and stage == "SFT":
+        keys = result["master_key_fp"].get("before")
+    else:
+        keys = result.get(_GROUNDING_KEYS[stage], {}).get(name)
+    if keys is None:
         return None
-    return {**result["master_key_fp"]["before"], "table": result["tables"].get("SFT|test", {})}
+    return {**keys, "table": result["tables"].get(f"{stage}|test", {})} if name == "on" else keys
 
 
 def _gain(result: dict[str, Any], measure: str = "Criterion-level") -> float | None:
@@ -694,9 +710,9 @@ def main() -> int:
     parser.add_argument(
         "--results", help="where the report and each seed's figures go (default: --out); models and data stay in --out"
     )
-    parser.add_argument("--skip", nargs="+", default=[], choices=["curve", "rlvr", "base", "loop"],
+    parser.add_argument("--skip", nargs="+", default=[], choices=["curve", "rlvr", "base", "loop", "whole"],
                         help="steps left out: the learning curve, RLVR, the base judge's tables, the audit's "
-                        "loop")  # fmt: skip
+                        "loop, RLVR against SFT on the whole test split")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="a few steps and examples: checks that the study runs")
     args = parser.parse_args()
     if args.quick:
@@ -734,9 +750,13 @@ def main() -> int:
         value = _spread([r["tables"].get(f"{stage}|{split}", {}).get(key) for r in results.values()])[0]
         return "n/a" if value is None else f"{value:.1f}%"
 
-    arms = {name: [_grounding_arm(r, name) or {} for r in results.values()] for name in GROUNDING_ARMS}
-    paid = {name: _cell([row.get("percent") for row in rows]) for name, rows in arms.items()}
-    level = {name: _cell([row.get("table", {}).get("Criterion-level") for row in rows]) for name, rows in arms.items()}
+    def grounding(stage: str) -> str:
+        arms = {name: [_grounding_arm(r, name, stage) or {} for r in results.values()] for name in GROUNDING_ARMS}
+        paid = " / ".join(_cell([row.get("percent") for row in rows]) for rows in arms.values())
+        level = " / ".join(_cell([row.get("table", {}).get("Criterion-level") for row in rows])
+                           for rows in arms.values())  # fmt: skip
+        return f"grounding off / values / on ({stage}): keys paid {paid}%, criterion-level {level}%; "
+
     fp = {arm: _spread([r["master_key_fp"].get(arm, {}).get("percent") for r in results.values()])[0]
           for arm in ARMS}  # fmt: skip
     shown = {arm: "n/a" if v is None else f"{v:.1f}%" for arm, v in fp.items()}
@@ -746,9 +766,8 @@ def main() -> int:
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
           f"RLVR - SFT on the whole test split {_cell([_gain(r) for r in results.values()])} points; "
           f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
-          f"{shown['negatives']} (continued with the audit's negatives); grounding off / values / on (SFT): keys "
-          f"paid {paid['off']} / {paid['values']} / {paid['on']}%, criterion-level {level['off']} / "
-          f"{level['values']} / {level['on']}%; "
+          f"{shown['negatives']} (continued with the audit's negatives); {grounding('SFT')}"
+          f"{grounding('RLVR') if any(_GROUNDING_KEYS['RLVR'] in r for r in results.values()) else ''}"
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0
 

@@ -43,3 +43,31 @@ def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_i
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
     assert "RLVR prompts: no seed reached RLVR" in report and "| 0 | not measured |" in report
     assert "Skipped for the budget: seed 0: RLVR, base on test" in report
+
+
+def test_the_grounding_table_has_a_row_per_trained_judge_and_setting_and_rlvr_rows_only_where_measured():
+    study = _study()
+
+    def table(level: float) -> dict[str, float]:
+        return {"Criterion-level": level, "Grounded": 90.0}
+
+    def keys(percent: float, ungrounded: int, level: float | None = None) -> dict[str, object]:
+        row = {"percent": percent, "responses": 96, "failed_criteria": 40, "ungrounded": ungrounded}
+        return row if level is None else {**row, "table": table(level)}
+
+    seed = {"tables": {"SFT|test": table(80.0), "RLVR|test": table(85.0)}, "curve": [], "whole_test": {},
+            "master_key_fp": {"before": {**keys(0.0, 39), "criterion_level": 80.0}}, "seconds_per_step": {},
+            "grounding": {"off": keys(12.5, 0, 90.0), "values": keys(6.2, 20, 89.0)},
+            "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
+    args = argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
+                              answer_format="evidence", decoding="free", device="cpu", held_out_keys=["period"],
+                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+    report = study._report({0: seed}, args)
+    assert "| SFT | off | 12.5 ± 0.0 | 0 | 90.0 ± 0.0 | 90.0 ± 0.0 |" in report
+    assert "| SFT | on | 0.0 ± 0.0 | 39 | 80.0 ± 0.0 | 90.0 ± 0.0 |" in report
+    assert "| RLVR | off |" not in report  # no RLVR judge measured: no rows for it
+    seed["rlvr_grounding"] = {"off": keys(10.4, 0, 88.0), "values": keys(5.2, 18, 87.0), "on": keys(1.0, 35)}
+    report = study._report({0: seed}, args)
+    assert "| RLVR | values | 5.2 ± 0.0 | 18 | 87.0 ± 0.0 | 90.0 ± 0.0 |" in report
+    # under the default the RLVR judge's criterion-level is its own test table's, not the SFT judge's
+    assert "| RLVR | on | 1.0 ± 0.0 | 35 | 85.0 ± 0.0 | 90.0 ± 0.0 |" in report
