@@ -19,6 +19,13 @@ def _study():
     return module
 
 
+def _args(answer_format: str) -> argparse.Namespace:
+    """The study's settings its report reads, for a small study in ``answer_format``."""
+    return argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
+                              answer_format=answer_format, decoding="free", device="cpu", held_out_keys=["period"],
+                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+
+
 def test_steps_start_only_while_the_budget_lasts_and_training_gets_a_share_of_what_is_left():
     study = _study()
     assert study.Clock(None).share(0.4) == [] and study.Clock(None).allows("SFT", {})
@@ -35,10 +42,7 @@ def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_i
             "master_key_fp": {}, "seconds_per_step": {"SFT": 0.22}, "steps_done": {"SFT": 500},
             "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
-    args = argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
-                              answer_format="brief", decoding="free", device="cpu", held_out_keys=["period"],
-                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
-    report = study._report({0: seed}, args)
+    report = study._report({0: seed}, _args("brief"))
     assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
     assert "RLVR prompts: no seed reached RLVR" in report and "| 0 | not measured |" in report
@@ -59,9 +63,7 @@ def test_the_grounding_table_has_a_row_per_trained_judge_and_setting_and_rlvr_ro
             "master_key_fp": {"before": {**keys(0.0, 39), "criterion_level": 80.0}}, "seconds_per_step": {},
             "grounding": {"off": keys(12.5, 0, 90.0), "values": keys(6.2, 20, 89.0)},
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
-    args = argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
-                              answer_format="evidence", decoding="free", device="cpu", held_out_keys=["period"],
-                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+    args = _args("evidence")
     report = study._report({0: seed}, args)
     assert "| SFT | off | 12.5 ± 0.0 | 0 | 90.0 ± 0.0 | 90.0 ± 0.0 |" in report
     assert "| SFT | on | 0.0 ± 0.0 | 39 | 80.0 ± 0.0 | 90.0 ± 0.0 |" in report
