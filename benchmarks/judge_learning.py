@@ -347,8 +347,10 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     # response (off) and its values alone (values; the same as on unless the judge quotes evidence); the SFT judge's
     # figures above are the default, on, and the RLVR judge's keys are measured under it here
     for stage, model in trained:
+        # (the SFT judge's keys under the default are step 5's; its files keep their first names)
         prefix = "" if stage == "SFT" else f"{stage}-"
-        arms = ["off", *(["values"] if quotes_evidence(args.answer_format) else [])] + (["on"] if prefix else [])
+        arms = ["off", *(["values"] if quotes_evidence(args.answer_format) else [])]
+        arms += [] if stage == "SFT" else ["on"]
         for grounding in arms:
             if clock.allows(f"grounding {grounding} ({stage})", result):
                 keys = _master_key_fp(str(model), audit, args, root / f"{prefix}audit-grounding-{grounding}",
@@ -534,8 +536,7 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
               "| judge | grounding | keys paid | values and quotes not in the response | criterion-level | "
               "values grounded |",
               "|---|---|---:|---:|---:|---:|"]  # fmt: skip
-    rlvr_measured = any(_GROUNDING_KEYS["RLVR"] in r for r in results.values())
-    for stage in ("SFT", "RLVR") if rlvr_measured else ("SFT",):
+    for stage in _grounding_stages(results):
         for name in GROUNDING_ARMS:
             rows = [_grounding_arm(r, name, stage) for r in results.values()]
             rows = [row for row in rows if row is not None]
@@ -592,6 +593,12 @@ GROUNDING_ARMS = ("off", "values", "on")
 
 #: Where a seed's result keeps each trained judge's grounding arms (the SFT judge's under its first name).
 _GROUNDING_KEYS = {"SFT": "grounding", "RLVR": "rlvr_grounding"}
+
+
+def _grounding_stages(results: dict[int, dict[str, Any]]) -> tuple[str, ...]:
+    """The trained judges whose grounding arms some seed measured: SFT, and RLVR where it ran."""
+    return tuple(stage for stage, key in _GROUNDING_KEYS.items()
+                 if stage == "SFT" or any(key in r for r in results.values()))  # fmt: skip
 
 
 def _grounding_arm(result: dict[str, Any], name: str, stage: str = "SFT") -> dict[str, Any] | None:
@@ -766,8 +773,8 @@ def main() -> int:
           f"{mean('Criterion-level', 'RLVR', 'held-out families')}); sample-level SFT {mean('Sample-level', 'SFT')}; "
           f"RLVR - SFT on the whole test split {_cell([_gain(r) for r in results.values()])} points; "
           f"held-out master keys paid {shown['before']} (SFT), {shown['continued']} (continued), "
-          f"{shown['negatives']} (continued with the audit's negatives); {grounding('SFT')}"
-          f"{grounding('RLVR') if any(_GROUNDING_KEYS['RLVR'] in r for r in results.values()) else ''}"
+          f"{shown['negatives']} (continued with the audit's negatives); "
+          f"{''.join(grounding(stage) for stage in _grounding_stages(results))}"
           f"{len(results)} seeds, {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0
 
