@@ -75,6 +75,7 @@ sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() !=
 
 from genrm.choices import SCORING_FORMATS, quotes_evidence  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
+from genrm.cli.numbers import score_threshold  # noqa: E402
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
 
 MEASURES = ["Schema", "Criterion", "Execution", "Grounded", "Arguments", "Credit", "Criterion-level", "Sample-level"]
@@ -122,8 +123,8 @@ def _table(
     ``grounding`` says
     (``genrm eval --grounding``); what was right in each answer to ``answers`` when given."""
     command = ["eval", str(data), "--judge", f"transformers:{model}", "--device", args.device, "--max-tokens", "400",
-               *_decoding(args), "--answer-format", args.answer_format, "--json", str(out), "-q",
-               *_batching(args), "--grounding", grounding]  # fmt: skip
+               *_decoding(args), "--answer-format", args.answer_format, "--json", str(out), "-q", *_batching(args),
+               "--grounding", grounding, "--argument-threshold", str(args.argument_threshold)]  # fmt: skip
     limit = args.eval_limit if limit is None else limit
     command += ["--limit", str(limit)] if limit else []
     command += ["--answers", str(answers)] if answers else []
@@ -500,7 +501,8 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
         f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
         f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, {args.decoding} "
-        f"decoding, device {args.device}; percent, mean ± spread over seeds",
+        f"decoding, device {args.device}, values right at a verifier score of {args.argument_threshold:g} or more; "
+        "percent, mean ± spread over seeds",
         "",
     ]
     for split in SPLITS:
@@ -704,6 +706,9 @@ def main() -> int:
     parser.add_argument("--seed-only", action="store_true", help=argparse.SUPPRESS)  # a seed's process: no report
     parser.add_argument("--curve-points", type=int, default=10, help="SFT checkpoints on the learning curve (10)")
     parser.add_argument("--eval-limit", type=int, default=200, help="examples per evaluation (0: all)")
+    parser.add_argument("--argument-threshold", type=score_threshold, default=0.9,
+                        help="verifier score, in (0, 1], at or above which an extracted value counts as right in "
+                        "the tables (0.9, genrm eval's; 1.0: the label's value only)")  # fmt: skip
     parser.add_argument("--decoding", choices=["free", "constrained"], default="free",
                         help="evaluations decode freely (what the judge writes on its own), or under the answer's "
                         "grammar, as a served judge does (evidence quotes only of the response)")  # fmt: skip

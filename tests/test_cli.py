@@ -160,6 +160,19 @@ def test_an_unknown_option_is_refused_by_its_subcommand_with_the_closest_one(arg
     assert done.returncode == 2 and said in done.stderr and "usage: genrm " + args[0] in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.1", "high"])
+@pytest.mark.parametrize("command", [["eval"], ["audit", "run"]])
+def test_an_argument_threshold_outside_0_to_1_is_a_usage_error_naming_it(command, value):
+    """A threshold of 0 would count every extracted value right; one above 1 none: both are mistakes, refused before
+    any judge is loaded."""
+    done = _genrm(*command, "datasets/examples/reward_core.jsonl", "--argument-threshold", value)
+    assert (
+        done.returncode == 2
+        and "argument --argument-threshold: expected a verifier score above 0 and at most 1" in done.stderr
+    ), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_train_help_helps_and_a_missing_recipe_is_one_line():
     helped = _genrm("train", "--help")
     assert helped.returncode == 0 and "usage: genrm train" in helped.stdout and "sft" in helped.stdout

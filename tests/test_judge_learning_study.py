@@ -23,7 +23,7 @@ def _args(answer_format: str) -> argparse.Namespace:
     """The study's settings its report reads, for a small study in ``answer_format``."""
     return argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
                               answer_format=answer_format, decoding="free", device="cpu", held_out_keys=["period"],
-                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard")  # fmt: skip
+                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard", argument_threshold=0.9)  # fmt: skip
 
 
 def test_steps_start_only_while_the_budget_lasts_and_training_gets_a_share_of_what_is_left():
@@ -43,6 +43,7 @@ def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_i
             "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
     report = study._report({0: seed}, _args("brief"))
+    assert "values right at a verifier score of 0.9 or more" in report.splitlines()[0]
     assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
     assert "RLVR prompts: no seed reached RLVR" in report and "| 0 | not measured |" in report
@@ -73,3 +74,23 @@ def test_the_grounding_table_has_a_row_per_trained_judge_and_setting_and_rlvr_ro
     assert "| RLVR | values | 5.2 ± 0.0 | 18 | 87.0 ± 0.0 | 90.0 ± 0.0 |" in report
     # under the default the RLVR judge's criterion-level is its own test table's, not the SFT judge's
     assert "| RLVR | on | 1.0 ± 0.0 | 35 | 85.0 ± 0.0 | 90.0 ± 0.0 |" in report
+
+
+def test_the_tables_count_a_value_right_at_the_study_s_argument_threshold(tmp_path, monkeypatch):
+    """``--argument-threshold`` reaches every table's ``genrm eval`` (1.0: only the label's value counts)."""
+    study = _study()
+    commands = []
+
+    def run(command: list[str]) -> None:
+        commands.append(command)
+        (tmp_path / "eval.json").write_text('{"rows": [{"measure": "Criterion-level", "percent": 50.0}]}')
+
+    monkeypatch.setattr(study, "_run", run)
+    args = argparse.Namespace(
+        **{**vars(_args("evidence")), "eval_limit": 8, "eval_batch": 4, "argument_threshold": 1.0}
+    )
+    figures = study._table("model", tmp_path / "test.jsonl", args, tmp_path / "eval.json", grounding="values")
+    (command,) = commands
+    assert figures == {"Criterion-level": 50.0}
+    assert command[command.index("--argument-threshold") + 1] == "1.0"
+    assert command[command.index("--grounding") + 1] == "values"

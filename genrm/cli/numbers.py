@@ -26,3 +26,15 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text}")
     return value
+
+
+def score_threshold(text: str) -> float:
+    """A verifier score in (0, 1] given on the command line, at or above which a value counts as right (0 would count
+    every value right); raises ArgumentTypeError otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a verifier score above 0 and at most 1, got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a verifier score above 0 and at most 1, got {text}")
+    return value
