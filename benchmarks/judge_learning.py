@@ -501,7 +501,7 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
         f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
         f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
         f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, {args.decoding} "
-        f"decoding, device {args.device}, values right at a verifier score of {args.argument_threshold:g} or more; "
+        f"decoding, device {args.device}, values right at a verifier score of at least {args.argument_threshold:g}; "
         "percent, mean ± spread over seeds",
         "",
     ]

@@ -43,7 +43,7 @@ def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_i
             "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
     report = study._report({0: seed}, _args("brief"))
-    assert "values right at a verifier score of 0.9 or more" in report.splitlines()[0]
+    assert "values right at a verifier score of at least 0.9" in report.splitlines()[0]
     assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
     assert "RLVR prompts: no seed reached RLVR" in report and "| 0 | not measured |" in report
