@@ -20,13 +20,14 @@ from typing import Any
 from genrm.choices import DEFAULT_CONCURRENCY, DEVICES
 from genrm.cli.judging import (
     answer_format_option,
+    argument_threshold_option,
     concurrency_option,
     grounding_option,
     judge_backend_options,
     judge_from_args,
 )
 from genrm.cli.lists import ListValues
-from genrm.cli.numbers import positive_int, score_threshold
+from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 
 
@@ -288,12 +289,7 @@ def register(sub: Any) -> None:
     grounding_option(run)
     run.add_argument("--fp-margin", type=float, default=0.25,
                      help="credit above the deserved one that counts as a false positive (default: 0.25)")  # fmt: skip
-    run.add_argument(
-        "--argument-threshold",
-        type=score_threshold,
-        default=0.9,
-        help="verifier score, in (0, 1], at or above which an extracted value counts as right (default: 0.9)",
-    )
+    argument_threshold_option(run)
     run.add_argument("--worst", type=int, default=10, help="worst false positives listed per setting")
     concurrency_option(run)
     _response_audit_options(run)

@@ -26,6 +26,7 @@ from genrm.choices import (
 )
 from genrm.cli.judging import (
     answer_format_option,
+    argument_threshold_option,
     concurrency_option,
     grounding_option,
     input_folder,
@@ -34,7 +35,7 @@ from genrm.cli.judging import (
     read_model_lines,
 )
 from genrm.cli.lists import ListValues
-from genrm.cli.numbers import positive_int, score_threshold
+from genrm.cli.numbers import positive_int
 from genrm.cli.paths import input_file, output_dir, output_file
 from genrm.engine.blocking import run_blocking
 
@@ -508,12 +509,7 @@ def register(sub: Any) -> None:
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     answer_format_option(evaluation)
     grounding_option(evaluation)
-    evaluation.add_argument(
-        "--argument-threshold",
-        type=score_threshold,
-        default=0.9,
-        help="verifier score, in (0, 1], at or above which an extracted value counts as right (default: 0.9)",
-    )
+    argument_threshold_option(evaluation)
     evaluation.add_argument("--limit", type=int, help="only the first N examples")
     concurrency_option(evaluation)
     evaluation.add_argument("--json", metavar="OUT", type=output_file, help="also write the table as JSON")

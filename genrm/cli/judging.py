@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genrm.choices import DEFAULT_CONCURRENCY, DEFAULT_SCORING_FORMAT, DEVICES, GROUNDINGS, SCORING_FORMATS
-from genrm.cli.numbers import positive_int
+from genrm.cli.numbers import positive_int, score_threshold
 from genrm.engine.backends import DEFAULT_BACKEND, backend_names, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.engine.spec import EngineOptions
@@ -36,6 +36,13 @@ def grounding_option(parser: argparse.ArgumentParser) -> None:
                         help="on (default): a model judge's values count only where the response states them, and "
                         "under the evidence format a fuzzy credit only with a quote of it; values: the values alone; "
                         "off: nothing is checked, which measures what grounding changes (docs/rubric.md)")  # fmt: skip
+
+
+def argument_threshold_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--argument-threshold`` (the verifier score, in (0, 1], at which an extracted value counts as right)."""
+    parser.add_argument("--argument-threshold", type=score_threshold, default=0.9,
+                        help="verifier score, in (0, 1], at or above which an extracted value counts as right "
+                        "(default: 0.9)")  # fmt: skip
 
 
 def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
