@@ -154,7 +154,7 @@ def _batching(args: argparse.Namespace) -> list[str]:
 
 def _decoding(args: argparse.Namespace) -> list[str]:
     """The evaluation's decoding option: free (what the judge writes on its own), or constrained to the answer's
-    grammar (a served judge's: under the evidence format, quotes only of the response)."""
+    grammar, as a served judge's (its evidence quotes free, and checked after)."""
     return ["--unconstrained"] if args.decoding == "free" else []
 
 
@@ -711,7 +711,7 @@ def main() -> int:
                         "the tables (0.9, genrm eval's; 1.0: the label's value only)")  # fmt: skip
     parser.add_argument("--decoding", choices=["free", "constrained"], default="free",
                         help="evaluations decode freely (what the judge writes on its own), or under the answer's "
-                        "grammar, as a served judge does (evidence quotes only of the response)")  # fmt: skip
+                        "grammar, as a served judge does (evidence quotes free, and checked after)")  # fmt: skip
     parser.add_argument(
         "--answer-format",
         choices=SCORING_FORMATS,
