@@ -248,6 +248,8 @@ def test_fuzzy_credit_needs_a_quote_of_the_response_under_the_evidence_format(cr
     response = "Solution: the sign hangs above the door."
     (score,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response, evidence=True)
     assert (score.score, score.status) == expected
+    if expected == (1.0, "ok"):  # the record names the quote that earned the credit
+        assert score.reason == f"judge credit 1, quoting {quote!r}"
     (free,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response)  # other formats ask for no quote
     assert free.score == float(credit)
     (off,) = execute(_fuzzy(credit, quote), FUZZY_PLANS, response=response, grounded=False, evidence=True)

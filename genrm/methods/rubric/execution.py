@@ -93,11 +93,14 @@ def fuzzy_score(
     """The score of a fuzzy criterion from the judge's credit; with ``evidence`` (and the ``response``), a credit above
     0 only with a quote of the response that earns it (else 0, ``ungrounded``)."""
     credit = float(judged.credit or 0.0)
+    reason = f"judge credit {credit:g}"
     if evidence and credit > 0 and isinstance(response, str):
         problem = find_evidence(judged.quote, response)
         if problem is not None:
             return CriterionScore(plan, 0.0, UNGROUNDED, f"{plan.path}: {problem}", judged.credit)
-    return CriterionScore(plan, credit, "ok", f"judge credit {credit:g}", judged.credit)
+        # the quote is in the response, but whether it earns the criterion is the judge's word: the record shows it
+        reason += f", quoting {judged.quote!r:.120}"
+    return CriterionScore(plan, credit, "ok", reason, judged.credit)
 
 
 def missing_value(plan: CriterionPlan, call: str, response: str) -> str | None:
