@@ -21,7 +21,7 @@ from genrm.methods.rubric.evaluation.audit_constructors import (
     no_final_answer,
     substitute,
 )
-from genrm.methods.rubric.evaluation.audit_run import audit_setting
+from genrm.methods.rubric.evaluation.audit_run import AuditReport, audit_setting
 from genrm.methods.rubric.evaluation.audit_set import (
     ABNORMAL,
     MASTER_KEY,
@@ -274,6 +274,30 @@ class _Generous(RuleJudge):
                     criteria.append(CriterionJudgement(plan, rationale="copied", call=call))
             answers.append(ParsedJudgement(None, "", "ok", criteria))
         return answers
+
+
+class _QuotesTheResponse(RuleJudge):
+    """A judge double that credits every fuzzy criterion with a quote of the whole response: real, and earning
+    nothing where the response is about something else."""
+
+    name = "quotes-the-response"
+
+    def read_group(self, request):
+        ruled = super().read_group(request)
+        return [ParsedJudgement(None, "", "ok", [
+                    CriterionJudgement(c.plan, rationale="it is all there", credit=1.0, quote=response)
+                    if c.plan.verifier is None else c for c in rule.criteria])
+                for response, rule in zip(request.responses, ruled, strict=True)]  # fmt: skip
+
+
+def test_a_real_passage_quoted_for_a_criterion_it_does_not_meet_is_paid_and_the_audit_shows_the_quote(built):
+    result = audit_setting(_QuotesTheResponse(), built, "default", answer_format="evidence")
+    assert result.category("irrelevant").fuzzy.count > 0  # the check finds the quote; earning is the judge's word
+    quoted = [w for w in result.worst if w.quote is not None]
+    assert quoted and all(w.quote in w.response or len(w.response) == 500 for w in quoted)
+    report = AuditReport(judge="double", regular_responses=0, abnormal_responses={}, margin=0.25, settings=[result])
+    listed = report.markdown(worst=len(result.worst))
+    assert f"; quoting {quoted[0].quote!r:.80}; rationale 'it is all there'" in listed
 
 
 class _Failing(RuleJudge):

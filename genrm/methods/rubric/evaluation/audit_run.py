@@ -72,6 +72,7 @@ class CriterionAudit:
     extracted: str | float | None
     rationale: str
     response: str
+    quote: str | None = None  # the judge's evidence for a fuzzy credit (the evidence format), as written
 
     def eligible(self, margin: float) -> bool:
         """Whether the annotation leaves room for undeserved credit."""
@@ -129,6 +130,7 @@ class WorstCase(BaseModel):
     extracted: str | float | None
     rationale: str
     response: str
+    quote: str | None = None
 
 
 class SettingResult(BaseModel):
@@ -210,8 +212,9 @@ class AuditReport(BaseModel):
             lines += ["", f"Worst false positives ({result.setting}):", ""]
             for case in result.worst[:worst]:
                 kind = case.category + (f"/{case.attack}" if case.attack else "")
+                quoting = "" if case.quote is None else f"; quoting {case.quote!r:.80}"
                 lines.append(f"- `{case.example_id}` ({kind}) {case.criterion!r:.80}: deserved {case.deserved:.2f}, "
-                             f"awarded {case.awarded:.2f}; judge wrote {case.extracted!r:.80}; rationale "
+                             f"awarded {case.awarded:.2f}; judge wrote {case.extracted!r:.80}{quoting}; rationale "
                              f"{case.rationale!r:.160}; response {case.response!r:.160}")  # fmt: skip
         return "\n".join(lines)
 
@@ -246,6 +249,7 @@ def criterion_audits(
                 score.extracted,
                 rationale,
                 example.response,
+                getattr(answer, "quote", None),
             )  # fmt: skip
         )
     return audits
@@ -340,6 +344,7 @@ def audit_setting(
                 extracted=a.extracted,
                 rationale=a.rationale[:500],
                 response=a.response[:500],
+                quote=None if a.quote is None else a.quote[:500],
             )
             for a in excess[:worst]
         ],  # fmt: skip
