@@ -294,7 +294,7 @@ def test_a_real_passage_quoted_for_a_criterion_it_does_not_meet_is_paid_and_the_
     result = audit_setting(_QuotesTheResponse(), built, "default", answer_format="evidence")
     assert result.category("irrelevant").fuzzy.count > 0  # the check finds the quote; earning is the judge's word
     quoted = [w for w in result.worst if w.quote is not None]
-    assert quoted and all(w.quote in w.response or len(w.response) == 500 for w in quoted)
+    assert quoted and all(w.quote == w.response for w in quoted)  # both the whole response, cut at 500
     report = AuditReport(judge="double", regular_responses=0, abnormal_responses={}, margin=0.25, settings=[result])
     listed = report.markdown(worst=len(result.worst))
     assert f"; quoting {quoted[0].quote!r:.80}; rationale 'it is all there'" in listed

@@ -249,7 +249,7 @@ def criterion_audits(
                 score.extracted,
                 rationale,
                 example.response,
-                getattr(answer, "quote", None),
+                None if answer is None else answer.quote,
             )  # fmt: skip
         )
     return audits
