@@ -227,6 +227,15 @@ def test_a_quote_is_evidence_when_found_with_content():
     assert "no quote" in find_evidence("", response) and "no quote" in find_evidence(None, response)
 
 
+def test_a_lone_letter_is_no_evidence():
+    # a judge paid master keys quoting 'X', found in any response that writes "10 x 7"
+    response = "Each rack holds 10 x 7 = 70 cups, so I count 8 racks: 560. Part B-23X. 答 是 五"
+    for letter in ("X", "x", "I", " (B) ", "x ="):
+        assert "holds no content" in find_evidence(letter, response), letter
+    for quote in ("10 x 7", "B-23X", "70", "是"):  # a number or a CJK character is content
+        assert find_evidence(quote, response) is None, quote
+
+
 FUZZY_PLANS = plan_rubric(Rubric.model_validate({"essential": [
     {"criterion": "Says where the sign is.", "reference": "above the door", "weight": 3}]}))  # fmt: skip
 

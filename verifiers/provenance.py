@@ -37,9 +37,10 @@ value (``''``, ``[]``) and ``predict=None`` state no value and are not looked fo
 compiled pattern or of ``str.find``; a response is read once per group (cached).
 
 **Evidence** (:func:`find_evidence`): a quote a judge gives for its credit is found the same way, case folded, and it
-must hold content: a token other than a bare opener's words (:data:`OPENER_WORDS`: "Solution", "Answer:", "Thought
-process:", "Let's solve this problem step by step.", and their translations), so that punctuation, white space or an
-opener alone is never evidence.
+must hold content: a token other than a lone letter and a bare opener's words (:data:`OPENER_WORDS`: "Solution",
+"Answer:", "Thought process:", "Let's solve this problem step by step.", and their translations), so that
+punctuation, white space, an opener or a letter alone (``X``, found in any response that writes ``10 x 7``) is never
+evidence.
 
 **Claims** (:func:`find_claim`): what a caption judge says a caption claims is a paraphrase, not a copy, so it is
 checked by its content words rather than as a run: the claim's tokens, case folded, with English function words and
@@ -72,6 +73,7 @@ _SYMBOL_WORDS = re.compile(r"(?<![A-Za-z])(cdot|times|div|leq|geq|neq|infty)(?![
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
 _OPERATOR = re.compile(r"[+\-*/=<>≤≥≠^%±∞°!|]")
 _SPACE = re.compile(r"\s+")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
 _MAX_FRAC_DEPTH = 6
 #: Occurrences of a value examined when the rubric ignores white space (the tokens may then be joined anywhere).
 _MAX_JOINED_OCCURRENCES = 10_000
@@ -219,14 +221,22 @@ OPENER_WORDS: frozenset[str] = frozenset(
 )
 
 
+def _evidence_token(token: str) -> bool:
+    """Whether ``token`` (case folded) can carry a quote: not an operator, not a bare opener's word, and not a lone
+    letter, which nearly every response holds (``x`` written for times, ``I``, a variable's name), so it ties a
+    credit to nothing; a lone CJK character is a word and counts."""
+    if token in OPENER_WORDS or _OPERATOR.fullmatch(token):
+        return False
+    return not (len(token) == 1 and token.isalpha() and not _CJK_CHAR.fullmatch(token))
+
+
 def find_evidence(quote: str | None, response: str) -> str | None:
     """None when ``quote`` is evidence for a credit: found in ``response`` (tokens in a run, case folded; see the
     module docstring) and holding content beyond a bare opener's words; else a sentence saying what is wrong."""
     if not quote or not quote.strip():
         return "no quote from the response is given for the credit"
-    tokens = _tokens(quote, True, False)
-    if not any(token not in OPENER_WORDS and not _OPERATOR.fullmatch(token) for token in tokens):
-        return f"the quote {quote!r:.80} holds no content (punctuation, white space or an opener)"
+    if not any(map(_evidence_token, _tokens(quote, True, False))):
+        return f"the quote {quote!r:.80} holds no content (punctuation, a lone letter, white space or an opener)"
     if not _text_found(quote, response, True, False, False):
         return f"the quote {quote!r:.80} is not in the response"
     return None
