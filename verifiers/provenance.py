@@ -232,7 +232,8 @@ def _evidence_token(token: str) -> bool:
 
 def find_evidence(quote: str | None, response: str) -> str | None:
     """None when ``quote`` is evidence for a credit: found in ``response`` (tokens in a run, case folded; see the
-    module docstring) and holding content beyond a bare opener's words; else a sentence saying what is wrong."""
+    module docstring) and holding content beyond a bare opener's words and lone letters; else a sentence saying what
+    is wrong."""
     if not quote or not quote.strip():
         return "no quote from the response is given for the credit"
     if not any(map(_evidence_token, _tokens(quote, True, False))):

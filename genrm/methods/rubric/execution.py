@@ -19,7 +19,8 @@ Values the rule reader copied out of the response (``ParsedJudgement.read_by_rul
 
 **Evidence for fuzzy credit.** Under the ``evidence`` answer format a reference item's credit above 0 counts only with
 a quote found in the response that holds content (:func:`verifiers.provenance.find_evidence`: more than punctuation,
-white space, a lone letter or a bare opener such as "Solution:"); otherwise the criterion scores 0 with status ``ungrounded``.
+white space, a lone letter or a bare opener such as "Solution:"); otherwise the criterion scores 0 with status
+``ungrounded``.
 """
 
 from __future__ import annotations
