@@ -7,7 +7,7 @@ the audit's loop closed: master-key false positives on held-out keys, trained wi
         [--loop-lr 3e-4] [--negatives-share 0.25] [--master-key-inputs 2 2] [--rlvr-prompts hard|all]
         [--rlvr-pool 0] [--heads 4] [--kv-heads 2] [--intermediate-size 0] [--sft-config YAML]
         [--rlvr-config YAML] [--eval-batch 16] [--budget-s 0] [--jobs 1] [--out runs/judge-learning] [--results DIR]
-        [--skip curve rlvr base loop whole] [--quick]
+        [--skip curve rlvr base loop whole] [--oversample FAMILY TIMES] [--quick]
 
 What it does, every step a ``genrm`` command a user can run by hand:
 
@@ -15,7 +15,8 @@ What it does, every step a ``genrm`` command a user can run by hand:
    ``test_held_out.jsonl``); ``genrm audit build`` on the train split, ``genrm data from-audit`` with the held-out keys
    excluded (``--not-in`` the test split), repeated into a copy of the train split until they are
    ``--negatives-share`` of it; ``genrm audit build`` on the test split, the audit the master keys are measured on;
-2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on the train split with
+2. per seed: a from-scratch judge of the given size (``genrm tiny-model``), SFT on the train split (with
+   ``--oversample FAMILY TIMES``, that family's examples repeated so that SFT sees them TIMES times as often) with
    ``--curve-points`` checkpoints, RLVR from the SFT judge (the tiny CPU recipe at ``--rlvr-lr``, steps as given) on
    the train examples it gets wrong (``genrm eval --answers`` on the first ``--rlvr-pool`` of the train split, then
    ``genrm data hard``; ``--rlvr-prompts all``: the whole split), and
@@ -73,10 +74,11 @@ from typing import Any
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(_ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from genrm.choices import SCORING_FORMATS, quotes_evidence  # noqa: E402
+from genrm.choices import SCORING_FORMATS, SYNTHETIC_FAMILIES, quotes_evidence  # noqa: E402
 from genrm.cli import main as genrm  # noqa: E402
 from genrm.cli.numbers import score_threshold  # noqa: E402
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
+from genrm.methods.rubric.synthetic import synthetic_family  # noqa: E402
 
 MEASURES = ["Schema", "Criterion", "Execution", "Grounded", "Arguments", "Credit", "Criterion-level", "Sample-level"]
 STAGES = ["base", "SFT", "RLVR"]
@@ -219,6 +221,21 @@ def _with_negatives(data: Path, share: float) -> None:
     (data / "negatives.json").write_text(json.dumps(facts))
 
 
+def _sft_train_file(data: Path, oversample: list[list[Any]]) -> Path:
+    """The file SFT trains on: the train split, or, with ``--oversample``, the train split with each named family's
+    examples in it ``times`` times in all (``train_oversampled.jsonl``, rewritten each run; the test split, the audit
+    and RLVR's prompts keep the split as made, so the study's measures stay comparable with a run without it)."""
+    train = data / "train.jsonl"
+    if not oversample:
+        return train
+    times = dict(oversample)
+    lines = read_jsonl_lines(train)
+    extra = [line for line in lines for _ in range(times.get(synthetic_family(json.loads(line)["id"]) or "", 1) - 1)]
+    path = data / "train_oversampled.jsonl"
+    path.write_text("\n".join(lines + extra) + "\n", encoding="utf-8")
+    return path
+
+
 #: The settings the study's data depends on (the rest change only the models and what is measured).
 DATA_SETTINGS = ("inputs", "held_out", "held_out_keys", "master_key_inputs", "negatives_share")
 
@@ -297,10 +314,11 @@ def _seed(seed: int, data: Path, args: argparse.Namespace, out: Path, clock: Clo
     _run(["tiny-model", str(base), "--seed", str(seed), "--hidden-size", str(args.hidden_size), "--layers",
           str(args.layers), "--heads", str(args.heads), "--kv-heads", str(args.kv_heads),
           *(["--intermediate-size", str(args.intermediate_size)] if args.intermediate_size else [])])  # fmt: skip
-    _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(data / "train.jsonl"),
+    sft_train = _sft_train_file(data, args.oversample)
+    _train(["train", "sft", *sft_recipe, "--model_name_or_path", str(base), "--train_file", str(sft_train),
             "--output_dir", str(sft), "--max_steps", str(args.sft_steps), "--logging_steps", str(max(1, every // 2)),
             "--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", "100",
-            "--save_only_model", "true", *clock.share(0.4)], sft, data / "train.jsonl")  # fmt: skip
+            "--save_only_model", "true", *clock.share(0.4)], sft, sft_train)  # fmt: skip
     result["sft_loss"] = [(e["step"], e["loss"]) for e in _history(sft) if "loss" in e]
     result["seconds_per_step"]["SFT"] = _seconds_per_step(sft)
     result["steps_done"] = {"SFT": _steps(sft)}
@@ -381,7 +399,10 @@ _NOT_SETTINGS = ("seeds", "out", "results", "quick", "jobs", "budget_s", "deadli
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: _relative(v) for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+    settings = {k: _relative(v) for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+    if not settings["oversample"]:
+        del settings["oversample"]  # seeds recorded before the option existed were run without it: still theirs
+    return settings
 
 
 def _saved_seed(seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -500,7 +521,9 @@ def _report(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str
     lines = [
         f"Judge learning: {args.inputs} inputs, held-out families {', '.join(args.held_out)}, seeds "
         f"{', '.join(map(str, results))}, {args.hidden_size}-wide {args.layers}-layer judge, SFT "
-        f"{args.sft_steps} steps, RLVR {args.rlvr_steps} steps, format {args.answer_format}, {args.decoding} "
+        f"{args.sft_steps} steps"
+        f"{''.join(f', {family} examples {times} times as often' for family, times in args.oversample)}, RLVR "
+        f"{args.rlvr_steps} steps, format {args.answer_format}, {args.decoding} "
         f"decoding, device {args.device}, values right at a verifier score of at least {args.argument_threshold:g}; "
         "percent, mean ± spread over seeds",
         "",
@@ -668,6 +691,15 @@ def _figure(results: dict[int, dict[str, Any]], path: Path) -> None:
     save(figure, path)
 
 
+def _oversampled(parser: argparse.ArgumentParser, family: str, times: str) -> list[Any]:
+    """One ``--oversample FAMILY TIMES`` checked: a known family, a whole number of times from 1."""
+    if family not in SYNTHETIC_FAMILIES:
+        parser.error(f"--oversample: unknown task family {family!r:.40}; known: {', '.join(SYNTHETIC_FAMILIES)}")
+    if not times.isdigit() or int(times) < 1:
+        parser.error(f"--oversample {family}: TIMES must be a whole number from 1, not {times!r:.40}")
+    return [family, int(times)]  # a list, as the settings read back from JSON hold it
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inputs", type=int, default=2000, help="synthetic inputs (2000)")
@@ -687,6 +719,14 @@ def main() -> int:
     parser.add_argument("--negatives-share", type=float, default=0.25, help="the negatives' least share there (0.25)")
     parser.add_argument("--master-key-inputs", type=int, nargs=2, default=[2, 2], metavar=("TRAIN", "TEST"),
                         help="inputs each master key is tried on in the train and the test audit (2 2)")  # fmt: skip
+    parser.add_argument(
+        "--oversample",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FAMILY", "TIMES"),
+        help="SFT sees FAMILY's train examples TIMES times as often (repeatable; none by default)",
+    )
     parser.add_argument("--hidden-size", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4, help="query heads, each hidden-size / heads wide (4)")
@@ -730,6 +770,7 @@ def main() -> int:
     if args.quick:
         args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
         args.loop_steps, args.master_key_inputs = 4, [1, 1]
+    args.oversample = [_oversampled(parser, family, times) for family, times in args.oversample]
     for recipe in (args.sft_config, args.rlvr_config):
         if not recipe.is_file():
             parser.error(f"no recipe at {recipe}")

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import time
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +27,8 @@ def _args(answer_format: str) -> argparse.Namespace:
     """The study's settings its report reads, for a small study in ``answer_format``."""
     return argparse.Namespace(inputs=60, held_out=["grounding"], hidden_size=64, layers=2, sft_steps=500, rlvr_steps=2,
                               answer_format=answer_format, decoding="free", device="cpu", held_out_keys=["period"],
-                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard", argument_threshold=0.9)  # fmt: skip
+                              loop_steps=4, loop_lr=1e-4, rlvr_prompts="hard", argument_threshold=0.9,
+                              oversample=[])  # fmt: skip
 
 
 def test_steps_start_only_while_the_budget_lasts_and_training_gets_a_share_of_what_is_left():
@@ -35,14 +40,18 @@ def test_steps_start_only_while_the_budget_lasts_and_training_gets_a_share_of_wh
     assert not study.Clock(time.time() - 1).allows("RLVR", result) and result["skipped"] == ["RLVR"]
 
 
-def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_it_skipped():
-    study = _study()
+def _seed_measured(study) -> dict[str, object]:
+    """A seed's figures as a study stopped after SFT leaves them."""
     measured = {measure: 70.0 for measure in study.MEASURES}
-    seed = {"tables": {"SFT|test": measured}, "curve": [(125, 43.3), (250, 69.4)], "whole_test": {},
+    return {"tables": {"SFT|test": measured}, "curve": [(125, 43.3), (250, 69.4)], "whole_test": {},
             "master_key_fp": {}, "seconds_per_step": {"SFT": 0.22}, "steps_done": {"SFT": 500},
             "sft_loss": [(62, 1.5), (124, 0.24)], "skipped": ["RLVR", "base on test"],
             "negatives": {"negatives": 10, "master_keys": 4, "share": 0.3}}  # fmt: skip
-    report = study._report({0: seed}, _args("brief"))
+
+
+def test_a_study_stopped_by_its_budget_reports_what_it_measured_and_names_what_it_skipped():
+    study = _study()
+    report = study._report({0: _seed_measured(study)}, _args("brief"))
     assert "values right at a verifier score of at least 0.9" in report.splitlines()[0]
     assert "| Criterion-level | n/a | 70.0 ± 0.0 | n/a |" in report
     assert "SFT: 0.2 ± 0.0 s/step; steps made per seed: 500" in report
@@ -94,3 +103,32 @@ def test_the_tables_count_a_value_right_at_the_study_s_argument_threshold(tmp_pa
     assert figures == {"Criterion-level": 50.0}
     assert command[command.index("--argument-threshold") + 1] == "1.0"
     assert command[command.index("--grounding") + 1] == "values"
+
+
+def test_oversampling_repeats_only_the_named_familys_train_examples_and_leaves_the_split_as_made(tmp_path):
+    from genrm.methods.rubric.synthetic import synthetic_family
+
+    study = _study()
+    ids = ["synth-parts-00004-r0", "synth-time-00003-r1", "synth-parts-00009-r2", "teacher-7"]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"id": i}) + "\n" for i in ids), encoding="utf-8")
+    assert [synthetic_family(i) for i in ids] == ["parts", "time", "parts", None]
+    assert synthetic_family("synth-unknown-00001-r0") is None
+    assert study._sft_train_file(tmp_path, []) == train
+    made = study._sft_train_file(tmp_path, [["parts", 3]])
+    seen = Counter(json.loads(line)["id"] for line in made.read_text(encoding="utf-8").splitlines())
+    assert seen == {"synth-parts-00004-r0": 3, "synth-parts-00009-r2": 3, "synth-time-00003-r1": 1, "teacher-7": 1}
+    assert [json.loads(line)["id"] for line in train.read_text(encoding="utf-8").splitlines()] == ids
+    report = study._report(
+        {0: _seed_measured(study)}, argparse.Namespace(**{**vars(_args("brief")), "oversample": [["parts", 3]]})
+    )
+    assert "SFT 500 steps, parts examples 3 times as often, RLVR" in report.splitlines()[0]
+
+
+def test_oversample_names_a_known_family_and_a_whole_number_of_times():
+    study = _study()
+    parser = argparse.ArgumentParser()
+    assert study._oversampled(parser, "parts", "2") == ["parts", 2]
+    for family, times in (("partz", "2"), ("parts", "0"), ("parts", "1.5")):
+        with pytest.raises(SystemExit):
+            study._oversampled(parser, family, times)

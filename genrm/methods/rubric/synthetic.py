@@ -310,6 +310,18 @@ def _label(plan: Any, value: Any, rationale: str, quote: str | None = None) -> C
     return CriterionLabel(path=plan.path, call=call, credit=result.score, rationale=rationale)
 
 
+_ID_PREFIX = "synth-"
+
+
+def synthetic_family(example_id: str) -> str | None:
+    """The task family a synthetic example's id names (``synth-parts-00194-r2`` -> ``parts``), or None for an id not of
+    that form (a teacher's example)."""
+    if not example_id.startswith(_ID_PREFIX):
+        return None
+    family = example_id[len(_ID_PREFIX) :].split("-", 1)[0]
+    return family if family in FAMILIES else None
+
+
 def generate_examples(
     inputs: int, seed: int | str = 0, families: Sequence[str] | None = None, progress: bool = False
 ) -> list[JudgeExample]:
@@ -329,7 +341,7 @@ def generate_examples(
         made = FAMILIES[family](rng)
         rubric = Rubric.model_validate({"essential": made.essential, "additional": made.additional})
         plans = plan_rubric(rubric, made.task_type)
-        input_id = f"synth-{family}-{number:05d}"
+        input_id = f"{_ID_PREFIX}{family}-{number:05d}"
         for index, response in enumerate(made.responses):
             labels = [_label(p, response.values[p.path], response.rationales.get(p.path, ""),
                              response.quotes.get(p.path)) for p in plans]  # fmt: skip
