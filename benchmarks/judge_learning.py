@@ -223,16 +223,22 @@ def _with_negatives(data: Path, share: float) -> None:
 
 def _sft_train_file(data: Path, oversample: list[list[Any]]) -> Path:
     """The file SFT trains on: the train split, or, with ``--oversample``, the train split with each named family's
-    examples in it ``times`` times in all (``train_oversampled.jsonl``, rewritten each run; the test split, the audit
-    and RLVR's prompts keep the split as made, so the study's measures stay comparable with a run without it)."""
+    examples in it ``times`` times in all (``train_oversampled.jsonl``; the test split, the audit and RLVR's prompts
+    keep the split as made, so the study's measures stay comparable with a run without it)."""
     train = data / "train.jsonl"
     if not oversample:
         return train
     times = dict(oversample)
     lines = read_jsonl_lines(train)
     extra = [line for line in lines for _ in range(times.get(synthetic_family(json.loads(line)["id"]) or "", 1) - 1)]
+    text = "\n".join(lines + extra) + "\n"
     path = data / "train_oversampled.jsonl"
-    path.write_text("\n".join(lines + extra) + "\n", encoding="utf-8")
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        # seeds side by side (--jobs) make it at once: each writes its own copy and swaps it in whole, so no
+        # seed's trainer reads a file another is writing
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
     return path
 
 
@@ -771,6 +777,8 @@ def main() -> int:
         args.inputs, args.seeds, args.sft_steps, args.rlvr_steps, args.eval_limit = 60, args.seeds[:2], 10, 2, 8
         args.loop_steps, args.master_key_inputs = 4, [1, 1]
     args.oversample = [_oversampled(parser, family, times) for family, times in args.oversample]
+    if held_out := sorted({family for family, _ in args.oversample} & set(args.held_out)):
+        parser.error(f"--oversample {held_out[0]}: that family is held out of training (--held-out)")
     for recipe in (args.sft_config, args.rlvr_config):
         if not recipe.is_file():
             parser.error(f"no recipe at {recipe}")

@@ -119,6 +119,9 @@ def test_oversampling_repeats_only_the_named_familys_train_examples_and_leaves_t
     seen = Counter(json.loads(line)["id"] for line in made.read_text(encoding="utf-8").splitlines())
     assert seen == {"synth-parts-00004-r0": 3, "synth-parts-00009-r2": 3, "synth-time-00003-r1": 1, "teacher-7": 1}
     assert [json.loads(line)["id"] for line in train.read_text(encoding="utf-8").splitlines()] == ids
+    written = made.stat().st_mtime_ns
+    assert study._sft_train_file(tmp_path, [["parts", 3]]) == made and made.stat().st_mtime_ns == written
+    assert not list(tmp_path.glob("*.partial"))
     report = study._report(
         {0: _seed_measured(study)}, argparse.Namespace(**{**vars(_args("brief")), "oversample": [["parts", 3]]})
     )
