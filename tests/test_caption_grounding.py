@@ -49,10 +49,16 @@ def test_a_claim_is_found_by_its_content_words(claim, found):
 def test_a_claim_or_caption_without_content_words():
     assert "holds no content word" in find_claim("not mentioned", CAPTION)
     assert not any(holds_content(text) for text in (":", "  ", "Solution", "Let's solve this problem step by step."))
-    assert holds_content("A dog.") and holds_content("两只狗")
+    assert holds_content("A dog.") and holds_content("两只狗") and holds_content("狗") and holds_content("7")
+    # a lone letter is in nearly every caption: a caption of letters alone describes nothing, but a claim "X" is
+    # still a claim to look for in its caption
+    assert not any(holds_content(text) for text in ("X.", "b", "Solution: X", "x, y"))
+    assert holds_content("X", lone_letters=True) and find_claim("X", CAPTION) is not None
 
 
-_EMPTY_PIECES = st.sampled_from(sorted(OPENER_WORDS) + [":", ".", ",", "!", "?", " ", "\n", "-", "*", "(", ")"])
+_EMPTY_PIECES = st.sampled_from(
+    sorted(OPENER_WORDS) + [":", ".", ",", "!", "?", " ", "\n", "-", "*", "(", ")", "X", "b", "é"]
+)
 
 
 @given(st.lists(_EMPTY_PIECES, max_size=12).map(" ".join), st.sampled_from(["a red car", "two dogs", "the bench"]))
@@ -90,6 +96,12 @@ def test_a_difference_with_an_invented_claim_is_not_counted():
     assert len(record.answer.differences) == 2 and source.records[0].ungrounded == []
 
 
+def test_a_claim_of_a_lone_letter_is_looked_for_like_any_other():
+    answer = json.dumps({"differences": [_diff("X", "a green bench", "A")], "overall_winner": "A"})
+    (left_out,) = _claimdiff(answer=answer)[0].records[0].ungrounded
+    assert (left_out.item, left_out.caption) == (1, "caption") and "'X'" in left_out.reason
+
+
 def test_an_invented_claim_of_the_reference_is_not_counted_and_silence_is_not_looked_for():
     answer = json.dumps({"differences": [
         _diff("Caption A says nothing of a cat", "a grey cat", "A", b_error="object_hallucination"),
@@ -119,10 +131,10 @@ def test_hall_vs_miss_counts_only_contents_found_in_their_caption():
 def test_a_caption_without_content_is_not_judged_and_gets_the_floor(mode):
     agrees = json.dumps({"differences": [], "overall_winner": "tie"} if mode != "hall_vs_miss" else
                         {"differences": []})  # fmt: skip
-    keys = [":", "Solution", "Let's solve this problem step by step.", "<answer>.</answer>"]
+    keys = [":", "Solution", "Let's solve this problem step by step.", "<answer>.</answer>", "X."]
     (result, engine) = _claimdiff({"mode": mode, "min_reward": -1.0}, captions=[*keys, CAPTION], answer=agrees)
-    assert result.rewards[:4] == [-1.0] * 4 and all(r.no_content for r in result.records[:4])
-    assert len(engine.requests) == 1 and result.rewards[4] > -1.0  # only the caption with content is judged
+    assert result.rewards[:5] == [-1.0] * 5 and all(r.no_content for r in result.records[:5])
+    assert len(engine.requests) == 1 and result.rewards[5] > -1.0  # only the caption with content is judged
     (source, _) = _claimdiff({"mode": mode, "grounded_claims": False}, captions=keys, answer=agrees)
     assert min(source.rewards) >= 0.5  # a judge that finds no difference pays the keys when nothing checks
 

@@ -47,8 +47,8 @@ checked by its content words rather than as a run: the claim's tokens, case fold
 the words judges use to talk about captions left out (:data:`CLAIM_FILLER_WORDS`), number words as digits (``three``
 is ``3``), and the other words by their Snowball stems (``dogs`` is ``dog``, ``parked`` is ``park``). A claim is found
 when every number it holds is in the text and more than half of its content words are; a claim with no content word is
-not found (it says nothing of the caption). A text with no content word at all (punctuation, an opener) holds no
-content (:func:`holds_content`).
+not found (it says nothing of the caption). A text with no content word at all (punctuation, an opener, lone
+letters) holds no content (:func:`holds_content`).
 """
 
 from __future__ import annotations
@@ -221,13 +221,18 @@ OPENER_WORDS: frozenset[str] = frozenset(
 )
 
 
+def _lone_letter(token: str) -> bool:
+    """Whether ``token`` is one letter, which nearly every text holds (``x`` written for times, ``I``, a variable's
+    name), so it ties nothing to the text; a lone CJK character is a word and is not one."""
+    return len(token) == 1 and token.isalpha() and not _CJK_CHAR.fullmatch(token)
+
+
 def _evidence_token(token: str) -> bool:
     """Whether ``token`` (case folded) can carry a quote: not an operator, not a bare opener's word, and not a lone
-    letter, which nearly every response holds (``x`` written for times, ``I``, a variable's name), so it ties a
-    credit to nothing; a lone CJK character is a word and counts."""
+    letter."""
     if token in OPENER_WORDS or _OPERATOR.fullmatch(token):
         return False
-    return not (len(token) == 1 and token.isalpha() and not _CJK_CHAR.fullmatch(token))
+    return not _lone_letter(token)
 
 
 def find_evidence(quote: str | None, response: str) -> str | None:
@@ -320,10 +325,11 @@ def _text_terms(text: str) -> frozenset[str]:
     return frozenset(_terms(text))
 
 
-def holds_content(text: str) -> bool:
-    """Whether ``text`` holds a content word: a token other than punctuation, an operator, a bare opener's words or
-    the function words of :data:`CLAIM_FILLER_WORDS`."""
-    return bool(_text_terms(text))
+def holds_content(text: str, *, lone_letters: bool = False) -> bool:
+    """Whether ``text`` holds a content word: a token other than punctuation, an operator, a bare opener's words,
+    the function words of :data:`CLAIM_FILLER_WORDS` and, unless ``lone_letters``, a lone letter (a caption ``X.``
+    describes nothing; a claim ``X`` is still something to look for in its caption)."""
+    return any(lone_letters or not _lone_letter(term) for term in _text_terms(text))
 
 
 def find_claim(claim: str, text: str) -> str | None:

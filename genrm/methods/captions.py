@@ -14,7 +14,7 @@ attribute).
 **Grounding** (the ``grounded_claims`` option of claimdiff and balcap, on by default): what a judge says a caption
 claims is looked for in that caption (:func:`verifiers.find_claim`), and a claim not found is not counted
 (:class:`UngroundedClaim` in the records says which and why); a caption with no content word (punctuation, white
-space, a bare opener: :func:`verifiers.holds_content`) is not sent to the judge and earns nothing
+space, a bare opener, lone letters: :func:`verifiers.holds_content`) is not sent to the judge and earns nothing
 (:func:`ask_with_content`).
 
 Not here: what a method asks its judge, or how it turns answers into rewards.
@@ -35,7 +35,9 @@ from verifiers import holds_content
 _Reading = TypeVar("_Reading")
 
 #: Why a caption was not sent to the judge (the reason of its record).
-NO_CONTENT = "the caption holds no content word (punctuation, white space or an opener): it describes nothing"
+NO_CONTENT = (
+    "the caption holds no content word (punctuation, white space, an opener or lone letters): it describes nothing"
+)
 
 #: The captioning prompt of an instance that gives none.
 DEFAULT_CAPTION_PROMPT = "Describe this image in detail."

@@ -17,8 +17,9 @@ Not looked for, because they state what a caption leaves out rather than what it
 - in ``hall_vs_miss``, a ``missing_fact`` is looked for in the reference (it is the reference's fact), every other
   difference in the caption.
 
-A caption with no content word at all (punctuation, white space, a bare opener) describes nothing: it gets the floor
-of the reward range whatever the judge says (:func:`verifiers.holds_content`).
+A caption with no content word at all (punctuation, white space, a bare opener, lone letters) describes nothing: it
+gets the floor of the reward range whatever the judge says (:func:`verifiers.holds_content`). A claim of a lone letter
+is still looked for, as any claim with content is.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _states_silence(claim: str) -> bool:
 
 
 def _claim_problem(claim: str, text: str, charged_with_omission: bool) -> str | None:
-    if charged_with_omission or _states_silence(claim) or not holds_content(claim):
+    if charged_with_omission or _states_silence(claim) or not holds_content(claim, lone_letters=True):
         return None
     return find_claim(claim, text)
 
