@@ -172,18 +172,18 @@ def test_any_text_yields_a_span_or_none_and_predictions_of_the_right_type(text):
         assert value is None or isinstance(value, kind)
 
 
-def _old_last_boxed(text: str):  # the quadratic scan this module had, for comparison on ordinary text
+def _old_boxes(text: str):  # the quadratic scan this module had, for comparison on ordinary text
     import re
 
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    for start in reversed(starts):
+    found = []
+    for start in [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]:
         depth, i = 1, start
         while i < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         if depth == 0:
-            return text[start : i - 1]
-    return None
+            found.append(text[start : i - 1])
+    return found
 
 
 _PIECES = st.sampled_from(
@@ -214,9 +214,12 @@ def test_the_one_pass_scans_read_as_the_patterns_they_replace(text):
     import re
 
     from genrm.methods.answer_json import fenced_blocks, without_thinking
-    from genrm.methods.rubric.answer_extraction import _last_boxed
+    from genrm.methods.rubric.answer_extraction import _PLACEHOLDER, _all_boxed
 
-    assert _last_boxed(text) == _old_last_boxed(text)
+    # every box that holds an answer (a placeholder box holds none), in order of where it opens
+    assert [box for *_, box in _all_boxed(text)] == [
+        box for box in _old_boxes(text) if not _PLACEHOLDER.fullmatch(box)
+    ]
     assert without_thinking(text) == re.sub(r"<think>.*?</think>", " ", text, flags=re.DOTALL | re.IGNORECASE)
     fences = re.findall(r"```(?:json)?\s*\n?(.*?)```", text, re.DOTALL | re.IGNORECASE)
     assert [block.lstrip() for block in fenced_blocks(text)] == [block.lstrip() for block in fences]

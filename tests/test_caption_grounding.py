@@ -49,7 +49,10 @@ def test_a_claim_is_found_by_its_content_words(claim, found):
 def test_a_claim_or_caption_without_content_words():
     assert "holds no content word" in find_claim("not mentioned", CAPTION)
     assert not any(holds_content(text) for text in (":", "  ", "Solution", "Let's solve this problem step by step."))
-    assert holds_content("A dog.") and holds_content("两只狗") and holds_content("狗") and holds_content("7")
+    assert holds_content("A dog.") and holds_content("两只狗") and holds_content("狗") and holds_content("17")
+    # a lone digit, a function word or a contraction's piece is in almost every text: none is content
+    assert not any(holds_content(text) for text in ("7", "1", "of", "and", "it", "don't", "is not", "It's"))
+    assert holds_content("2 x 4 = 8")  # three numbers: a formula, a passage of its own
     # a lone letter is in nearly every caption: a caption of letters alone describes nothing, but a claim "X" is
     # still a claim to look for in its caption
     assert not any(holds_content(text) for text in ("X.", "b", "Solution: X", "x, y"))

@@ -58,7 +58,7 @@ def test_hand_computed_rewards(results):
     box = results["box-002"].records
     assert box[1].criteria[0].score == pytest.approx(0.49)
     assert box[1].reward == pytest.approx(0.49 / box[0].criteria[0].score)
-    # "Emergency Ext" is one deletion from "Emergency Exit": similarity 13/14.
+    # "EMERGENCV EXIT" misspells a word of nine letters once (a word that long may be): similarity 13/14.
     assert results["ocr-001"].rewards[1] == pytest.approx(13 / 14)
 
 

@@ -126,7 +126,7 @@ def test_an_invented_value_is_scored_as_no_value_with_its_status_and_the_call_ke
     invented = execute(_judgement(calls), PLANS, response=":")
     assert [(s.score, s.status) for s in invented] == [(0.0, "ungrounded")] * 3
     assert invented[0].extracted == calls[0]
-    assert "'12' is not in the response" in invented[0].reason
+    assert "'12' is not asserted in the response" in invented[0].reason
     stated = execute(_judgement(calls), PLANS, response="Open: 12 items in [0, 0, 100, 100].")
     assert [(s.score, s.status) for s in stated] == [(1.0, "ok")] * 3
     # what turning grounding off costs: the invented values are paid in full

@@ -7,6 +7,9 @@ function and verl's ``compute_score``.
 - A response whose final answer is stated several times with different values states several: 0.
 - A box list with a malformed member is scored as the verifier scores it (a miss), never cleaned up by the reader.
 - Call syntax in a response (``predict='12'``) is content, never a keyword.
+- An answer counts only where the response asserts it (``verifiers.assertion``): not a relation (``x != 12``), nor a
+  negated, disowned, reported, quoted, fenced, echoed or reasoning answer; a refusal states no value.
+- Short text is compared as words: a negation, a negating prefix or another word is a miss.
 """
 
 from __future__ import annotations
@@ -41,12 +44,19 @@ CASES: list[tuple[str, list[tuple[str, float]]]] = [
         ("\\boxed{[]}", 1.0),
         ("\\boxed{banana}", 0.0),
         ("Final answer: I cannot answer that.", 0.0),
+        # a refusal states no value; only a statement that the thing is absent meets an empty target
+        ("no idea", 0.0),
+        ("No comment", 0.0),
+        ("It is not possible to determine.", 0.0),
+        ("That's not something I can answer.", 0.0),
+        ("Final answer: it is not in the image", 1.0),
         ("Final answer: [[100, 200, 300]]", 0.0),  # a malformed box is a box, not nothing
         ("Final answer: .", 0.0),
         (LONG + "and that is all.", 0.0),  # no final answer at all
     ]),
     ("point_verify(target=[])", [("Final answer: 42", 0.0), ("Final answer: it is not in the image", 1.0)]),
-    ("list_verify(target=[])", [("Final answer: .", 0.0), ("Final answer: none", 1.0), ("Final answer: cat", 0.0)]),
+    ("list_verify(target=[])", [("Final answer: .", 0.0), ("Final answer: none", 1.0), ("Final answer: cat", 0.0),
+                                ("no clue", 0.0)]),
     ("expr_verify(target='12')", [
         ("\\boxed{8} or maybe \\boxed{12}", 0.0),
         ("Final answer: 8\n\nFinal answer: 12", 0.0),
@@ -58,6 +68,86 @@ CASES: list[tuple[str, list[tuple[str, float]]]] = [
         ("The total is \\boxed{12}.\nFinal answer: $12", 1.0),
         ("Final answer: x = 12", 1.0),
     ]),
+    # an answer counts only where the response asserts it: a relation is no value
+    ("expr_verify(target='12')", [
+        ("Final answer: x != 12", 0.0),
+        ("Final answer: x <= 12", 0.0),
+        ("Final answer: x >= 12", 0.0),
+        ("Final answer: x =/= 12", 0.0),
+        ("Final answer: x \\ne 12", 0.0),
+        ("Final answer: x ≠ 12", 0.0),
+        ("Final answer: x < 12", 0.0),
+        ("Final answer: -12", 0.0),
+        ("Final answer: 12", 1.0),
+    ]),
+    # ... nor negated, disowned, reported, quoted, fenced, echoed or in reasoning
+    ("expr_verify(target='12')", [
+        ("I don't think the answer is 12.", 0.0),
+        ("It is not true that the final answer is 12.", 0.0),
+        ("Some would say the answer is 12.\nI disagree: I get 8.", 0.0),
+        ("Final answer: 12 is wrong", 0.0),
+        ("Final answer: 12 is not correct", 0.0),
+        ("Final answer: 12 (wrong)", 0.0),
+        ("Is the answer 12?", 0.0),
+        ("If the answer were 12, the sum would be odd.", 0.0),
+        (LONG + "\n> Final answer: 12\n\nI get 8 instead.", 0.0),
+        (LONG + "\n```\nFinal answer: 12\n```\nI get 8.", 0.0),
+        ("```python\nprint('\\boxed{12}')\n```", 0.0),
+        ("Run `\\boxed{12}` to see.", 0.0),
+        ("Put your answer in \\boxed{12}.\n\nMy answer: 8", 0.0),
+        ("The template shows \\boxed{12}.\nAnswer: 8", 0.0),
+        ('You wrote "Answer: 12" in the prompt.', 0.0),
+        ("\\boxed{8 \\boxed{12}}", 0.0),
+        ("Final answer: 8\n<think>\\boxed{12}", 0.0),
+        ("<!-- Final answer: 12 -->Final answer: 8", 0.0),
+        # real answers keep their rewards
+        ("Since 5 is not a factor, the answer is 12.", 1.0),
+        ("The answer is 12, not 8.", 1.0),
+        ("x is not negative, so \\boxed{12}", 1.0),
+        ("Put the answer in \\boxed{}.\n\nThe answer is \\boxed{12}.", 1.0),
+        ("Fill in \\boxed{\\phantom{2}}: we get \\boxed{12}.", 1.0),
+        ("<think>Maybe 8.</think>Final answer: 12", 1.0),
+        ("Final answer: 12^{\\mathrm{th}}", 1.0),
+    ]),
+    ("expr_verify(target='B')", [
+        ("Answer: (B) is incorrect", 0.0),
+        ("Answer: B. Actually no, C.", 0.0),
+        ("Answer: not B", 0.0),
+        ("The answer is (B).", 1.0),
+    ]),
+    ("time_verify(target='18:15', tformat='%H:%M')", [
+        ("18:15 is incorrect", 0.0),
+        ("18:15 (wrong)", 0.0),
+        ("anything but 18:15", 0.0),
+        ("Final answer: 18:15", 1.0),
+    ]),
+    ("time_verify(target='2024-03-01', tformat='%Y-%m-%d')", [
+        ("2024-03-01 is wrong", 0.0),
+        ("Final answer: 2024-03-01", 1.0),
+    ]),
+    ("bbox_verify(target=[[100, 100, 300, 300]])", [
+        ("not [[100,100,300,300]]", 0.0),
+        ("Final answer: [[100, 100, 300, 300]]", 1.0),
+    ]),
+    ("point_verify(target=[[500, 500]])", [
+        ("anywhere except (500, 500)", 0.0),
+        ("Final answer: (500, 500)", 1.0),
+    ]),
+    # short text is compared as words: a negation or another word is a miss
+    ("text_verify(target='Paris')", [
+        ("not Paris", 0.0),
+        ("Final answer: not Paris", 0.0),
+        ("Final answer: Parish", 0.0),
+        ("Final answer: Paris", 1.0),
+    ]),
+    ("text_verify(target='true')", [("Final answer: untrue", 0.0), ("Final answer: true", 1.0)]),
+    ("text_verify(target='possible')", [("Final answer: impossible", 0.0), ("Final answer: possible", 1.0)]),
+    ("text_verify(target='yes')", [
+        ("At first I thought the final answer was 'no'.\nFinal answer: yes", 1.0),
+        ("We must check whether the final answer is 'no'.\n\nFinal answer: yes", 1.0),
+        ("Final answer: no", 0.0),
+    ]),
+    ("text_verify(target='Do not enter')", [("Final answer: Do not enter", 1.0), ("Final answer: Do enter", 0.0)]),
 ]  # fmt: skip
 REFERENCES = [reference for reference, _ in CASES]
 

@@ -96,11 +96,15 @@ def test_per_criterion_failures(credits, index, failure, words):
     assert [c.failure for i, c in enumerate(parsed.criteria) if i != index] == [None, None]
 
 
-def test_fuzzy_credit_written_as_text_is_read():
+@pytest.mark.parametrize("credit", ["0.5", "1", "1.0", True, False])
+def test_a_fuzzy_credit_is_read_strictly_as_a_number(credit):
+    # pydantic's lax mode read true, "1" and "1.0" as 1.0: a credit the judge never wrote as a number
     parsed = parse_judge_output(
-        json.dumps(_output(("0.5", "bbox_verify(predict=[])", "expr_verify(predict='')"))), PLANS
+        json.dumps(_output((credit, "bbox_verify(predict=[])", "expr_verify(predict='')"))), PLANS
     )
-    assert parsed.ok and parsed.criteria[0].credit == 0.5
+    assert parsed.criteria[0].failure == "schema" and parsed.criteria[0].credit is None
+    assert "0, 0.5 or 1" in parsed.criteria[0].reason
+    assert [c.failure for c in parsed.criteria[1:]] == [None, None]
 
 
 def test_criterion_text_must_be_the_rubric_s():

@@ -63,8 +63,22 @@ def test_rewards_follow_the_method_over_each_group():
 def test_a_group_split_in_two_gets_different_rewards_than_the_whole_group():
     """Why the trainer recomputes over gathered groups: the remap depends on who else is in the group."""
     reward = _rubric_reward()
-    texts = ["yes", "yess", "no", "nope"]  # raw text similarities 1, 0.86, 0, 0
-    first, second = _column((OTHER, texts[:2])), _column((OTHER, texts[2:]))
+    sign = OTHER.model_copy(
+        update={
+            "rubric": OTHER.rubric.model_copy(
+                update={
+                    "essential": [
+                        OTHER.rubric.essential[0].model_copy(
+                            update={"reference": "text_verify(target='Main Street Pharmacy')"}
+                        )
+                    ]
+                }
+            )
+        }
+    )
+    # raw text similarities 1 and 0.95 (one edit in a text of three words), then two negations: 0
+    texts = ["Main Street Pharmacy", "Main Stoeet Pharmacy", "no", "not Main Street Pharmacy"]
+    first, second = _column((sign, texts[:2])), _column((sign, texts[2:]))
     halves = _outcomes(reward, *first) + _outcomes(reward, *second)
     whole = reward.rewards(halves, group_size=4)
     split = reward.rewards(_outcomes(reward, *first)) + reward.rewards(_outcomes(reward, *second))

@@ -73,11 +73,16 @@ def test_verls_uid_in_extra_info_separates_groups_of_one_instance():
     # two groups of one instance with partial text scores: each is remapped over itself, not over both
     sign = Instance(
         id="sign", prompt="What does the sign say?", task_type="ocr",
-        rubric={"essential": [{"criterion": "Reads the sign.", "reference": "text_verify(target='North Gate')",
-                               "weight": 3}]},
+        rubric={"essential": [{"criterion": "Reads the sign.",
+                               "reference": "text_verify(target='North Gate Bus Station')", "weight": 3}]},
     )  # fmt: skip
     truth = verl_row(sign, 0)["reward_model"]["ground_truth"]
-    texts = ["\\boxed{North Gate}", "\\boxed{Nort Gat}", "\\boxed{North Gat}", "\\boxed{No Ga}"]
+    texts = [
+        "\\boxed{North Gate Bus Station}",
+        "\\boxed{Nort Gat Bus Station}",
+        "\\boxed{North Gat Bus Station}",
+        "\\boxed{No Ga Bu Station}",
+    ]
     infos = [{"uid": "a"}, {"uid": "b"}, {"uid": "a"}, {"uid": "b"}]
     together = [s["score"] for s in compute_score_batch(["genrm"] * 4, texts, [truth] * 4, infos)]
     apart = [compute_score_batch(["genrm"] * 2, texts[i::2], [truth] * 2, None) for i in (0, 1)]

@@ -209,7 +209,7 @@ SENTENCES = [
     # the claim after the last "is" is what the words qualify; an alternative before it leaves it in doubt
     ("1000.99", "the number is not 10 which is 1,000.99€", 1), ("1000.99", "not it's not 10 it's 1,000.99m²", 1),
     ("6", "5 is not the answer, it is 6", 1), ("5", "It's not 5", 0), ("6", "It is 5, or is it 6", 0),
-    ("6", "It is 6, not 5", 0), ("5", "At least, the answer is 5", 1),
+    ("6", "It is 6, not 5", 1), ("5", "It is 6, not 5", 0), ("5", "At least, the answer is 5", 1),
 ]  # fmt: skip
 # A closing remark that explains the value is no second value; one that offers another or qualifies it is kept.
 REMARKS = [

@@ -14,8 +14,10 @@ from verifiers import TargetError, VerifyConfig, list_verify, run_verifier
         (["M-30", "M-31", "M-31UK"], ["M-31UK", "M-30", "M-31"], 1.0),
         # extra items cost as much as missing ones
         (["a", "b", "c"], ["a", "b", "c", "zzz"], 3 / 4),
-        # partial similarity of matched items: (1 + 0.75) / 2
-        (["apple", "abcd"], ["abce", "apple"], (1 + 0.75) / 2),
+        # partial similarity of matched items: (1 + 18 / 19) / 2
+        (["apple", "the quick brown fox"], ["the quick brown fax", "apple"], (1 + 18 / 19) / 2),
+        # items are compared as text_verify compares them: another short word, or a negated item, is a miss
+        (["Paris", "Lyon"], ["Parish", "not Lyon"], 0.0),
         # the assignment is one-to-one: a single prediction cannot match two targets
         (["abc", "abc"], ["abc"], 0.5),
         ([], [], 1.0),

@@ -317,13 +317,28 @@ def unicode_math(text: str) -> str:
     return _MINUS_LIKE.sub("-", _RANGE_DASH.sub(" to ", text))
 
 
+# "=/=" and "=\=" are how plain text writes "≠"; Math-Verify alone reads "x =/= 12" as the equation x = 12
+_NOT_EQUAL_SPELLINGS = re.compile(r"=\s*[/\\]\s*=|!=")
+# an ordinal's suffix raised or in a text group: 12^{\mathrm{th}}, 12^{th}, 12^\text{nd}, 12\textsuperscript{rd}
+_ORDINAL = re.compile(
+    r"(?<=\d)\s*(?:\^\s*\{?\s*(?:\\(?:mathrm|text|textrm|rm)\s*\{\s*)?|\\textsuperscript\s*\{\s*)"
+    r"(st|nd|rd|th)\s*\}?\s*\}?(?![A-Za-z])"
+)
+
+
+def spelled_forms(text: str) -> str:
+    """``text`` with the plain-text spellings of a relation as their symbol (``=/=`` and ``!=`` are ``\\neq``) and
+    an ordinal's raised suffix written on its line (``12^{\\mathrm{th}}`` is ``12th``, the twelfth)."""
+    return _ORDINAL.sub(r"\1", _NOT_EQUAL_SPELLINGS.sub(r" \\neq ", text))
+
+
 def read_named(text: str) -> tuple[str | None, str]:
     """``(name, value)``: ``text`` read down to the value it states (a phrase, currency, LaTeX digit groups, a named
     quantity, degrees in trigonometric functions, percent in text), and the name it gave the value (None when it gave
     none). Units are split apart by :func:`split_unit` and qualifiers by :func:`qualifiers`, since what they mean
     depends on the other side."""
     # "= 5" states 5, and a backslash left at the end ("185\\") is a stray keystroke
-    text = _OPENING_EQUALS.sub("", answer_phrase(unicode_math(text.strip()))).removesuffix("\\")
+    text = _OPENING_EQUALS.sub("", answer_phrase(spelled_forms(unicode_math(text.strip())))).removesuffix("\\")
     text = _CONJUNCTIVES.sub(" and ", _CONNECTIVES.sub(" or ", text.replace("+/-", "\\pm ")))
     text = without_currency(text)
     text = digit_groups(text)

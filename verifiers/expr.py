@@ -75,6 +75,7 @@ from verifiers.answer_forms import (
     split_unit,
     stated_answer,
 )
+from verifiers.assertion import asserted_text
 from verifiers.config import VerifyConfig
 from verifiers.result import PredictionError, TargetError, VerifierError, VerifyResult
 from verifiers.sentences import math_spans, sentence, without_remark, without_sentence_end
@@ -454,7 +455,8 @@ def check_expr(
     """1.0 when the prediction is equivalent to the target, else 0.0 (see the module docstring). A prediction named
     with one of ``keywords`` (``predict=12``: the call vocabulary, which the registry passes) is call syntax a
     response wrote, refused as a prediction."""
-    target, predict = rubric["target"].strip(), scoring["predict"].strip()
+    # a prediction counts only where it asserts its value: "12 is wrong", "not 12", "I don't think the answer is 12"
+    target, predict = rubric["target"].strip(), asserted_text(scoring["predict"]).strip()
     if not target:
         raise TargetError("target is empty")
     if len(target) > config.max_expr_chars:

@@ -20,13 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
 from verifiers.config import VerifyConfig
 from verifiers.matching import matched_score
 from verifiers.result import PredictionError, TargetError, VerifyResult
-from verifiers.text import TextOptions, bounded_normal_form, targets_or_candidates
+from verifiers.text import TextOptions, bounded_normal_form, similarity, targets_or_candidates
 
 
 def _normal_items(
@@ -38,11 +37,16 @@ def _normal_items(
             for item in items]  # fmt: skip
 
 
+def _item_similarity(pred: str, target: str, **_: Any) -> float:
+    # rapidfuzz passes its scorer keywords (score_cutoff, ...); the text rule needs none
+    return similarity(pred, target)
+
+
 def list_score(pred: Sequence[str], target: Sequence[str]) -> float:
     """Hungarian-matched mean similarity of two already normalized lists, over the longer length."""
     if not pred or not target:
         return 1.0 if len(pred) == len(target) else 0.0
-    scores = cdist(pred, target, scorer=Levenshtein.normalized_similarity, dtype=None)
+    scores = cdist(pred, target, scorer=_item_similarity, dtype=None)
     return matched_score(scores)
 
 
@@ -54,6 +58,10 @@ def check_list(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     if total > config.max_list_items:
         raise TargetError(f"the target lists hold {total} items together; at most {config.max_list_items}")
     targets = [_normal_items(target, options, config, TargetError, "a target list") for target in lists]
+    for raw, normal in zip(lists, targets, strict=True):
+        emptied = next((item for item, form in zip(raw, normal, strict=True) if item.strip() and not form), None)
+        if emptied is not None:
+            raise TargetError(f"the target item {emptied!r:.60} normalizes to nothing under its options")
     pred = _normal_items(scoring["predict"], options, config, PredictionError, "the prediction")
     best = max(list_score(pred, target) for target in targets)
     which = "the target list" if len(lists) == 1 else f"the best of {len(lists)} candidate lists"

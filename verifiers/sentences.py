@@ -6,11 +6,12 @@ down to the one value it states: ``There are 5 apples.``, ``I think it is $5$.``
 says of its value (``not``, ``n't``, ``at least``, ``less than``, ``between``, ``minus``, ``million``, ``half``) must
 be the same on both sides, and an alternative before it (``It is 5, or is it 6``) leaves it in doubt: ``the number is
 not 10, which is 1,000.99`` claims 1,000.99. A prediction that states several values (``12 apples and 2 oranges``,
-``5, not 3``) is unparseable. Math-Verify alone reads the last number of any sentence that ends with a
-period (``not 5.``, ``It is less than 5.``, ``x > 5.``, ``y = 2x + 5.`` are each 5 to it), so a side that is no
-sentence loses a final period (``x > 5`` is read whole) and a worked solution of several sentences keeps the words of
-its last one that states a value. A closing remark in brackets that explains the value (``5 (since 2 + 3 = 5)``) is
-dropped first (:func:`without_remark`); one that offers another value or qualifies it (``5 (or 6)``) is not.
+``5 or 3``) is unparseable (``expr_verify`` reads a prediction as it asserts its value first,
+:mod:`verifiers.assertion`, so ``5, not 3`` states 5). Math-Verify alone reads the last number of any sentence that
+ends with a period (``not 5.``, ``It is less than 5.``, ``x > 5.``, ``y = 2x + 5.`` are each 5 to it), so a side that
+is no sentence loses a final period (``x > 5`` is read whole) and a worked solution of several sentences keeps the
+words of its last one that states a value. A closing remark in brackets that explains the value (``5 (since 2 + 3 =
+5)``) is dropped first (:func:`without_remark`); one that offers another value or qualifies it (``5 (or 6)``) is not.
 
 Math spans (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) are found by :func:`math_spans` in time that
 grows with the text's length.

@@ -168,10 +168,67 @@ _MAX_CACHED_CHARS = 1024
 _normalize_cached = lru_cache(maxsize=16_384)(_normalize)
 
 
+# words that negate what they stand with, also as ignore_punc writes them (isn't is isnt)
+_NEGATION_WORD = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|nothing|nobody|nowhere|cannot|without|"
+    r"(?:is|are|was|were|do|does|did|has|have|had|ca|can|could|would|should|wo|must|need)n['\u2019]?t)\b"
+    r"|n['\u2019]t\b",
+    re.IGNORECASE,
+)
+#: Prefixes that negate the word they are put before (true and untrue, possible and impossible, toxic and non-toxic).
+NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non-", "non", "non ")
+_WORD = re.compile(r"\w+(?:['\u2019-]\w+)*")
+#: A target of at most this many words, none longer than ``SHORT_WORD_CHARS``, is compared word by word.
+SHORT_TARGET_WORDS = 2
+SHORT_WORD_CHARS = 12
+#: A word of at least this many characters may differ from the target's by one edit (an OCR-style misspelling).
+MISSPELLING_MIN_CHARS = 8
+
+
+def _negations(text: str) -> int:
+    return len(_NEGATION_WORD.findall(text))
+
+
+def _negates(word: str, other: str) -> bool:
+    """Whether ``word`` is ``other`` with a negating prefix (``untrue`` of ``true``), either way round."""
+    longer, shorter = (word, other) if len(word) > len(other) else (other, word)
+    return any(longer == prefix + shorter for prefix in NEGATING_PREFIXES if len(shorter) >= 2)
+
+
+def _near_word(word: str, target: str) -> bool:
+    """Whether a predicted word meets a short target's word: equal, or a misspelling of a long word (one edit, at
+    least ``MISSPELLING_MIN_CHARS`` characters)."""
+    if word == target:
+        return True
+    return min(len(word), len(target)) >= MISSPELLING_MIN_CHARS and Levenshtein.distance(word, target) <= 1
+
+
 def similarity(a: str, b: str) -> float:
-    """Normalized Levenshtein similarity of two already normalized strings, in [0, 1]; 1 for two empty strings."""
-    if not a and not b:
+    """How near the prediction ``a`` is to the target ``b`` (both already normalized), in [0, 1]; 1 for two empty
+    strings.
+
+    The normalized Levenshtein similarity, except where it would pay an answer for saying something else: a prediction
+    that negates what the target does not (or the other way round: ``not Paris``, ``isn't`` against ``is``) or that
+    holds a word of the target with a negating prefix (``untrue`` for ``true``, ``impossible`` for ``possible``,
+    ``disproved`` for ``proved``) scores 0; and a short target (at most two words of at most 12 characters) is
+    compared word by word: each word must be the target's, or, for a word of at least 8 characters, one edit away from
+    it (``Pharmacv`` for ``Pharmacy``), else the score is 0 (``Parish`` is not ``Paris``, ``Lyon`` not ``Lycn``); a
+    space lost or added between its words (``ExportVolume``) is still an edit, not another word.
+    Longer texts keep the edit similarity's tolerance for OCR-style misspellings."""
+    if a == b:
         return 1.0
+    if not a or not b:
+        return 0.0
+    if _negations(a) != _negations(b):
+        return 0.0
+    words_a, words_b = _WORD.findall(a), _WORD.findall(b)
+    target_words = set(words_b)
+    if any(_negates(x, y) for x in set(words_a) - target_words for y in target_words - set(words_a)):
+        return 0.0
+    if len(words_b) <= SHORT_TARGET_WORDS and all(len(word) <= SHORT_WORD_CHARS for word in words_b):
+        spacing_only = a.replace(" ", "") == b.replace(" ", "")  # ExportVolume: a space lost, not another word
+        if not spacing_only and (len(words_a) != len(words_b) or not all(map(_near_word, words_a, words_b))):
+            return 0.0
     return Levenshtein.normalized_similarity(a, b)
 
 
@@ -208,6 +265,10 @@ def check_text(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
     limit = config.max_text_chars
     targets = [bounded_normal_form(t, options, limit, TargetError, "a target text")
                for t in targets_or_candidates(rubric, config.max_candidates)]  # fmt: skip
+    for raw, normal in zip(targets_or_candidates(rubric, config.max_candidates), targets, strict=True):
+        if raw.strip() and not normal:
+            raise TargetError(f"the target text {raw!r:.60} normalizes to nothing under its options; a prediction "
+                              "that did too would meet it")  # fmt: skip
     pred = bounded_normal_form(scoring["predict"], options, limit, PredictionError, "the prediction")
     best = max(similarity(pred, t) for t in targets)
     if not pred and best < 1.0:

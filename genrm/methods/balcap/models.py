@@ -65,9 +65,9 @@ class CaptionFeatures(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     atomic_assertions: list[Assertion] = Field(max_length=MAX_ASSERTIONS)
-    clarity_score: int = Field(ge=1, le=10)
-    fluency_score: int = Field(ge=1, le=10)
-    coherency_score: int = Field(ge=1, le=10)
+    clarity_score: int = Field(ge=1, le=10, strict=True)
+    fluency_score: int = Field(ge=1, le=10, strict=True)
+    coherency_score: int = Field(ge=1, le=10, strict=True)
     linguistic_scores_explanation: str = Field(default="", max_length=_TEXT)
 
 

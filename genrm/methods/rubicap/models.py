@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from genrm.methods.base import GroupResult
 from genrm.methods.captions import CaptionInstance
@@ -76,7 +76,7 @@ class CriterionVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reasoning: str = Field(default="", max_length=_TEXT)
-    score: Literal[0, 1]
+    score: StrictInt = Field(ge=0, le=1)  # strict: true, "1" and 1.0 are not the integer the judge is asked for
 
 
 class RubricVerdicts(BaseModel):

@@ -3,27 +3,34 @@
 This is the ``rule`` backend's reader: no model, the same for every response, and deliberately strict, so a response
 that never states a final answer gets nothing.
 
-**The final answer span**, first rule that applies (reasoning inside ``<think>...</think>`` is ignored):
+**The final answer span**, first rule that applies, read only where the response asserts it
+(:mod:`verifiers.assertion`: not in reasoning, code, block quotes, comments or a quoted echo, nor under a negation, a
+condition, reported speech, a disowning or retracted clause, nor in a question):
 
-1. ``boxed``: the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced;
+1. ``boxed``: the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) that holds an answer (a placeholder,
+   ``\\boxed{}``, ``\\boxed{\\phantom{2}}``, ``\\boxed{?}``, holds none), braces balanced;
 2. ``final_answer``: the rest of the last line that says ``final answer`` (``Final answer: 42``, ``The final answer
    is 42``); when that rest is empty, the lines that follow, up to a blank line;
 3. ``answer``: the same for the last line that says ``answer:``, ``answer is`` or ``answer =``;
-4. ``short_response``: the whole response, when it has at most ``SHORT_RESPONSE_CHARS`` characters.
+4. ``short_response``: what the whole response asserts, when it has at most ``SHORT_RESPONSE_CHARS`` characters as
+   written.
 
 Otherwise there is no span.
 
 **No value stated** is its own value, ``predict=None``, which every verifier scores 0 whatever the target. It is
 never the empty value (``''``, ``[]``), which matches an empty target (``bbox_verify(target=[])``: the object is not
 in the image) and which a span gives only when it says there is nothing (``none``, ``[]``, ``no such object``, ``it
-is not in the image``: :func:`states_emptiness`). :func:`read_prediction` gives ``predict=None``:
+is not in the image``: :func:`states_emptiness`; a refusal, ``no idea``, never does). :func:`read_prediction` gives
+``predict=None``:
 
 - when there is no span;
 - when the span reads as nothing for the verifier without saying so (no box in ``\\boxed{banana}``, nothing left of
   ``.``);
 - when the response states **several final answers** that read differently for the criterion's verifier: two boxes,
   two final-answer lines, a box and a final-answer line (``\\boxed{8} or maybe \\boxed{12}``; the same value written
-  twice is one answer). Several answer lines count only where there is no box and no final-answer line.
+  twice is one answer); a box inside a box is several. Several answer lines count only where there is no box and no
+  final-answer line, and an answer line after the last box counts with it (a template's box, then the response's own
+  answer).
 
 Every verifiable criterion of a rubric reads the same span: dates, times and coordinates are searched for inside it,
 while text, expressions and lists take the whole of it. The rule backend therefore suits rubrics with one answer per
@@ -31,9 +38,11 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
 
 **The prediction of each verifier**, read from the span:
 
-- ``text_verify``: the span without surrounding quotes, bold markers, ``$`` and a final period;
+- ``text_verify``: the span as written (its own words of negation are the value: ``Do not enter``) without
+  surrounding quotes, bold markers, ``$`` and a final period;
 - ``expr_verify``: option letters as written (``B``, ``(B) 42``); else the right-hand side of the last ``=``, unless
-  the span holds several equations (``x = 8, y = 12``) or writes a verifier's keyword (``predict='12'``: call syntax,
+  the span holds a relation (``x <= 12``, ``x != 12``, ``x =/= 12``: no value, read whole), several equations (``x =
+  8, y = 12``, ``f(x) = x \\text{ and } f(x) = -x``) or writes a verifier's keyword (``predict='12'``: call syntax,
   which is content); else the span. Words stay: the verifier reads a sentence itself (``about 3.5 km`` states
   3.5 km), and refuses one whose words change its value (``at least 5``, ``not 5``, ``3/4 of them``) or that states
   several values;
@@ -41,8 +50,8 @@ text, expression or list criterion (the RLVR case); a model judge is needed to p
   ``6:15 PM``, ``2024-03-01``, ``1 March 2024``, ``March 1, 2024``, ``01/03/2024``), when nothing else in the span
   moves it (a second date or time, ``not``, ``after``, ``tomorrow``, ``plus``); else the span, which the verifier's
   parser (no ``pformat``) reads whole or refuses;
-- ``list_verify``: a JSON list in the span, else its items split on semicolons, commas, new lines or a final
-  ``and``, with bullets and numbering removed;
+- ``list_verify``: as written, a JSON list in the span, else its items split on semicolons, commas, new lines or a
+  final ``and``, with bullets and numbering removed;
 - ``bbox_verify`` / ``point_verify``: every bracketed or parenthesized group of two or more numbers in the span, as
   written: a group of the wrong size (``[5, 5, 5]`` among boxes) is left for the verifier, which counts it as a miss,
   never dropped.
@@ -55,8 +64,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from genrm.methods.answer_json import strip_reasoning
 from verifiers import format_call, get_spec, verify_call_result
+from verifiers.assertion import asserted_view, states_absence, written_view
 from verifiers.registry import call_keywords
 from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
@@ -77,15 +86,6 @@ _GROUP = re.compile(rf"[\[(]\s*{_NUM}(?:\s*,\s*{_NUM})+\s*[\])]")
 _NUMBER = re.compile(_NUM)
 # a final-answer line that states one (Final answer: 12; not "we now compute the final answer by ...")
 _FINAL_STATED = re.compile(r"final\s+answer\b\s*(?:is\b|:|=|-)\s*(?P<rest>.*)$", re.IGNORECASE)
-# a span that says there is nothing: what meets an empty target (an object that is not in the image)
-_EMPTINESS = re.compile(
-    r"(?:\[\s*\]|\(\s*\)|\{\s*\}|none|nothing|empty|null|n/?a|no\b.*|(?:there|it|they|this|that|the\s+\w+)"
-    r"(?:\s+is|\s+are|'s|'re)\s+(?:not\b|no\b|none\b|nothing\b|absent\b).*|there\s+(?:isn't|aren't)\b.*"
-    r"|(?:not\s+(?:present|visible|shown|found|there|in\s+the\s+(?:image|picture|scene)))\b.*"
-    r"|.*\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:appear|exist)\b.*)",
-    re.IGNORECASE | re.DOTALL,
-)
-_MAX_EMPTINESS_CHARS = 120
 # more different final answers than this are several whatever they read as (each comparison may run a verifier)
 _MAX_OTHER_ANSWERS = 4
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
@@ -109,105 +109,138 @@ _TIME_PATTERNS = (
 
 @dataclass(frozen=True, slots=True)
 class AnswerSpan:
-    """The final answer as written in the response, the rule that found it, and the other final answers the response
-    states (other boxes and final-answer lines, as written; :func:`read_prediction` decides whether they read as the
-    same value)."""
+    """The final answer as the response asserts it, the rule that found it, and the other final answers the response
+    states (other boxes and final-answer lines, as asserted; :func:`read_prediction` decides whether they read as the
+    same value).
+
+    ``text`` is read from :func:`verifiers.assertion.asserted_view` (a negated, disowned or reported part blanked);
+    ``written`` is the same stretch as the response writes it (:func:`verifiers.assertion.written_view`), from which
+    a text value is read (its words, ``Do not enter``, are the value) and a statement that the thing is absent is
+    recognised. ``nested``: a box holds another box, which is several answers."""
 
     text: str
     source: SpanSource
     others: tuple[str, ...] = ()
+    written: str = ""
+    nested: bool = False
 
 
 _BRACES = re.compile(r"[{}]")
+# what a template's box holds in place of an answer: nothing, spacing, a phantom, dots, a question mark, a blank
+_PLACEHOLDER = re.compile(
+    r"(?:\s|\\phantom\s*\{[^{}]*\}|\\[hv]?phantom|\\[,;:! ]|\\q?quad|~|\?|\.|\\[lc]?dots|\\square|\\Box|"
+    r"\\blacksquare|_|\\_|\\underline\s*\{\s*\}|\\text\s*\{\s*\}|\\(?:text|mathrm)\s*\{\s*(?:answer|your\s+answer)\s*\})*"
+)
 
 
-def _all_boxed(text: str) -> list[str]:
-    """The content of every balanced ``\\boxed{...}`` (``\\fbox``), in order of where they open; one pass over the
-    text (a response of many unclosed boxes costs no more than its length)."""
+def _all_boxed(text: str) -> list[tuple[int, int, str]]:
+    """Every balanced ``\\boxed{...}`` (``\\fbox``) that holds an answer, as ``(start, end, content)`` of its
+    content, in order of where they open; one pass over the text (a response of many unclosed boxes costs no more
+    than its length). A placeholder box (``\\boxed{}``, ``\\boxed{\\phantom{2}}``, ``\\boxed{?}``) holds none."""
     openers = {match.end() - 1 for match in _BOXED.finditer(text)}  # where each box's brace is
     if not openers:
         return []
     stack: list[tuple[int, bool]] = []
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, int, str]] = []
     for brace in _BRACES.finditer(text):  # from brace to brace (in C), not character by character
         index, char = brace.start(), brace.group()
         if char == "{":
             stack.append((index + 1, index in openers))
         elif char == "}" and stack:
             start, boxed = stack.pop()
-            if boxed:
-                found.append((start, text[start:index]))
-    return [content for _, content in sorted(found)]
+            if boxed and not _PLACEHOLDER.fullmatch(text[start:index]):
+                found.append((start, index, text[start:index]))
+    return sorted(found)
 
 
-def _last_boxed(text: str) -> str | None:
-    boxes = _all_boxed(text)
-    return boxes[-1] if boxes else None
-
-
-def _answer_lines(lines: list[str], pattern: re.Pattern[str]) -> list[str]:
-    """What every line matching ``pattern`` states, in order: the rest of the line, or when that is empty the lines
-    that follow up to a blank one (a line stating nothing at all is left out)."""
+def _answer_lines(
+    lines: list[str], written: list[str], pattern: re.Pattern[str], first: int = 0
+) -> list[tuple[str, str]]:
+    """What every line from ``first`` on that matches ``pattern`` states, as asserted and as written, in order: the
+    rest of the line, or when that is empty the lines that follow up to a blank one (a line stating nothing at all is
+    left out). ``lines`` and ``written`` are the two views' lines, of equal lengths."""
     found = []
-    for n, line in enumerate(lines):
-        match = pattern.search(line)
+    for n in range(first, len(lines)):
+        match = pattern.search(lines[n])
         if match is None:
             continue
         rest = match.group("rest").strip()
         if rest.strip("*_ :"):
-            found.append(rest)
+            found.append((rest, written[n][match.start("rest") :].strip()))
             continue
-        following: list[str] = []
-        for line in lines[n + 1 : n + 1 + _MAX_FOLLOWING_LINES]:
-            if not line.strip():
+        following: list[int] = []
+        for index in range(n + 1, min(len(lines), n + 1 + _MAX_FOLLOWING_LINES)):
+            if not lines[index].strip():
                 if following:
                     break
                 continue
-            following.append(line)
+            following.append(index)
         if following:
-            found.append("\n".join(following))
+            found.append(("\n".join(lines[i] for i in following), "\n".join(written[i] for i in following)))
     return found
 
 
-def _answer_line(lines: list[str], pattern: re.Pattern[str]) -> str | None:
-    found = _answer_lines(lines, pattern)
-    return found[-1] if found else None
-
-
-def _stated_answers(boxes: list[str], lines: list[str], source: SpanSource) -> list[str]:
-    """Every final answer the response states, as written: its ``boxes`` and final-answer lines (a line holding a box
-    counts as that box), or, when it has neither, its answer lines."""
-    finals = [rest for rest in _answer_lines(lines, _FINAL_STATED) if not _all_boxed(rest)]
-    if boxes or finals or source != "answer":
-        return boxes + finals
-    return _answer_lines(lines, _ANSWER_LINE)
+def _stated_answers(
+    boxes: list[tuple[int, int, str]], lines: list[str], written: list[str], source: SpanSource, view: str
+) -> list[str]:
+    """Every final answer the response asserts, as asserted: its ``boxes``, its final-answer lines (a line holding a
+    box counts as that box) and the answer lines after its last box, or, when it has neither boxes nor final-answer
+    lines, its answer lines."""
+    finals = [rest for rest, _ in _answer_lines(lines, written, _FINAL_STATED) if not _all_boxed(rest)]
+    if boxes:
+        after = view.count("\n", 0, boxes[-1][1]) + 1  # an answer line after the last box is the response's own
+        later = [rest for rest, _ in _answer_lines(lines, written, _ANSWER_LINE, after) if not _all_boxed(rest)]
+        return [content for _, _, content in boxes] + finals + later
+    if finals or source != "answer":
+        return finals
+    return [rest for rest, _ in _answer_lines(lines, written, _ANSWER_LINE)]
 
 
 def final_answer_span(response: str) -> AnswerSpan | None:
-    """The response's final answer by the precedence rules of the module docstring, or None when there is none."""
-    text = strip_reasoning(response).strip()
-    found: tuple[str | None, SpanSource] | None = None
-    boxes, lines = _all_boxed(text), text.split("\n")  # read once: the span and the other answers both need them
+    """The response's final answer by the precedence rules of the module docstring, read where the response asserts
+    it (:mod:`verifiers.assertion`), or None when there is none."""
+    view, as_written = asserted_view(response), written_view(response)
+    found: tuple[str, str, SpanSource] | None = None
+    boxes = _all_boxed(view)
+    lines, written = view.split("\n"), as_written.split("\n")  # read once: the span and the other answers need them
+    nested = False
     if boxes:
-        found = (boxes[-1], "boxed")
+        start, end, content = boxes[-1]
+        found = (content, as_written[start:end], "boxed")
+        nested = any(_BOXED.search(box) for _, _, box in boxes)
     else:
         for pattern, source in ((_FINAL_LINE, "final_answer"), (_ANSWER_LINE, "answer")):
-            rest = _answer_line(lines, pattern)
-            if rest is not None:
-                found = (rest, source)
+            stated = _answer_lines(lines, written, pattern)
+            if stated:
+                found = (*stated[-1], source)
                 break
-        if found is None and 0 < len(text) <= SHORT_RESPONSE_CHARS:
-            found = (text, "short_response")
-    if found is None or not found[0] or not found[0].strip():
+        short = _SPACES.sub(" ", _PLACEHOLDER_BOX.sub(" ", view)).strip()
+        # the length that counts is the response's as written: blanking a long text does not make it a short answer
+        if found is None and short and len(_SPACES.sub(" ", as_written).strip()) <= SHORT_RESPONSE_CHARS:
+            found = (short, _SPACES.sub(" ", as_written).strip(), "short_response")
+    if found is None or not found[0].strip():
         return None
-    chosen = found[0].strip()[:MAX_SPAN_CHARS]
+    chosen = _tidy(found[0])
     seen, others = {chosen}, []
-    for answer in _stated_answers(boxes, lines, found[1]):
-        answer = answer.strip()[:MAX_SPAN_CHARS]
+    for answer in _stated_answers(boxes, lines, written, found[2], view):
+        answer = _tidy(answer)
         if answer and answer not in seen:
             seen.add(answer)
             others.append(answer)
-    return AnswerSpan(chosen, found[1], tuple(others))
+    return AnswerSpan(chosen, found[2], tuple(others), found[1].strip()[:MAX_SPAN_CHARS], nested)
+
+
+_SPACES = re.compile(r"[ \t]{2,}")
+# what a blanked part leaves at the end of an answer: "12, not 8." is asserted as "12,      ."
+_DANGLING = re.compile(r"[\s,;:]+(?=[.!]?\s*$)")
+
+
+def _tidy(answer: str) -> str:
+    """An answer as asserted, its blanks one space and the separators a blanked ending left dropped, bounded."""
+    return _DANGLING.sub("", _SPACES.sub(" ", answer.strip())).strip()[:MAX_SPAN_CHARS]
+
+
+_PLACEHOLDER_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{(?:" + _PLACEHOLDER.pattern + r")\}")
 
 
 def clean_text(span: str) -> str:
@@ -225,25 +258,47 @@ def clean_text(span: str) -> str:
     return text
 
 
+# an "=" inside a relation (!=, <=, >=, =/=, ==, =<, =>) is no equation's
+_RELATION_EQUALS = re.compile(r"[!<>]=|=[/\\]=|==|=[<>]")
+# a relation at the top level of an answer: what follows it is a bound, not the value
+_RELATION = re.compile(r"[<>≤≥≠]|[!<>]=|=[/\\]=|\\(?:neq?|leq?|geq?|lt|gt|leqslant|geqslant|nless|ngtr)(?![A-Za-z])")
+
+
 def _last_top_level_equals(text: str) -> int | None:
-    """Where the last ``=`` outside every bracket is (``x = 5``: 2), or None: an ``=`` in a subscript or a set
-    (``\\sum_{n=1}^{10} n``, ``\\{x : x = 1\\}``) belongs to the expression, not to an equation that states it."""
+    """Where the last ``=`` outside every bracket and every relation is (``x = 5``: 2), or None: an ``=`` in a
+    subscript or a set (``\\sum_{n=1}^{10} n``, ``\\{x : x = 1\\}``) belongs to the expression, and one in ``!=``,
+    ``<=``, ``>=`` or ``=/=`` to a relation, not to an equation that states a value."""
+    in_relation = {index for match in _RELATION_EQUALS.finditer(text) for index in range(*match.span())}
     found = None
     for index, (char, depth) in enumerate(zip(text, bracket_depths(text), strict=True)):
-        if char == "=" and depth == 0:
+        if char == "=" and depth == 0 and index not in in_relation:
             found = index
     return found
 
 
+def _top_level_relation(text: str) -> bool:
+    """Whether ``text`` holds a relation (``<``, ``≤``, ``!=``, ``=/=``, ``\\neq``...) outside every bracket."""
+    depths = list(bracket_depths(text))
+    return any(depths[match.start()] == 0 for match in _RELATION.finditer(text))
+
+
+_TEXT_CONNECTIVE = re.compile(r"\\(?:text|mathrm|textrm|mbox)\s*\{\s*(?:and|or)\s*\}")
+
+
 def _equations(text: str) -> int:
-    """How many of ``text``'s top-level parts (split at commas, semicolons and ``and`` outside brackets) hold an
-    ``=``: ``x = 8, y = 12`` holds two equations, ``x = 2 + 3 = 5`` one."""
+    """How many of ``text``'s top-level parts (split at commas, semicolons, ``and`` and ``\\text{ and }`` outside
+    brackets) hold an ``=``: ``x = 8, y = 12`` and ``f(x) = x \\text{ and } f(x) = -x`` hold two equations,
+    ``x = 2 + 3 = 5`` one."""
     count, holds = 0, False
     depths = bracket_depths(text)
     for index, (char, depth) in enumerate(zip(text, depths, strict=True)):
         if depth:
             continue
-        if char in ",;" or (text.startswith(" and ", index) and char == " "):
+        if (
+            char in ",;"
+            or (char == " " and text.startswith(" and ", index))
+            or (char == "\\" and _TEXT_CONNECTIVE.match(text, index))
+        ):
             count, holds = count + holds, False
         elif char == "=":
             holds = True
@@ -258,8 +313,8 @@ def extract_expr(span: str) -> str:
     if _OPTION_LEAD.match(text):
         return text
     equals = _last_top_level_equals(text)
-    if equals is None:
-        return text
+    if equals is None or _top_level_relation(text):
+        return text  # a relation is no value: x <= 12 is read whole, and never as 12
     left = text[:equals].split()
     if (left and left[-1].casefold() in call_keywords()) or _equations(text) > 1:
         return text
@@ -315,9 +370,9 @@ def extract_coords(span: str, size: int) -> list[list[float | int]]:
 
 def states_emptiness(span: str) -> bool:
     """Whether a final answer says there is nothing (``none``, ``[]``, ``no such object``, ``it is not in the
-    image``): the one answer an empty target (``[]``, ``''``) is met by."""
-    text = clean_text(span)
-    return len(text) <= _MAX_EMPTINESS_CHARS and _EMPTINESS.fullmatch(text.strip().rstrip(".!")) is not None
+    image``): the one answer an empty target (``[]``, ``''``) is met by. A refusal (``no idea``, ``it is not possible
+    to determine``) states no value, and never this (:func:`verifiers.assertion.states_absence`)."""
+    return states_absence(clean_text(span))
 
 
 def _read(verifier: str, text: str) -> Any:
@@ -347,20 +402,25 @@ def _reads_alike(verifier: str, first: str, second: str) -> bool:
 def read_prediction(verifier: str, span: AnswerSpan | None) -> tuple[dict[str, Any], str]:
     """The scoring-side keywords of ``verifier`` for a final answer span, and where they come from: ``predict=None``
     (no value stated: score 0 whatever the target) when there is no span, when the response states several final
-    answers that read differently, or when the span reads as the empty value without saying there is nothing."""
+    answers that read differently (a box inside a box is several), or when the span reads as the empty value without
+    saying there is nothing. A text or list value is read as written (its own words of negation are the value's);
+    every other value as asserted."""
     spec = get_spec(verifier)  # an unknown verifier is refused whatever the span
     if span is None:
         return {"predict": None}, "no final answer found"
     where = f"from the {span.source.replace('_', ' ')} span {span.text!r:.80}"
+    if span.nested:
+        return {"predict": None}, f"several final answers: a box holds another box ({span.text!r:.40})"
     if len(span.others) > _MAX_OTHER_ANSWERS:
         return {"predict": None}, f"{len(span.others) + 1} final answers"
     different = [other for other in span.others if not _reads_alike(verifier, span.text, other)]
     if different:
         return {"predict": None}, f"several final answers: {span.text!r:.40} and {different[0]!r:.40}"
-    value = _read(verifier, span.text)
-    if spec.list_valued and spec.arity is None and len(value) == 1 and states_emptiness(span.text):
+    as_written = spec.arity is None and spec.value in _READ_AS_WRITTEN
+    value = _read(verifier, span.written if as_written and span.written else span.text)
+    if spec.list_valued and spec.arity is None and len(value) == 1 and states_emptiness(span.written):
         value = []  # "none" for a list: the empty list, not a list of the word
-    if value in ("", []) and not states_emptiness(span.text):
+    if value in ("", []) and not states_emptiness(span.written):
         return {"predict": None}, f"no value in the {span.source.replace('_', ' ')} span {span.text!r:.80}"
     return {"predict": value}, where
 
@@ -370,5 +430,7 @@ def extract_prediction(verifier: str, span: AnswerSpan | None) -> dict[str, Any]
     return read_prediction(verifier, span)[0]
 
 
+#: The kinds of value whose words are the value, read from the span as written.
+_READ_AS_WRITTEN = frozenset({"text", "list"})
 #: How a final answer is read for each kind of prediction (coordinates are read by arity, see extract_prediction).
 _READERS = {"text": clean_text, "expression": extract_expr, "time": extract_time, "list": extract_list}

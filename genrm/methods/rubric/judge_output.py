@@ -6,7 +6,8 @@ is then checked against the rubric's execution plan, criterion by criterion. Fai
 turned into a credit; each has a class:
 
 - ``not_json``: no JSON object could be read from the output;
-- ``schema``: the object lacks a required field, has one of the wrong type, or a fuzzy credit outside {0, 0.5, 1};
+- ``schema``: the object lacks a required field, has one of the wrong type, or a fuzzy credit that is not the number
+  0, 0.5 or 1 (``true``, ``"1"`` and ``"1.0"`` are not numbers);
 - ``criterion_mismatch``: the sections hold a different number of criteria than the rubric, or a criterion's copied
   text (the ``rlr3`` format; the ``compact`` one copies none and is read by position) is not the rubric's (compared
   after normalizing case and white space, with a similarity of at least 0.8);
@@ -32,7 +33,7 @@ from rapidfuzz.distance import Levenshtein
 
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.models import SECTIONS, JudgedCriterion, JudgeOutput
-from genrm.methods.rubric.planning import CriterionPlan
+from genrm.methods.rubric.planning import CriterionPlan, looks_like_call
 from verifiers import UnknownVerifierError, VerifierError, parse_call
 
 FailureClass = Literal[
@@ -95,13 +96,13 @@ def _check_item(plan: CriterionPlan, item: JudgedCriterion) -> CriterionJudgemen
         return CriterionJudgement(**base, failure="criterion_mismatch", reason=reason)
     credit = item.credit
     if plan.verifier is None:
-        if isinstance(credit, str):
-            try:
-                credit = float(credit)
-            except ValueError:
-                reason = f"{plan.path} is a fuzzy criterion: credit must be 0, 0.5 or 1, not a call or text"
-                return CriterionJudgement(**base, failure="wrong_path", reason=reason)
-        if credit not in FUZZY_CREDITS:
+        if isinstance(credit, str) and looks_like_call(credit):
+            reason = f"{plan.path} is a fuzzy criterion: credit must be 0, 0.5 or 1, not a call"
+            return CriterionJudgement(**base, failure="wrong_path", reason=reason)
+        if isinstance(credit, str):  # "1" is text, never read as the number: the judge is asked for a JSON number
+            reason = f"{plan.path}: credit must be the number 0, 0.5 or 1, not the text {credit!r:.40}"
+            return CriterionJudgement(**base, failure="schema", reason=reason)
+        if isinstance(credit, bool) or credit not in FUZZY_CREDITS:
             reason = f"{plan.path}: credit {credit!r} is not 0, 0.5 or 1"
             return CriterionJudgement(**base, failure="schema", reason=reason)
         return CriterionJudgement(**base, credit=float(credit), reason="fuzzy credit", quote=item.quote)

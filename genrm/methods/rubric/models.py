@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
 from genrm.methods.base import MAX_RESPONSES
 
@@ -91,7 +91,9 @@ class Instance(BaseModel):
     responses: list[str] = Field(default_factory=list, max_length=MAX_RESPONSES)
 
 
-Credit = float | str
+#: A fuzzy criterion's credit is a JSON number, a verifiable one's a call string. Read strictly: pydantic's lax mode
+#: would turn ``true``, ``"1"`` and ``"1.0"`` into 1.0, a credit the judge never wrote as one.
+Credit = StrictBool | StrictInt | StrictFloat | StrictStr
 
 
 class JudgedCriterion(BaseModel):

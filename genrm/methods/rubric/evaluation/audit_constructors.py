@@ -586,7 +586,7 @@ def build_audit_set(
     built: dict[str, list[AuditExample]] = {name: [] for name in ABNORMAL}
     for base in order:
         for category in sorted(ABNORMAL, key=lambda name: (len(built[name]), rng.random())):
-            made = _construct(category, base, context, rng, len(built["adversarial"]), report)
+            made = _construct(category, base, context, rng, built["adversarial"], report)
             if made is not None:
                 built[category].append(made)
                 break
@@ -629,10 +629,15 @@ def balance_categories(
     return sorted(kept, key=lambda e: e.id)
 
 
-def _construct(category: str, base: AuditExample, context: BuildContext, rng: random.Random, adversarial_count: int,
-               report: BuildReport) -> AuditExample | None:  # fmt: skip
+def _construct(category: str, base: AuditExample, context: BuildContext, rng: random.Random,
+               attacked: Sequence[AuditExample], report: BuildReport) -> AuditExample | None:  # fmt: skip
     if category == "adversarial":
-        attacks = ATTACKS[adversarial_count % len(ATTACKS) :] + ATTACKS[: adversarial_count % len(ATTACKS)]
+        # the attack built least so far first (in turn among equals), so an attack an input could not carry is
+        # tried again on the next one rather than left short
+        made_so_far = Counter(example.attack for example in attacked)
+        turn = len(attacked) % len(ATTACKS)
+        rotated = ATTACKS[turn:] + ATTACKS[:turn]
+        attacks = sorted(rotated, key=lambda attack: made_so_far[attack])
         attempts: list[tuple[str, Callable[[], AuditExample | str]]] = [
             (f"adversarial/{a}", lambda a=a: adversarial(base, context, rng, a)) for a in attacks
         ]
