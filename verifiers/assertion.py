@@ -127,6 +127,34 @@ _MAX_ABSENCE_CHARS = 120
 _DIGIT = re.compile(r"\d")
 
 
+# what every blanking pass looks for, in one pattern each: a text that holds none of it is asserted whole
+_ANY_STRUCTURE = re.compile(r"</?think|```|~~~|`|^[ \t]*>|<!--|[\"“«„]", _FLAGS | re.MULTILINE)
+# every word the clause-level patterns below need (a text that holds none of them, no "?" and no "n't", has no clause
+# to blank): one pass of a simple pattern instead of each pattern's own
+_SCOPE_WORDS = frozenset(
+    "not never nor cannot longer anything anywhere except excluding other rather instead if suppose supposing assume "
+    "assuming assumed whether unless were according say says said claim claims claimed think thinks thought believe "
+    "believes believed argue argues argued suggest suggests suggested wrote write writes written assert asserts "
+    "asserted guess guessed answered expect expects expected propose proposes proposed state states stated wrong "
+    "incorrect false untrue invalid mistaken mistake error actually wait hmm oops sorry scratch strike take mind "
+    "nevermind".split()
+)
+_INSTRUCTION_WORDS = frozenset("put write place enclose wrap present format give mark show".split())
+_LOWER_WORD = re.compile(r"[a-z]+")
+
+
+def _may_scope(text: str) -> bool:
+    """Whether ``text`` holds anything a clause-level pattern looks for (a negation, a condition, a report, a
+    disowning or retracting word, an instruction beside a box, a question mark)."""
+    lower = text.lower()
+    if "?" in lower or "n't" in lower or "n\u2019t" in lower:
+        return True
+    words = set(_LOWER_WORD.findall(lower))
+    return not _SCOPE_WORDS.isdisjoint(words) or (
+        ("\\boxed" in lower or "\\fbox" in lower) and not _INSTRUCTION_WORDS.isdisjoint(words)
+    )
+
+
 def is_refusal(text: str) -> bool:
     """Whether ``text`` (a final answer) declines to answer (``no idea``, ``I can't tell``, ``it is not possible to
     determine``): no value is stated, and nothing is said to be absent."""
@@ -230,6 +258,8 @@ def written_view(text: str) -> str:
     lines): what the response writes as its own, words of negation included. A text value (``Do not enter``) is read
     from here, since its words are the value; where an answer is and what else it asserts come from
     :func:`asserted_view`."""
+    if _ANY_STRUCTURE.search(text) is None:
+        return text  # no reasoning tag, code, block quote, comment or quote: nothing to blank
     view = _blanked(text, _structural(text))
     return _blanked(view, [(m.start(), m.end()) for m in _QUOTED.finditer(view) if ANSWER_MARKER.search(m.group(0))])
 
@@ -238,6 +268,8 @@ def written_view(text: str) -> str:
 def asserted_view(text: str) -> str:
     """``text`` with everything it does not assert blanked (module docstring): same length, same lines."""
     view = written_view(text)
+    if not _may_scope(view):
+        return view  # nothing negates, conditions, reports, disowns, retracts or asks: the common case, in one pass
     bounds = _clause_bounds(view)
     ends = [match.end() for match in _SENTENCE_END.finditer(view)]
     ranges = [_enclosing(bounds, m.start(), m.end()) for m in _INSTRUCTION.finditer(view)]

@@ -221,6 +221,8 @@ def final_answer_span(response: str) -> AnswerSpan | None:
     if found is None or not found[0].strip():
         return None
     chosen = _tidy(found[0])
+    if not chosen:
+        return None  # what is asserted there is only separators (":" left of "Answer: ...")
     seen, others = {chosen}, []
     for answer in _stated_answers(boxes, lines, written, found[2], view):
         answer = _tidy(answer)
