@@ -14,6 +14,7 @@ from fake_judge import FakeJudgeServer
 from genrm.cli import main
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.columns import decoupled_advantages, summed_advantages
+from verifiers import holds_content
 
 pytestmark = pytest.mark.slow
 
@@ -42,11 +43,13 @@ def _varied(body: dict) -> str:
 def _run(tmp_path, monkeypatch, options: dict, decoupled: bool = True):
     from policy_rl.trainer import MethodGRPOTrainer
 
-    seen: dict[str, list] = {"rewards": [], "advantages": [], "penalties": []}
+    seen: dict[str, list] = {"rewards": [], "advantages": [], "penalties": [], "completions": []}
     calculate, generate = MethodGRPOTrainer._calculate_rewards, MethodGRPOTrainer._generate_and_score_completions
 
     def calculate_and_keep(self, *args):
         rewards = calculate(self, *args)
+        completions = args[2]  # (inputs, prompts, completions, completion_ids_list)
+        seen["completions"] += [c if isinstance(c, str) else c[-1]["content"] for c in completions]
         seen["rewards"].append(rewards.tolist())
         return rewards
 
@@ -88,7 +91,10 @@ def _groups(rewards: list[list[float]], size: int = 4) -> list[list[list[float |
 def test_grpo_steps_log_three_columns_judged_once_and_trls_advantages_are_c_gdpo(tmp_path, monkeypatch):
     seen, logged, asked = _run(tmp_path, monkeypatch, {"length_rule": "linear", "length_low": 100.0,
                                                         "length_high": 200.0, "length_lambda": 0.01})  # fmt: skip
-    assert asked == 16  # 2 steps x 8 completions, one judge call each for three columns
+    # 2 steps x 8 completions, one judge call each for three columns; a caption with no content word (the tiny
+    # policy's words may all be function words) is not sent, and gets 0
+    assert len(seen["completions"]) == 16
+    assert asked == sum(holds_content(caption) for caption in seen["completions"])
     assert len(logged) == 2
     for entry in logged:
         for column in ("precision", "recall", "linguistic"):

@@ -8,7 +8,7 @@ from verifiers import REGISTRY, BadCallError, get_spec, render_specs, run_verifi
 SEED_SIGNATURES = {
     "text_verify": ("text_verify(target: str = None, candidates: List[str] = None, use_latex: bool = False, "
                     "ignore_space: bool = False, ignore_punc: bool = False, ignore_case: bool = False, "
-                    "ignore_st: bool = False)", "text_verify(predict: str)"),
+                    "ignore_st: bool = False, char_edits: bool = False)", "text_verify(predict: str)"),
     "expr_verify": ("expr_verify(target: str)", "expr_verify(predict: str)"),
     "time_verify": ("time_verify(target: str, tformat: str)", "time_verify(predict: str, pformat: str = None)"),
     "bbox_verify": ("bbox_verify(target: List[List[int]])", "bbox_verify(predict: List[List[int]])"),

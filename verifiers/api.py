@@ -40,6 +40,7 @@ def text_verify(
     ignore_punc: bool = False,
     ignore_case: bool = False,
     ignore_st: bool = False,
+    char_edits: bool = False,
     config: VerifyConfig | None = None,
 ) -> float:
     """Normalized edit similarity in [0, 1] of ``predict`` to ``target`` (or the best of ``candidates``).
@@ -88,6 +89,7 @@ def list_verify(
     ignore_punc: bool = False,
     ignore_case: bool = False,
     ignore_st: bool = False,
+    char_edits: bool = False,
     config: VerifyConfig | None = None,
 ) -> float:
     """Hungarian-matched text similarity in [0, 1] of a predicted list to ``target`` (or the best candidate list).

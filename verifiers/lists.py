@@ -37,16 +37,16 @@ def _normal_items(
             for item in items]  # fmt: skip
 
 
-def _item_similarity(pred: str, target: str, **_: Any) -> float:
-    # rapidfuzz passes its scorer keywords (score_cutoff, ...); the text rule needs none
-    return similarity(pred, target)
+def _item_similarity(pred: str, target: str, *, char_edits: bool = False, **_: Any) -> float:
+    # rapidfuzz passes its scorer keywords (score_cutoff, ...); the text rule needs only its own
+    return similarity(pred, target, char_edits)
 
 
-def list_score(pred: Sequence[str], target: Sequence[str]) -> float:
+def list_score(pred: Sequence[str], target: Sequence[str], char_edits: bool = False) -> float:
     """Hungarian-matched mean similarity of two already normalized lists, over the longer length."""
     if not pred or not target:
         return 1.0 if len(pred) == len(target) else 0.0
-    scores = cdist(pred, target, scorer=_item_similarity, dtype=None)
+    scores = cdist(pred, target, scorer=_item_similarity, dtype=None, scorer_kwargs={"char_edits": char_edits})
     return matched_score(scores)
 
 
@@ -63,6 +63,6 @@ def check_list(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
         if emptied is not None:
             raise TargetError(f"the target item {emptied!r:.60} normalizes to nothing under its options")
     pred = _normal_items(scoring["predict"], options, config, PredictionError, "the prediction")
-    best = max(list_score(pred, target) for target in targets)
+    best = max(list_score(pred, target, options.char_edits) for target in targets)
     which = "the target list" if len(lists) == 1 else f"the best of {len(lists)} candidate lists"
     return VerifyResult(best, "ok", f"matched {len(pred)} predicted items to {which}: score {best:.4f}", "list_verify")

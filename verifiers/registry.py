@@ -214,6 +214,13 @@ _TEXT_OPTIONS = (
     Param("ignore_punc", "bool", False, "remove all punctuation before comparing"),
     Param("ignore_case", "bool", False, "compare case-insensitively"),
     Param("ignore_st", "bool", False, "treat Traditional and Simplified Chinese characters as equal"),
+    Param(
+        "char_edits",
+        "bool",
+        False,
+        "score a target of one or two words by edit similarity too (partial credit "
+        "for near spellings); off, another word is a miss",
+    ),
 )
 _COORDS_HELP = "list of [x1, y1, x2, y2] boxes on the 0-1000 grid"
 

@@ -22,6 +22,9 @@ Normalization, applied to both sides in this order:
 6. White space: with ``ignore_space`` all white space is removed; otherwise runs of white space become one space and
    the ends are stripped (so spacing never costs more than it must).
 
+``char_edits`` is no normalization: it lets a target of one or two words score by edit similarity as longer text
+does (:func:`similarity`).
+
 Not accepted: texts longer than ``VerifyConfig.max_text_chars``, before or after normalization (NFKC can expand a
 character up to 18 times: U+FDFA is one character and 18 letters), so the edit distance is always computed on
 bounded strings; such a prediction scores 0 as unparseable, and such a target is a rubric error. Semantic equivalence
@@ -52,6 +55,7 @@ class TextOptions:
     ignore_punc: bool = False
     ignore_case: bool = False
     ignore_st: bool = False
+    char_edits: bool = False
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> TextOptions:
@@ -203,7 +207,7 @@ def _near_word(word: str, target: str) -> bool:
     return min(len(word), len(target)) >= MISSPELLING_MIN_CHARS and Levenshtein.distance(word, target) <= 1
 
 
-def similarity(a: str, b: str) -> float:
+def similarity(a: str, b: str, char_edits: bool = False) -> float:
     """How near the prediction ``a`` is to the target ``b`` (both already normalized), in [0, 1]; 1 for two empty
     strings.
 
@@ -214,7 +218,9 @@ def similarity(a: str, b: str) -> float:
     compared word by word: each word must be the target's, or, for a word of at least 8 characters, one edit away from
     it (``Pharmacv`` for ``Pharmacy``), else the score is 0 (``Parish`` is not ``Paris``, ``Lyon`` not ``Lycn``); a
     space lost or added between its words (``ExportVolume``) is still an edit, not another word.
-    Longer texts keep the edit similarity's tolerance for OCR-style misspellings."""
+    Longer texts keep the edit similarity's tolerance for OCR-style misspellings, and so does a short target with
+    ``char_edits`` (a rubric that wants partial credit for near spellings, as a dense training signal); a negation is
+    a miss either way."""
     if a == b:
         return 1.0
     if not a or not b:
@@ -225,7 +231,8 @@ def similarity(a: str, b: str) -> float:
     target_words = set(words_b)
     if any(_negates(x, y) for x in set(words_a) - target_words for y in target_words - set(words_a)):
         return 0.0
-    if len(words_b) <= SHORT_TARGET_WORDS and all(len(word) <= SHORT_WORD_CHARS for word in words_b):
+    short = len(words_b) <= SHORT_TARGET_WORDS and all(len(word) <= SHORT_WORD_CHARS for word in words_b)
+    if short and not char_edits:
         spacing_only = a.replace(" ", "") == b.replace(" ", "")  # ExportVolume: a space lost, not another word
         if not spacing_only and (len(words_a) != len(words_b) or not all(map(_near_word, words_a, words_b))):
             return 0.0
@@ -270,7 +277,7 @@ def check_text(rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: Ve
             raise TargetError(f"the target text {raw!r:.60} normalizes to nothing under its options; a prediction "
                               "that did too would meet it")  # fmt: skip
     pred = bounded_normal_form(scoring["predict"], options, limit, PredictionError, "the prediction")
-    best = max(similarity(pred, t) for t in targets)
+    best = max(similarity(pred, t, options.char_edits) for t in targets)
     if not pred and best < 1.0:
         return VerifyResult(0.0, "ok", "the prediction is empty", "text_verify")
     which = "the target" if len(targets) == 1 else f"the best of {len(targets)} candidates"
