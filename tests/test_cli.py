@@ -316,3 +316,18 @@ def test_tiny_model_vision_makes_a_judge_the_caption_methods_run_in_process(tmp_
     assert done.returncode == 1 and "got a reward" in done.stderr and "Traceback" not in done.stderr
     records = [r for line in out.read_text().splitlines() for r in json.loads(line)["records"]]
     assert len(records) == 8 and all(r["reward"] is None and r["failure"] for r in records)
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    # genrm score ... -o - | head -1: the reader has what it wanted; no traceback, the shell's code for SIGPIPE
+    from pathlib import Path
+
+    # the records of the 50 instances are ~110 KB, more than a pipe holds (64 KB): the writer is still writing then
+    command = [sys.executable, "-m", "genrm", "score", "datasets/examples/reward_core.jsonl", "-o", "-", "-q"]
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root)
+    first = process.stdout.readline()
+    process.stdout.close()  # as head -1 does after its line
+    _, errors = process.communicate(timeout=120)
+    assert first.startswith(b'{"id":')
+    assert process.returncode == 141 and b"Traceback" not in errors and b"BrokenPipe" not in errors, errors

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -328,3 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: what was written so far is kept (outputs are written line by line)
         print(f"genrm {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader closed the pipe (genrm score ... -o - | head -1): it has what it wanted
+        # Python flushes stdout again at exit, which would raise once more; point it at /dev/null first, as the
+        # Python documentation's note on SIGPIPE does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command a closed pipe stopped
