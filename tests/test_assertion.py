@@ -20,31 +20,44 @@ from verifiers import expr_verify, find_evidence, format_call, verify_call_resul
 from verifiers.assertion import asserted_view, is_refusal, states_absence
 from verifiers.provenance import find_prediction
 
+VIEWS = [
+    ("I don't think the answer is 12.", "I do"),
+    ("The answer is 12, not 8.", "The answer is 12,"),
+    ("Since 5 is not a factor, the answer is 12.", ", the answer is 12."),
+    ("x is not negative so \\boxed{12}", "so \\boxed{12}"),
+    ("Final answer: 12 is wrong", ""),
+    ("Some would say the answer is 12. I get 8.", ". I get 8."),
+    ("Is the answer 12? It is 8.", "It is 8."),
+    ("<think>12</think>8", "8"),
+    ("8\n<think>12", "8"),
+    ("12</think>8", "8"),
+    ('You wrote "Answer: 12".', "."),
+    ('He said "the answer is 12" and left. It is 8.', ". It is 8."),
+    ('The answer is "Paris".', 'The answer is "Paris".'),
+    ("It is not in the image.", "It is not in the image."),
+    ("Final answer: it is not in the image", "Final answer: it is not in the image"),
+]
 
-@pytest.mark.parametrize(
-    ("text", "kept"),
-    [
-        ("I don't think the answer is 12.", "I do"),
-        ("The answer is 12, not 8.", "The answer is 12,"),
-        ("Since 5 is not a factor, the answer is 12.", ", the answer is 12."),
-        ("x is not negative so \\boxed{12}", "so \\boxed{12}"),
-        ("Final answer: 12 is wrong", ""),
-        ("Some would say the answer is 12. I get 8.", ". I get 8."),
-        ("Is the answer 12? It is 8.", "It is 8."),
-        ("<think>12</think>8", "8"),
-        ("8\n<think>12", "8"),
-        ("12</think>8", "8"),
-        ('You wrote "Answer: 12".', "."),
-        ('He said "the answer is 12" and left. It is 8.', ". It is 8."),
-        ('The answer is "Paris".', 'The answer is "Paris".'),
-        ("It is not in the image.", "It is not in the image."),
-        ("Final answer: it is not in the image", "Final answer: it is not in the image"),
-    ],
-)
+
+@pytest.mark.parametrize(("text", "kept"), VIEWS)
 def test_what_a_response_asserts(text, kept):
     view = asserted_view(text)
     assert len(view) == len(text) and view.count("\n") == text.count("\n")
     assert " ".join(view.split()) == " ".join(kept.split()) or kept in " ".join(view.split())
+
+
+def test_the_word_prefilter_never_skips_a_text_the_clause_patterns_would_blank(monkeypatch):
+    # _may_scope repeats the words the clause patterns look for, to skip them on most texts in one pass: every text of
+    # these tables is read the same with the prefilter as without it
+    from verifiers import assertion
+
+    texts = [text for text, _ in VIEWS] + [response for _, _, response in NOT_FOUND + FOUND]
+    texts += [wrap.format(a=form.format(v=value)) for value in VALUES for form in FORMS for wrap in HOSTILE]
+    with_prefilter = [assertion.asserted_view(text) for text in texts]
+    assertion.asserted_view.cache_clear()
+    monkeypatch.setattr(assertion, "_may_scope", lambda text: True)
+    assert [assertion.asserted_view(text) for text in texts] == with_prefilter
+    assertion.asserted_view.cache_clear()
 
 
 def test_a_refusal_is_no_statement_of_absence():

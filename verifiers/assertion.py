@@ -120,7 +120,7 @@ _REFUSAL = re.compile(
     r"\b(?:idea|clue|comment|sure|unsure|know|knows|knew|tell|determine|determined|determinable|answer|answered|"
     r"answerable|say|possible|impossible|certain|uncertain|clear|unclear|unknown|unknowable|information|info|"
     r"enough|identify|decide|guess|cannot|can't|can\s+not|unable|sorry|refuse|decline|help|assist|insufficient|"
-    r"ambiguous|unanswerable|comment)\b",
+    r"ambiguous|unanswerable)\b",
     _FLAGS,
 )
 _MAX_ABSENCE_CHARS = 120

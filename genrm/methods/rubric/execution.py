@@ -56,7 +56,7 @@ class CriterionScore:
 
 def _says_none(response: str) -> bool:
     span = final_answer_span(response)
-    return span is not None and states_emptiness(span.text)
+    return span is not None and states_emptiness(span.written)  # absence is read as written, as the rule reader does
 
 
 def _run_call(
