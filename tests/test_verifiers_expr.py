@@ -261,3 +261,76 @@ def test_plain_numbers_written_out_read_alike_in_math_verify(target, predict):
     outcome = get_expr_pool().check(target_out, pred_out, max(6, target_places, pred_places), 10.0)
     assert outcome.status == "ok"
     assert expr_verify(target=target, predict=predict) == float(outcome.equal), outcome.reason
+
+
+# A target is read whole or refused: target | the letters its text names (case aside, e and i the constants)
+TARGETS_READ_IN_PART = [
+    (r"\frac{1}{2}m", "m"),  # Math-Verify takes the m for metres
+    (r"$\frac{1}{2}m$", "m"),
+    (r"\boxed{\frac{1}{2}s}", "s"),
+    ("2m", "m"),
+    (r"\frac{a}{b}c", "abc"),
+]
+TARGETS_READ_WHOLE = [
+    (r"\frac{m}{2}", "m"),
+    (r"\frac{1}{2}mv^2", "mv"),
+    (r"\frac{1}{2}\text{ m}", ""),  # a unit written as one
+    (r"3\pi r^2", "r"),
+    ("e^{x}", "x"),
+    ("AB", "ab"),
+    ("f(x)=x^2", "x"),
+    (r"\begin{pmatrix} x & 1 \end{pmatrix}", "x"),
+    (r"\frac{1}{2}x + \frac{1}{3}y", "xy"),
+    (r"\frac{1}{2}", ""),
+]
+
+
+def _parsed_letters(target: str) -> set[str]:
+    from math_verify import parse
+
+    text = target if "$" in target or "\\boxed" in target else f"${target}$"
+    letters: set[str] = set()
+    for item in parse(text):
+        for name in map(str, getattr(item, "free_symbols", ())):
+            letters.update(name.lower())
+        if hasattr(item, "atoms"):
+            from sympy.core.function import AppliedUndef
+
+            letters.update(letter for applied in item.atoms(AppliedUndef) for letter in str(applied.func).lower())
+    return letters
+
+
+@pytest.mark.parametrize("target, letters", TARGETS_READ_IN_PART + TARGETS_READ_WHOLE)
+def test_the_tables_say_what_math_verify_reads(target, letters):
+    # the table's own check, against Math-Verify's parse: a target read in part loses a letter its text names
+    lost = set(letters) - _parsed_letters(target)
+    assert bool(lost) == ((target, letters) in TARGETS_READ_IN_PART), (target, lost)
+
+
+@pytest.mark.parametrize("target, letters", TARGETS_READ_IN_PART)
+def test_a_target_read_in_part_is_refused_when_the_rubric_is_read(target, letters):
+    from genrm.methods.rubric.models import Rubric
+    from genrm.methods.rubric.planning import RubricError, plan_rubric
+
+    reference = "expr_verify(target=" + repr(target) + ")"
+    rubric = Rubric.model_validate(
+        {"essential": [{"criterion": "Gives the speed.", "reference": reference, "weight": 1}]}
+    )
+    with pytest.raises(RubricError, match=r"essential\[0\]\.reference: the target is read without "):
+        plan_rubric(rubric)
+    # and when it is scored anyway, it is the rubric's error, never a verdict on the response
+    result = run_verifier("expr_verify", {"target": target}, {"predict": "1/2"})
+    assert result.status == "unparseable_target" and result.score == 0.0
+
+
+@pytest.mark.parametrize("target, letters", TARGETS_READ_WHOLE)
+def test_a_target_read_whole_is_accepted_and_scored(target, letters):
+    from genrm.methods.rubric.models import Rubric
+    from genrm.methods.rubric.planning import plan_rubric
+
+    reference = "expr_verify(target=" + repr(target) + ")"
+    rubric = Rubric.model_validate(
+        {"essential": [{"criterion": "Gives the value.", "reference": reference, "weight": 1}]}
+    )
+    assert plan_rubric(rubric)[0].verifier == "expr_verify"
+    assert expr_verify(target=target, predict=target) == 1.0

@@ -82,6 +82,18 @@ _PLAIN_NAME = re.compile(
     r"(?=\s*\())"
 )
 _NON_DIGIT = re.compile(r"\D")
+# Groups whose letters are words, names or units, never variables: Math-Verify drops or renames them by design.
+_WORD_GROUP = re.compile(
+    r"\\(?:text\w*|math(?:rm|bb|cal|frak|sf|tt)|operatorname\*?|mbox|begin|end|unit|si|SI|qty)\s*\{[^{}]*\}"
+)
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+# e and i may be read as the constants; an applied function keeps its name out of the free symbols
+_CONSTANT_LETTERS = frozenset("ei")
+_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
+_RELATION_SIDES = re.compile(r"=|:|\\in(?![A-Za-z])")
+_WORD = re.compile(r"[A-Za-z]{3,}|(?<![A-Za-z])or(?![A-Za-z])")
+# a formula that is one math span or one box is checked inside it
+_ONE_SPAN = re.compile(r"\$\$?([^$]*?)\$\$?|\\\((.*?)\\\)|\\\[(.*?)\\\]", re.S)
 _WHITE_RUN = re.compile(r"\s{2,}")
 # an upright or italic single letter is the letter (\mathrm{e}, \mathrm{i}, \mathrm{d}x): Math-Verify's own rewrite of
 # it cuts a fraction short, so that "1 - \frac{1}{\mathrm{e}}" read as 1, equal to any "1 - ..."
@@ -157,6 +169,41 @@ class Checker:
         self._targets.move_to_end(target)
         return gold
 
+    def _lost_symbols(self, text: str, parsed: list[Any]) -> list[str]:
+        """The letters of the bare formula ``text`` that its reading ``parsed`` holds nowhere, in order of appearance.
+
+        Math-Verify reads letters after a number as a unit and drops them: ``\\frac{1}{2}m`` is read as 1/2, and a
+        target read in part pays answers to another question. Only the value side of a bare formula is looked at (what
+        follows its last ``=``, ``:`` or ``\\in``: the names before it are dropped by design); a text with math
+        delimiters, a box or a word of three letters or more is prose, from which an answer is extracted. Letters in
+        ``\\text{}``, ``\\mathrm{}`` and the like, command names and the constants e and i are not counted, and
+        case is not (symbols are read in lower case).
+        """
+        text = text.strip()
+        whole = _ONE_SPAN.fullmatch(text)
+        if whole:
+            text = next(group for group in whole.groups() if group is not None)
+        elif text.startswith("\\boxed{") and text.endswith("}") and _balanced_braces(text[7:-1]):
+            text = text[7:-1]
+        if _DELIMITED.search(text) or sentence(text) is not None:
+            return []
+        value = _RELATION_SIDES.split(text)[-1]
+        letters = _COMMAND.sub(" ", _WORD_GROUP.sub(" ", value))
+        if _WORD.search(letters):
+            return []
+        found = dict.fromkeys(letter.lower() for letter in re.findall(r"[A-Za-z]", letters))
+        if not found:
+            return []
+        from sympy.core.function import AppliedUndef
+
+        kept: set[str] = set(_CONSTANT_LETTERS)
+        for item in parsed:
+            if hasattr(item, "free_symbols") and hasattr(item, "atoms"):  # an expression, a set or a matrix
+                names = [str(symbol) for symbol in item.free_symbols]
+                names += [str(applied.func) for applied in item.atoms(AppliedUndef)]
+                kept.update(letter.lower() for name in names for letter in name)
+        return [letter for letter in found if letter not in kept]
+
     def _equal_with_imaginary_unit(self, gold: list[Any], parsed: list[Any], float_rounding: int) -> bool:
         # A complex number in product form, i(2-i) against 1+2i: the parser reads i as a variable. When i is the only
         # symbol on both sides, it is compared once more as the imaginary unit.
@@ -181,6 +228,14 @@ class Checker:
             return {"status": "unparseable_target", "reason": f"the target is nested too deeply to parse ({exc})"}
         if not gold:
             return {"status": "unparseable_target", "reason": "Math-Verify found no expression in the target"}
+        lost = self._lost_symbols(target, gold)
+        if lost:
+            # read whole or refused: a target read in part would pay an answer to another question
+            named = ", ".join(lost)
+            return {"status": "unparseable_target",
+                    "reason": f"the target is read without {named} (as {str(gold[0])[:60]}); write it so that every "
+                              f"symbol is read (\\frac{{{lost[0]}}}{{2}} for \\frac{{1}}{{2}}{lost[0]}), a unit in "
+                              "\\text{}"}  # fmt: skip
         target_read()
         try:
             parsed = self._read(predict)
@@ -195,6 +250,15 @@ class Checker:
             equal = self._equal_with_imaginary_unit(gold, parsed, float_rounding)
         reason = f"read the target as {str(gold[0])[:80]} and the prediction as {str(parsed[0])[:80]}"
         return {"status": "ok", "equal": equal, "reason": reason}
+
+
+def _balanced_braces(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def nesting(text: str) -> int:

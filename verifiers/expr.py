@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -449,6 +450,33 @@ def _read_forms(target: str, predict: str, keywords: frozenset[str]) -> tuple[st
     return target_value, pred_value, None
 
 
+_READ_WHOLE: OrderedDict[tuple[str, int], None] = OrderedDict()
+_READ_WHOLE_SIZE = 4096
+
+
+def _refused_target(target: str, keywords: frozenset[str], config: VerifyConfig) -> VerifyResult | None:
+    """The expression reader's refusal of ``target`` (status ``unparseable_target``), or None when it reads the
+    target whole or could not answer in time (the check is then made again when a response is scored). A plain
+    number is read without the expression workers; a target read whole is remembered for the process."""
+    value, _, _ = _read_forms(target, target, keywords)
+    if parse_number(value) is not None:
+        return None
+    value, places = _written_out(value, TargetError)
+    key = (value, max(config.float_rounding, places))
+    if key in _READ_WHOLE:
+        return None
+    from verifiers.expr_pool import get_expr_pool
+
+    outcome = get_expr_pool().check(value, value, key[1], config.deadline_s, config.worker_wait_s)
+    if outcome.status == "unparseable_target":
+        return VerifyResult(0.0, outcome.status, outcome.reason, "expr_verify")
+    if outcome.status == "ok":
+        _READ_WHOLE[key] = None
+        if len(_READ_WHOLE) > _READ_WHOLE_SIZE:
+            _READ_WHOLE.popitem(last=False)
+    return None
+
+
 def check_expr(
     rubric: Mapping[str, Any], scoring: Mapping[str, Any], config: VerifyConfig, keywords: frozenset[str] = frozenset()
 ) -> VerifyResult:
@@ -483,6 +511,11 @@ def check_expr(
         verdict = "equal" if equal else "different"
         return VerifyResult(float(equal), "ok", f"option letters {verdict}", "expr_verify")
     if not predict:
+        # the rubric side on its own (a rubric is checked with an empty prediction when it is read): a target the
+        # expression reader would read only in part is refused here, before any response is scored against it
+        refused = _refused_target(target, keywords, config)
+        if refused is not None:
+            return refused
         raise PredictionError("the prediction is empty")
     target, predict, mismatch = _read_forms(target, predict, keywords)
     if mismatch is not None:
