@@ -32,6 +32,10 @@ LONG = "We look at the figure and compare its parts with what the question asks 
         (LONG + "\nFinal answer:\n- red\n- blue\n\nThanks", "- red\n- blue", "final_answer"),
         ("<think>Answer: 5</think>The result is 6.", "The result is 6.", "short_response"),
         ("Tokyo", "Tokyo", "short_response"),
+        # the question-and-answer format (GSM8K's model solutions): the last line, when it begins with "A:"
+        (LONG + "\nSo he runs 9*60=<<9*60=540>>540 meters per week\nA: 540", "540", "qa_answer"),
+        (LONG + "\n**A:** 540\n\n", "540", "qa_answer"),
+        (LONG + "\nAnswer: 12\nA: 540", "12", "answer"),  # an answer line wins
     ],
 )
 def test_span_precedence(response, text, source):
@@ -41,7 +45,19 @@ def test_span_precedence(response, text, source):
 
 @pytest.mark.parametrize(
     "response",
-    ["", "   ", LONG, "<think>Answer: 5</think>" + LONG, "\\boxed{}", LONG + "\nFinal answer:\n\n", "x" * 201],
+    [
+        "",
+        "   ",
+        LONG,
+        "<think>Answer: 5</think>" + LONG,
+        "\\boxed{}",
+        LONG + "\nFinal answer:\n\n",
+        "x" * 201,
+        LONG + "\nA: Paris\nB: London\nC: Rome",  # a list of options states none
+        LONG + "\nD: Rome\nA: Paris",
+        LONG + "\nA: 540\n" + LONG,  # "A:" not on the last line
+        LONG + "\n> A: 540",
+    ],  # nor quoted
 )
 def test_no_final_answer(response):
     assert final_answer_span(response) is None

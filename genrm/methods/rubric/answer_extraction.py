@@ -12,7 +12,10 @@ condition, reported speech, a disowning or retracted clause, nor in a question):
 2. ``final_answer``: the rest of the last line that says ``final answer`` (``Final answer: 42``, ``The final answer
    is 42``); when that rest is empty, the lines that follow, up to a blank line;
 3. ``answer``: the same for the last line that says ``answer:``, ``answer is`` or ``answer =``;
-4. ``short_response``: what the whole response asserts, when it has at most ``SHORT_RESPONSE_CHARS`` characters as
+4. ``qa_answer``: the rest of the response's last line when that line begins with ``A:`` (the question-and-answer
+   format: ``Q: ... A: 18``, GSM8K's model solutions), unless another line begins with a letter and a colon
+   (``B: London``), which makes the lines a list of options;
+5. ``short_response``: what the whole response asserts, when it has at most ``SHORT_RESPONSE_CHARS`` characters as
    written.
 
 Otherwise there is no span.
@@ -70,7 +73,7 @@ from verifiers.registry import call_keywords
 from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
 
-SpanSource = Literal["boxed", "final_answer", "answer", "short_response"]
+SpanSource = Literal["boxed", "final_answer", "answer", "qa_answer", "short_response"]
 
 SHORT_RESPONSE_CHARS = 200
 MAX_SPAN_CHARS = 5_000
@@ -79,6 +82,9 @@ _MAX_FOLLOWING_LINES = 50
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _FINAL_LINE = re.compile(r"final\s+answer\b\s*(?:is\b|:|=|-)?\s*(?P<rest>.*)$", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"\banswer\s*(?:is\b|:|=)\s*(?P<rest>.*)$", re.IGNORECASE)
+# the question-and-answer format's answer line, and the option lines that make "A:" a list of options instead
+_QA_LINE = re.compile(r"^\s*(?:\*\*)?A(?:\*\*)?\s*:(?:\*\*)?\s*(?P<rest>\S.*)$")
+_LETTER_LINE = re.compile(r"^\s*(?:\*\*)?[B-Z](?:\*\*)?\s*:", re.MULTILINE)
 _OPTION_LEAD = re.compile(r"^(?:(?:option|choice)\s+)?(?:\(\s*[A-Z]\s*\)|[A-Z](?:\s*[.:)]|$))", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _NUM = r"-?\d+(?:\.\d+)?"
@@ -180,6 +186,17 @@ def _answer_lines(
     return found
 
 
+def _qa_answer(lines: list[str], written: list[str], view: str) -> tuple[str, str, SpanSource] | None:
+    """The question-and-answer format's answer (rule 4 of the module docstring), as asserted and as written."""
+    last = next((n for n in range(len(lines) - 1, -1, -1) if lines[n].strip()), None)
+    if last is None or _LETTER_LINE.search(view):
+        return None
+    match = _QA_LINE.match(lines[last])
+    if match is None:
+        return None
+    return match.group("rest"), written[last][match.start("rest") :], "qa_answer"
+
+
 def _stated_answers(
     boxes: list[tuple[int, int, str]], lines: list[str], written: list[str], source: SpanSource, view: str
 ) -> list[str]:
@@ -214,6 +231,8 @@ def final_answer_span(response: str) -> AnswerSpan | None:
             if stated:
                 found = (*stated[-1], source)
                 break
+        if found is None:
+            found = _qa_answer(lines, written, view)
         short = _SPACES.sub(" ", _PLACEHOLDER_BOX.sub(" ", view)).strip()
         # the length that counts is the response's as written: blanking a long text does not make it a short answer
         if found is None and short and len(_SPACES.sub(" ", as_written).strip()) <= SHORT_RESPONSE_CHARS:
