@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from genrm.methods.rubric.answer_extraction import (
     SHORT_RESPONSE_CHARS,
+    criterion_part,
     extract_coords,
     extract_expr,
     extract_list,
@@ -250,3 +251,41 @@ def test_hostile_spans_are_read_in_time_linear_in_their_length():
         extract_prediction("expr_verify", span)
         # the quadratic scans took 16.9 s over 28,000 boxes and 1.4 s over 40,000 think tags; these take ~0.3 s
         assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize(
+    "criterion, part",
+    [("(b) Gives the return speed.", "b"), ("Part (a): gives the distance.", "a"), ("part 2: the sum", "2"),
+     ("**(ii)** the root", "ii"), ("b) the speed", "b"), ("Gives the speed (b).", None), ("Bold claim.", None)],
+)  # fmt: skip
+def test_a_criterion_names_the_part_it_opens_with(criterion, part):
+    assert criterion_part(criterion) == part
+
+
+PARTS = [("(a) Gives the distance.", "expr_verify(target='180')"),
+         ("(b) Gives the speed.", "expr_verify(target='45')")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "response, rewards",
+    [
+        ("(a) The car travels 3 hours, so the distance is \\boxed{180}.\n\n(b) Back: \\boxed{45} km/h.", [1.0, 1.0]),
+        ("**Part a:** distance \\boxed{180}\n**Part b:** speed \\boxed{45}", [1.0, 1.0]),
+        ("Final answer: (a) 180 km, (b) 45 km/h", [1.0, 1.0]),
+        ("(a) The distance is 180 km.\n(b) The speed is 45 km/h.", [1.0, 1.0]),
+        # an answer under another part never counts: (b) states none here, and (a)'s 45 is (a)'s
+        ("(a) The distance is \\boxed{45} km.\n(b) I could not find it.", [0.0, 0.0]),
+        ("(a) \\boxed{180}\n(c) \\boxed{45}", [1.0, 0.0]),  # no part (b)
+        ("Final answer: (a) 45, (c) 180", [0.0, 0.0]),
+        ("The distance is \\boxed{180} and the speed \\boxed{45}.", [0.0, 0.0]),  # not in parts: several answers
+        ("> (b) \\boxed{45}\n(a) \\boxed{180}\n(c) \\boxed{2}", [1.0, 0.0]),  # a quoted part is not the response's
+    ],
+)
+def test_a_criterion_on_one_part_reads_that_parts_answer(response, rewards):
+    from genrm.methods.rubric.method import score_instance
+    from genrm.methods.rubric.models import Instance
+
+    instance = Instance(id="parts", prompt="Answer both parts.", task_type="general",
+                        rubric={"essential": [{"criterion": c, "reference": r, "weight": 1} for c, r in PARTS]},
+                        responses=[response])  # fmt: skip
+    assert [c.score for c in score_instance(instance).records[0].criteria] == rewards

@@ -20,6 +20,12 @@ condition, reported speech, a disowning or retracted clause, nor in a question):
 
 Otherwise there is no span.
 
+**A criterion on one part** of a multi-part question (its text opens with the part: ``(b) Gives the speed.``,
+``Part 2: ...``) reads that part's answer (:func:`part_span`): the piece after the part's label in a final answer that
+labels parts inline (``Final answer: (a) 180, (b) 45``), else the final answer of the part's own section where lines
+open with part labels (``(a) ...``, ``**Part b:**``). An answer written under another part never counts for it; a
+response in parts without that part states none for it.
+
 **No value stated** is its own value, ``predict=None``, which every verifier scores 0 whatever the target. It is
 never the empty value (``''``, ``[]``), which matches an empty target (``bbox_verify(target=[])``: the object is not
 in the image) and which a span gives only when it says there is nothing (``none``, ``[]``, ``no such object``, ``it
@@ -254,6 +260,71 @@ def final_answer_span(response: str) -> AnswerSpan | None:
 _SPACES = re.compile(r"[ \t]{2,}")
 # what a blanked part leaves at the end of an answer: "12, not 8." is asserted as "12,      ."
 _DANGLING = re.compile(r"[\s,;:]+(?=[.!]?\s*$)")
+
+
+# A part of a multi-part question: (b), b), Part (b), Part b, (ii), (2)
+_PART = r"(?:[a-h]|viii|vii|vi|iv|v|ix|iii|ii|i|[1-9])"
+_CRITERION_PART = re.compile(
+    rf"^\s*(?:\*\*)?(?:part\s*)?(?:\(\s*(?P<p>{_PART})\s*\)|(?P<q>{_PART})\))|^\s*(?:\*\*)?part\s+(?P<r>{_PART})\b",
+    re.IGNORECASE,
+)
+_PART_HEADER = re.compile(
+    rf"^[ \t#*]*(?:part\s*)?(?:\(\s*(?P<p>{_PART})\s*\)|(?P<q>{_PART})\))[*:.]*"
+    rf"|^[ \t#*]*part\s+(?P<r>{_PART})\b[*:.]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+_INLINE_PART = re.compile(rf"(?:^|(?<=[\s,;]))(?:part\s*)?\(\s*(?P<p>{_PART})\s*\)[:.]?", re.IGNORECASE)
+
+
+def _label(match: re.Match[str]) -> str:
+    return next(match.group(name) for name in ("p", "q", "r") if match.group(name) is not None).lower()
+
+
+def criterion_part(criterion: str) -> str | None:
+    """The part of a multi-part question a criterion opens with (``(b) Gives the speed.``, ``Part 2: ...``), in
+    lower case, or None."""
+    match = _CRITERION_PART.match(criterion)
+    return _label(match) if match else None
+
+
+def _inline_piece(text: str, part: str) -> str | None:
+    """What ``text`` states after the label of ``part`` and before the next label, when it labels at least two
+    parts inline (``(a) 180 km, (b) 45 km/h``), else None."""
+    labels = list(_INLINE_PART.finditer(text))
+    if len({_label(m) for m in labels}) < 2:
+        return None
+    mine = [n for n, m in enumerate(labels) if _label(m) == part]
+    if not mine:
+        return ""
+    n = mine[-1]
+    end = labels[n + 1].start() if n + 1 < len(labels) else len(text)
+    return text[labels[n].end() : end].strip().strip(",;").strip()
+
+
+def part_span(response: str, part: str, whole: AnswerSpan | None) -> AnswerSpan | None:
+    """The final answer to ``part`` of a multi-part response, or ``whole`` (the response's own span) when the
+    response is not written in parts.
+
+    A final answer that labels parts inline (``Final answer: (a) 180, (b) 45``) gives the piece after the part's label.
+    Otherwise, where lines open with at least two part labels (``(a) ...``, ``**Part b:**``), the part's section runs
+    from its last such line to the next one and its own final answer is read from it alone: an answer written under
+    another part never counts, and a part with no answer states none. A response in parts that lacks the part states
+    none."""
+    if whole is not None:
+        piece, piece_written = _inline_piece(whole.text, part), _inline_piece(whole.written, part)
+        if piece is not None:
+            if not piece:
+                return None
+            return AnswerSpan(_tidy(piece), whole.source, (), (piece_written or piece)[:MAX_SPAN_CHARS])
+    headers = list(_PART_HEADER.finditer(asserted_view(response)))
+    labels = [_label(m) for m in headers]
+    if len(set(labels)) < 2:
+        return whole
+    if part not in labels:
+        return None
+    n = len(labels) - 1 - labels[::-1].index(part)
+    end = headers[n + 1].start() if n + 1 < len(headers) else len(response)
+    return final_answer_span(response[headers[n].end() : end])
 
 
 def _tidy(answer: str) -> str:

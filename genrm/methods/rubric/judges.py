@@ -19,7 +19,13 @@ from typing import Protocol, runtime_checkable
 from genrm.choices import DEFAULT_SCORING_FORMAT, Exposure, ScoringFormat
 from genrm.engine import Engine, Judge, Reader, Reply, ask
 from genrm.engine.types import ChatRequest
-from genrm.methods.rubric.answer_extraction import AnswerSpan, final_answer_span, read_prediction
+from genrm.methods.rubric.answer_extraction import (
+    AnswerSpan,
+    criterion_part,
+    final_answer_span,
+    part_span,
+    read_prediction,
+)
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.judge_output import UNREADABLE, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.planning import CriterionPlan
@@ -82,10 +88,13 @@ class RubricJudge(Protocol):
         ...
 
 
-def _rule_judgement(plan: CriterionPlan, span: AnswerSpan | None) -> CriterionJudgement:
+def _rule_judgement(plan: CriterionPlan, response: str, span: AnswerSpan | None) -> CriterionJudgement:
     if plan.verifier is None:
         reason = f"{plan.path} is a fuzzy criterion; the rule backend judges only verifiable criteria"
         return CriterionJudgement(plan, failure="unscored", reason=reason)
+    part = criterion_part(plan.criterion.criterion)
+    if part is not None:  # a criterion on one part of a multi-part question reads that part's answer
+        span = part_span(response, part, span)
     # no value stated is predict=None (score 0), never '' or [], which would match an empty target ([] for an object
     # that is not in the image) and pay a response that answers nothing
     read, where = read_prediction(plan.verifier, span)
@@ -111,8 +120,9 @@ class RuleJudge:
         """One judgement per response, in this thread: the extracted calls, and ``unscored`` for fuzzy criteria."""
         judgements = []
         for response in request.responses:
-            span = final_answer_span(response) if isinstance(response, str) else None
-            criteria = [_rule_judgement(plan, span) for plan in request.plans]
+            text = response if isinstance(response, str) else ""
+            span = final_answer_span(text) if isinstance(response, str) else None
+            criteria = [_rule_judgement(plan, text, span) for plan in request.plans]
             thought = f"final answer ({span.source}): {span.text!r:.200}" if span else "no final answer found"
             judgements.append(ParsedJudgement(None, "rule extraction", thought, criteria, read_by_rule=True))
         return judgements
