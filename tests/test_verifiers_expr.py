@@ -282,6 +282,12 @@ TARGETS_READ_WHOLE = [
     (r"\begin{pmatrix} x & 1 \end{pmatrix}", "x"),
     (r"\frac{1}{2}x + \frac{1}{3}y", "xy"),
     (r"\frac{1}{2}", ""),
+    # bound variables are read: the n of a sum, the x of a limit, the variable of a derivative
+    (r"\sum_{n=1}^{10^{7}} \frac{1}{n^3}", "n"),
+    (r"\sum_{k=1}^{n} k", "kn"),
+    (r"\prod_{k=1}^{5} k", "k"),
+    (r"\lim_{x\to 0} \frac{\sin x}{x}", "x"),
+    (r"\frac{d}{dx} x^2", "x"),
 ]
 
 
@@ -290,12 +296,12 @@ def _parsed_letters(target: str) -> set[str]:
 
     text = target if "$" in target or "\\boxed" in target else f"${target}$"
     letters: set[str] = set()
-    for item in parse(text):
-        for name in map(str, getattr(item, "free_symbols", ())):
-            letters.update(name.lower())
-        if hasattr(item, "atoms"):
-            from sympy.core.function import AppliedUndef
+    from sympy import Symbol
+    from sympy.core.function import AppliedUndef
 
+    for item in parse(text):
+        if hasattr(item, "atoms"):
+            letters.update(letter for symbol in item.atoms(Symbol) for letter in str(symbol).lower())
             letters.update(letter for applied in item.atoms(AppliedUndef) for letter in str(applied.func).lower())
     return letters
 

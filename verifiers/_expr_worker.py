@@ -194,13 +194,17 @@ class Checker:
         found = dict.fromkeys(letter.lower() for letter in re.findall(r"[A-Za-z]", letters))
         if not found:
             return []
+        from sympy import Derivative, Integral, Symbol
         from sympy.core.function import AppliedUndef
 
         kept: set[str] = set(_CONSTANT_LETTERS)
         for item in parsed:
             if hasattr(item, "free_symbols") and hasattr(item, "atoms"):  # an expression, a set or a matrix
-                names = [str(symbol) for symbol in item.free_symbols]
+                # bound variables count as read (the n of a sum, the x of a limit), and so does the d of a differential
+                names = [str(symbol) for symbol in item.atoms(Symbol)]
                 names += [str(applied.func) for applied in item.atoms(AppliedUndef)]
+                if item.atoms(Derivative, Integral):
+                    names.append("d")
                 kept.update(letter.lower() for name in names for letter in name)
         return [letter for letter in found if letter not in kept]
 
