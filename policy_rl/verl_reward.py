@@ -4,16 +4,21 @@ by our judge (in process or the server).
 verl calls ``custom_reward_function.name`` from ``custom_reward_function.path`` with the keyword arguments in
 ``custom_reward_function.reward_kwargs``:
 
-- :func:`compute_score` for the ``naive`` reward manager: one response at a time
-  (``data_source, solution_str, ground_truth, extra_info``). A response alone is its own group, so the remap only
-  keeps or drops it around ``tau``; use the batch form for the method's group remap.
-- :func:`compute_score_batch` for the ``batch`` reward manager: the whole batch
+- :func:`compute_score_batch` for the ``batch`` reward manager (verl's legacy reward path,
+  ``reward_model.use_reward_loop=False``), and for :class:`policy_rl.verl_reward_loop.GroupedRewardManager`, which
+  hands it each whole group under verl's reward loop (the default): the whole batch
   (``data_sources, solution_strs, ground_truths, extra_infos``). The rows of one group are found by their key, not
   their place: verl's trainer reorders the batch before the reward is computed (``trainer.balance_batch``, on by
   default, sorts rows by length across data-parallel ranks), so rows of one prompt are rarely next to each other.
   The key is ``extra_info["uid"]`` when the rows carry it (verl's own group id, which a custom reward manager or
   data pipeline may copy there), else the instance id. All rows of a key in the batch are scored together as one
   group (:class:`policy_rl.method_reward.MethodReward`), and each row gets its own reward back in its own place.
+- :func:`compute_score` for a per-response reward manager (``naive``, ``remote``): one response at a time
+  (``data_source, solution_str, ground_truth, extra_info``), for a method whose rewards do not depend on the group.
+  A method whose rewards do (the rubric method's remap) is refused there: a response alone would be a group of one.
+
+Loaded by file path (``custom_reward_function.path=.../verl_reward.py``, not importable under the name verl gives
+it), the module hands out this package's functions, so verl's Ray tasks and actors can pickle them by reference.
 
 ``ground_truth`` is the instance (rubric, task type, limits) as JSON, put into ``reward_model.ground_truth`` by
 :func:`verl_row` when the parquet file is made. Both return verl's dict form: ``score`` plus ``judge_failed`` and
@@ -70,15 +75,19 @@ class UnknownReward(RuntimeError):
     """A response could not be judged and no ``unknown_reward`` was configured."""
 
 
-def verl_row(instance: Instance, index: int, data_source: str = "genrm", system_prompt: str | None = None) -> dict:
-    """One row of a verl RL parquet file for ``instance`` (``prompt`` messages, ``reward_model.ground_truth``)."""
+def verl_row(
+    instance: Instance, index: int, data_source: str = "genrm", system_prompt: str | None = None, split: str = "train"
+) -> dict:
+    """One row of a verl RL parquet file for ``instance`` (``prompt`` messages, ``reward_model.ground_truth``);
+    ``split`` (``train``, or ``test`` for a validation file) goes to ``extra_info``, where verl's reward loop learns
+    a row's group size (:mod:`policy_rl.verl_reward_loop`)."""
     from policy_rl.data import policy_record
     from policy_rl.method_reward import INSTANCE_COLUMN
 
     record = policy_record(instance, system_prompt)
     return {"data_source": data_source, "prompt": record["prompt"], "ability": instance.task_type or "general",
             "reward_model": {"style": "rule", "ground_truth": record[INSTANCE_COLUMN]},
-            "extra_info": {"index": index, "id": instance.id}}  # fmt: skip
+            "extra_info": {"index": index, "id": instance.id, "split": split}}  # fmt: skip
 
 
 @functools.lru_cache(maxsize=8)
@@ -145,11 +154,52 @@ def compute_score_batch(
 def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, float]:
-    """verl's per-response reward function (see the module docstring for the settings)."""
+    """verl's per-response reward function, for a method whose rewards do not depend on the group (see the module
+    docstring for the settings); raises ValueError for one whose rewards do."""
     if kwargs.get("aggregation") == "normalize_then_sum":
         raise ValueError("aggregation normalize_then_sum normalizes over a group: use verl's batch reward manager "
                          "(reward_model.reward_manager=batch) with compute_score_batch")  # fmt: skip
+    if _needs_group(kwargs):
+        name = kwargs.get("method", default("method"))
+        raise ValueError(f"the {name} method's rewards depend on the whole group, which a per-response reward "
+                         f"function sees as a group of one: {_GROUPED_RECIPE}")  # fmt: skip
     return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
+
+
+#: How verl scores whole groups, for the messages that refuse groups of one.
+_GROUPED_RECIPE = (
+    "set custom_reward_function.name=compute_score_batch with reward_model.reward_loop_source=importlib, "
+    "reward_model.reward_loop_module_path=pkg://policy_rl.verl_reward_loop and "
+    "reward_model.reward_loop_class_name=GroupedRewardManager (or reward_model.use_reward_loop=False with "
+    "reward_model.reward_manager=batch)"
+)
+
+
+def _needs_group(kwargs: Mapping[str, Any]) -> bool:
+    known = {k: kwargs[k] for k in ("method", "method_options", "exposure", "tau") if k in kwargs}
+    if "method_options" in known:  # verl hands the options as a config mapping
+        known["method_options"] = dict(known["method_options"] or {})
+    return _method_needs_group(json.dumps(known, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _method_needs_group(settings: str) -> bool:
+    # the per-response form asks for every row: the method is made once per settings
+    from genrm.methods.group_rewards import RewardsOverGroups
+    from genrm.methods.settings import reward_settings
+
+    return isinstance(reward_settings(json.loads(settings), "verl's reward kwargs").make(), RewardsOverGroups)
+
+
+def refuse_reward_loop_settings(kwargs: Mapping[str, Any]) -> bool:
+    """Check ``kwargs`` (``custom_reward_function.reward_kwargs``) for scoring under verl's reward loop, where groups
+    are scored one by one: raises ValueError for ``aggregation normalize_then_sum`` (it normalizes over the whole
+    batch); whether the method's rewards depend on the whole group (then rows are gathered into groups)."""
+    if kwargs.get("aggregation", "weighted_mean") == "normalize_then_sum":
+        raise ValueError("custom_reward_function.reward_kwargs.aggregation=normalize_then_sum normalizes over the "
+                         "whole batch, which verl's reward loop never sees: set reward_model.use_reward_loop=False "
+                         "with reward_model.reward_manager=batch")  # fmt: skip
+    return _needs_group(kwargs)
 
 
 _AGGREGATIONS = ("weighted_mean", "normalize_then_sum")
@@ -184,3 +234,10 @@ def _result(
         raise UnknownReward(f"no reward for a response of {key}: {score.error}; set {setting} to the value to use")
     # Decoupled, the score is an advantage: a response that could not be judged gets none, as TRL gives it.
     return {"score": 0.0 if decoupled else float(unknown_reward), **extra}
+
+
+if __name__ != "policy_rl.verl_reward":
+    # Loaded by file path (verl's custom_reward_function.path), this module is not importable under its name: its
+    # functions would be pickled by value with what they refer to, the judge cache among them, which cannot be. The
+    # package's own functions are pickled by reference.
+    from policy_rl.verl_reward import compute_score, compute_score_batch, refuse_reward_loop_settings  # noqa: F401, F811

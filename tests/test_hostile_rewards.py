@@ -32,6 +32,7 @@ from policy_rl.data import policy_record
 from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
 from policy_rl.scorers import JudgeScorer
 from policy_rl.verl_reward import compute_score_batch, verl_row
+from serving.score_workers import scored_inline
 from serving.settings import ServerSettings
 
 LONG = "I looked at this for a while and thought about what the question asks for, but " * 3
@@ -192,12 +193,16 @@ def anyio_backend():
 
 
 @pytest.mark.anyio
-async def test_v1_score_pays_what_a_careful_grader_pays():
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "in-a-worker"])
+async def test_v1_score_pays_what_a_careful_grader_pays(workers):
+    body = {"groups": [json.loads(_instance(i).model_dump_json()) for i in range(len(CASES))]}
+    responses = sum(len(group["responses"]) for group in body["groups"])
+    assert not scored_inline(len(json.dumps(body)), responses)  # with a worker, this body is scored there
+
     async def run(http):
-        body = {"groups": [json.loads(_instance(i).model_dump_json()) for i in range(len(CASES))]}
         return await http.post("/v1/score", json=body)
 
-    answer = await with_app(ServerSettings(), run)
+    answer = await with_app(ServerSettings(score_workers=workers), run)
     assert answer.status_code == 200, answer.text
     assert [group["rewards"] for group in answer.json()["groups"]] == [_expected(i) for i in range(len(CASES))]
 

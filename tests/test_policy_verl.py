@@ -6,6 +6,7 @@ reward managers do (keyword names from ``verl.workers.reward_manager.naive`` and
 runs it), the last test has verl's own trainer reorder a batch and verl's own ``BatchRewardManager`` score it.
 """
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -13,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from genrm.methods.captions import CaptionInstance
 from genrm.methods.rubric.models import Instance
+from policy_rl.data import policy_record
+from policy_rl.method_reward import INSTANCE_COLUMN
 from policy_rl.verl_reward import UnknownReward, compute_score, compute_score_batch, verl_row
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
@@ -28,11 +32,12 @@ FUZZY = Instance(
 )  # fmt: skip
 
 
-def test_verl_rows_carry_the_instance_as_ground_truth():
+def test_verl_rows_carry_the_instance_as_ground_truth_and_their_split():
     row = verl_row(INSTANCE, 3)
     assert row["prompt"][-1] == {"role": "user", "content": INSTANCE.prompt}
     assert Instance.model_validate_json(row["reward_model"]["ground_truth"]).rubric == INSTANCE.rubric
-    assert row["extra_info"] == {"index": 3, "id": "q1"}
+    assert row["extra_info"] == {"index": 3, "id": "q1", "split": "train"}
+    assert verl_row(INSTANCE, 3, split="test")["extra_info"]["split"] == "test"
 
 
 def test_the_batch_form_remaps_consecutive_groups():
@@ -44,17 +49,25 @@ def test_the_batch_form_remaps_consecutive_groups():
     assert all(s["judge_failed"] == 0.0 for s in scores)
 
 
-def test_the_per_response_form():
-    truth = verl_row(INSTANCE, 0)["reward_model"]["ground_truth"]
-    assert compute_score(data_source="genrm", solution_str="\\boxed{42}", ground_truth=truth)["score"] == 1.0
-    assert compute_score("genrm", "\\boxed{7}", truth, extra_info={"index": 0})["score"] == 0.0
+def test_the_per_response_form_scores_a_method_that_needs_no_group_and_refuses_one_that_does():
+    caption = CaptionInstance(id="c1", image="park.png", reference="A red car and two dogs.")
+    truth = policy_record(caption)[INSTANCE_COLUMN]
+    alone = compute_score("genrm", "A red car and two dogs.", truth, method="rouge_l")
+    assert alone["score"] == pytest.approx(1.0) and alone["judge_failed"] == 0.0
+    batch = compute_score_batch(["genrm"], ["A red car and two dogs."], [truth], None, method="rouge_l")
+    assert alone == batch[0]
+    # the rubric's remap needs the group: alone, a response would be a group of one
+    rubric_truth = verl_row(INSTANCE, 0)["reward_model"]["ground_truth"]
+    with pytest.raises(ValueError, match="group of one: set custom_reward_function.name=compute_score_batch") as told:
+        compute_score(data_source="genrm", solution_str="\\boxed{42}", ground_truth=rubric_truth)
+    assert "reward_loop_class_name=GroupedRewardManager" in str(told.value) and "\n" not in str(told.value)
 
 
 def test_an_unknown_reward_raises_unless_a_value_is_configured():
     truth = verl_row(FUZZY, 0)["reward_model"]["ground_truth"]
     with pytest.raises(UnknownReward, match="set custom_reward_function.reward_kwargs.unknown_reward to the value"):
-        compute_score("genrm", "It is blue.", truth)
-    result = compute_score("genrm", "It is blue.", truth, unknown_reward=0.0)
+        compute_score_batch(["genrm"], ["It is blue."], [truth])
+    (result,) = compute_score_batch(["genrm"], ["It is blue."], [truth], unknown_reward=0.0)
     assert result["score"] == 0.0 and result["judge_failed"] == 1.0
 
 
@@ -167,3 +180,61 @@ def test_verls_own_manager_and_estimator_take_the_c_gdpo_advantage_with_the_line
     assert result["advantages"] == pytest.approx(scores, abs=1e-6) and result["uniform"]
     assert result["extra"]["length_penalty"] == pytest.approx([penalties[row] for row in rows], abs=1e-6)
     assert {"precision", "recall", "linguistic", "reward", "judge_failed"} <= set(result["extra"])
+
+
+@pytest.mark.skipif(not os.environ.get("GENRM_VERL_PYTHON"), reason="GENRM_VERL_PYTHON: an environment with verl")
+def test_verls_reward_loop_on_ray_scores_whole_groups_as_genrm_score_does(tmp_path):
+    # verl's default reward path: rows scored one by one in RewardLoopWorker actors on a local Ray cluster, each
+    # group's rows split between two workers by verl's reordering and chunking; gathered, every reward is genrm
+    # score's, and the reward server is asked once per whole group.
+    from fake_judge import ServeProcess
+
+    from genrm.methods.rubric.method import score_instance
+    from serving.record_log import read_records
+
+    wanted = ("box-001", "ocr-001", "ocr-002", "time-001", "point-001")
+    lines = (EXAMPLES / "reward_core.jsonl").read_text(encoding="utf-8").splitlines()
+    instances = [Instance.model_validate_json(line) for line in lines if line.strip()]
+    instances = [i for i in instances if i.id in wanted]
+    assert len(instances) == len(wanted) and len({len(i.responses) for i in instances}) == 1
+    source = tmp_path / "instances.jsonl"
+    source.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
+    log = tmp_path / "records.jsonl"
+    script = Path(__file__).with_name("verl_reward_loop_contract.py")
+    with ServeProcess("--record-log", str(log), "--log-level", "warning") as served:
+        done = subprocess.run([os.environ["GENRM_VERL_PYTHON"], str(script), str(source), str(tmp_path), served.url],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    addresses = [ipaddress.ip_address(a) for a in result["listening"]]
+    assert addresses
+    assert all((getattr(a, "ipv4_mapped", None) or a).is_loopback for a in addresses)  # Ray on loopback only
+
+    expected = [reward for instance in instances for reward in score_instance(instance).rewards]
+    assert len(set(expected)) > 2  # partial rewards: a group split or merged would change them
+    for run in ("by_path", "legacy"):
+        rows, scores = result[run]["rows"], result[run]["scores"]
+        assert rows != sorted(rows)  # verl really reordered the batch
+        assert scores == pytest.approx([expected[row] for row in rows], abs=1e-6), run
+    extra = result["by_path"]["extra"]
+    assert set(extra["group_rows"]) == {4.0} and set(extra["group_partial"]) == {0.0}
+    assert {"content_mask", "format_mask", "length_ok", "judge_failed"} <= set(extra)
+    logged = [record["instance"] for record in read_records(log)]
+    grouped, per_row = result["refused"]
+    assert "custom_reward_function.name=compute_score_batch" in grouped and "\n" not in grouped
+    assert "group of one" in per_row and "reward_loop_class_name=GroupedRewardManager" in per_row
+    # the server answered each whole group once in the reward loop, and once in the legacy task
+    assert sorted(r["id"] for r in logged) == sorted(wanted * 2)
+    assert all(len(r["responses"]) == 4 for r in logged)
+
+    # in process, loaded by pkg://, two rows of the first group left out: that group is scored with its two rows
+    # after group_wait_s and says so; the others are whole
+    short = instances[0].model_copy(update={"responses": instances[0].responses[2:]})
+    partial = score_instance(short).rewards
+    rows, scores = result["by_package"]["rows"], result["by_package"]["scores"]
+    extra = result["by_package"]["extra"]
+    for place, row in enumerate(rows):
+        assert row >= 2
+        whole = row >= 4
+        assert scores[place] == pytest.approx(expected[row] if whole else partial[row - 2], abs=1e-6)
+        assert (extra["group_partial"][place], extra["group_rows"][place]) == ((0.0, 4.0) if whole else (1.0, 2.0))
