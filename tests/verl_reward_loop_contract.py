@@ -20,6 +20,7 @@ Ray listens on loopback only (its sockets are checked); it runs with ``RAY_AUTH_
 
 import json
 import os
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -46,20 +47,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def recipe(judge: str, by_path: bool, n: int, wait_s: float) -> list[str]:
-    """The overrides docs/policy-rl.md gives for verl's reward loop (the test's own settings last)."""
-    reward = str(ROOT / "policy_rl" / "verl_reward.py") if by_path else "pkg://policy_rl.verl_reward"
-    loop = str(ROOT / "policy_rl" / "verl_reward_loop.py") if by_path else "pkg://policy_rl.verl_reward_loop"
-    return [
-        f"actor_rollout_ref.rollout.n={n}",
-        f"custom_reward_function.path={reward}",
-        "custom_reward_function.name=compute_score_batch",
-        f"+custom_reward_function.reward_kwargs.judge={judge}",
-        "reward_model.reward_loop_source=importlib",
-        f"reward_model.reward_loop_module_path={loop}",
-        "reward_model.reward_loop_class_name=GroupedRewardManager",
-        "reward_model.num_workers=2",
-        f"+custom_reward_function.reward_kwargs.group_wait_s={wait_s}",
-    ]
+    """The overrides of docs/policy-rl.md's reward loop command, with this run's judge, ``n`` and loading (the
+    test's own settings after them)."""
+    text = (ROOT / "docs" / "policy-rl.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "GroupedRewardManager" in b]
+    overrides = [word for word in block.replace("\\\n", " ").split() if "=" in word]
+    assert any(o.startswith("reward_model.reward_loop_class_name=") for o in overrides), overrides
+    paths = {"custom_reward_function.path": ROOT / "policy_rl" / "verl_reward.py",
+             "reward_model.reward_loop_module_path": ROOT / "policy_rl" / "verl_reward_loop.py"}  # fmt: skip
+    mine = {"actor_rollout_ref.rollout.n": n, "+custom_reward_function.reward_kwargs.judge": judge,
+            **({key: str(path) for key, path in paths.items()} if by_path else {})}  # fmt: skip
+    out = []
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        out.append(f"{key}={mine[key]}" if key in mine else override)
+    assert {o.split("=", 1)[0] for o in out} >= set(mine), out
+    return [*out, "reward_model.num_workers=2", f"+custom_reward_function.reward_kwargs.group_wait_s={wait_s}"]
 
 
 def config(tokenizer_dir: str, overrides: list[str]):
@@ -85,11 +88,22 @@ def batch(instances: list[Instance], tokenizer, leave_out: tuple[int, ...] = ())
     return data
 
 
+def stop(manager) -> None:
+    """Stop a manager's workers and the run's gatherer (the next run starts its own)."""
+    from policy_rl.verl_reward_loop import GATHERER_NAME
+
+    try:
+        ray.kill(ray.get_actor(GATHERER_NAME.format(0)))
+    except ValueError:  # a method scored row by row starts none
+        pass
+    for worker in manager.reward_loop_workers:
+        ray.kill(worker)
+
+
 def reward_loop(cfg, data) -> dict:
     manager = RewardLoopManager(cfg)
     out = manager.compute_rm_score(data)
-    for worker in manager.reward_loop_workers:
-        ray.kill(worker)
+    stop(manager)
     extra = {key: [float(v) for v in out.non_tensor_batch[key]] for key in out.meta_info["reward_extra_keys"]}
     return {"rows": [int(r) for r in data.non_tensor_batch["row"]],
             "scores": out.batch["rm_scores"].sum(dim=1).tolist(), "extra": extra}  # fmt: skip
