@@ -44,6 +44,8 @@ MANAGER = "GroupedRewardManager"
 # An async Ray actor takes this many calls at once (Ray's default for async actors); every row waiting for its group
 # holds one, so a worker's share of a batch must fit.
 _ACTOR_CALLS = 1000
+# Every row of every worker waits in a gatherer's call: far more than any batch's rows.
+_GATHERER_CALLS = 2**20
 
 
 class GroupSizeUnknown(ValueError):
@@ -145,20 +147,27 @@ class GroupedRewardManager(RewardManagerBase):
         if not self.wait_s > 0 or gatherers < 1:
             raise ValueError("custom_reward_function.reward_kwargs.group_wait_s must be > 0 and group_gatherers >= 1")
         self._refuse_crowded_workers(config)
-        self.gatherers = [GroupGatherer.options(name=GATHERER_NAME.format(k), get_if_exists=True,
-                                                scheduling_strategy="SPREAD").remote(compute_score, self.wait_s)
+        options = {"get_if_exists": True, "scheduling_strategy": "SPREAD", "max_concurrency": _GATHERER_CALLS}
+        gatherer = GroupGatherer.options
+        self.gatherers = [gatherer(name=GATHERER_NAME.format(k), **options).remote(compute_score, self.wait_s)
                           for k in range(gatherers)] if self.grouped else []  # fmt: skip
 
     def _refuse_crowded_workers(self, config) -> None:
-        # Every row waiting for its group holds a call of its worker: a worker given more rows of one batch than it
-        # takes calls at once would wait for rows that cannot enter, and score them all as partial groups.
-        if not self.grouped:
+        # Every row waiting for its group holds one of its worker's calls. When a batch's rows are all generated, the
+        # rows queued behind a full worker hold back at most one group each; the groups whose rows all got in are
+        # whole and free their calls. Rows stay stuck (until group_wait_s makes their groups partial) only when the
+        # queued rows' groups can fill every call: queued x (n - 1) >= calls. One group more for the group a chunk
+        # boundary splits between two workers.
+        n = self.sizes["train"]
+        if not self.grouped or n < 2:
             return
         workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
-        rows = int(config.data.get("train_batch_size", 0) or 0) * self.sizes["train"]
-        if rows / workers > _ACTOR_CALLS:
-            raise ValueError(f"{rows} rows per batch over {workers} rollout workers is more than the {_ACTOR_CALLS} "
-                             "rows a reward worker holds while their groups fill: raise "
+        rows = int(config.data.get("train_batch_size", 0) or 0) * n
+        most = _ACTOR_CALLS + _ACTOR_CALLS // (n - 1) - n
+        if rows / workers > most:
+            raise ValueError(f"data.train_batch_size x n = {rows} rows over {workers} rollout workers is more than "
+                             f"the {most} rows per worker whose groups can fill while each waits in one of the "
+                             f"worker's {_ACTOR_CALLS} calls: raise "
                              "actor_rollout_ref.rollout.agent.num_workers")  # fmt: skip
 
     def group_size(self, extra_info: dict[str, Any]) -> int:

@@ -220,7 +220,11 @@ def test_verls_reward_loop_on_ray_scores_whole_groups_as_genrm_score_does(tmp_pa
     assert set(extra["group_rows"]) == {4.0} and set(extra["group_partial"]) == {0.0}
     assert {"content_mask", "format_mask", "length_ok", "judge_failed"} <= set(extra)
     logged = [record["instance"] for record in read_records(log)]
-    grouped, per_row = result["refused"]
+    grouped, per_row, crowded = result["refused"]
+    assert (
+        "raise actor_rollout_ref.rollout.agent.num_workers" in crowded
+        and "16384 rows over 8 rollout workers" in crowded
+    )
     assert "custom_reward_function.name=compute_score_batch" in grouped and "\n" not in grouped
     assert "group of one" in per_row and "reward_loop_class_name=GroupedRewardManager" in per_row
     # the server answered each whole group once in the reward loop, and once in the legacy task

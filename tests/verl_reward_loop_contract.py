@@ -111,14 +111,17 @@ def reward_loop(cfg, data) -> dict:
 
 def refusals(tokenizer_dir: str, tokenizer, truth: str) -> list[str]:
     """What a config that would score groups of one is told at its start: the grouped manager with a per-response
-    function, and the per-response function of a group method under verl's default manager."""
+    function, the per-response function of a group method under verl's default manager, and the grouped manager
+    given more rows per worker (2048 x 8 over verl's 8 rollout workers) than can wait for their groups."""
     from policy_rl.verl_reward_loop import GroupedRewardManager
 
     told = []
     per_row = config(tokenizer_dir, [*recipe("rule", False, 4, 60.0), "custom_reward_function.name=compute_score"])
+    crowded = config(tokenizer_dir, [*recipe("rule", False, 8, 60.0), "data.train_batch_size=2048"])
     for attempt in (lambda: GroupedRewardManager(per_row, tokenizer, get_custom_reward_fn(per_row)),
                     lambda: get_custom_reward_fn(per_row)(data_source="genrm", solution_str="1", ground_truth=truth,
-                                                          extra_info={})):  # fmt: skip
+                                                          extra_info={}),
+                    lambda: GroupedRewardManager(crowded, tokenizer, get_custom_reward_fn(crowded))):  # fmt: skip
         try:
             attempt()
             told.append("")
