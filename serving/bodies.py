@@ -31,12 +31,22 @@ def validated_body(model: type[BaseModel], raw: bytes) -> BaseModel:
     except ValueError as exc:  # not JSON, or not UTF-8
         raise RequestValidationError([{"loc": ("body",), "msg": f"JSON decode error: {str(exc)[:200]}",
                                        "type": "json_invalid"}]) from None  # fmt: skip
+    except RecursionError:
+        raise _too_deep() from None
     try:
         return model.model_validate(value)
     except ValidationError as exc:
         raise RequestValidationError(
             [{**error, "loc": ("body", *error["loc"])} for error in exc.errors(include_url=False)]
         ) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> RequestValidationError:
+    # json and pydantic both recurse per level: a small body nested thousands deep exhausts the stack
+    message = "JSON nested too deep (more levels than Python's recursion limit): no field of a request nests that far"
+    return RequestValidationError([{"loc": ("body",), "msg": message, "type": "json_invalid"}])
 
 
 def request_tenant(request: Request) -> str:

@@ -45,7 +45,14 @@ class Guard:
             return
         start, status, received = time.perf_counter(), [500], [0]
         endpoint = scope.get("path", "")
-        headers = dict(scope.get("headers") or [])
+        pairs = list(scope.get("headers") or [])
+        headers = dict(pairs)
+        ambiguous = _ambiguous_headers([name.lower() for name, _ in pairs])
+        if ambiguous is not None:
+            await _send_error(send, status, 400, "header", ambiguous, "ambiguous_headers")
+            _log_refusal(scope, 400, ambiguous.encode())
+            self._count(endpoint, status[0], start)
+            return
         if self.expected is not None and endpoint not in _OPEN_PATHS:
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
@@ -100,6 +107,17 @@ class Guard:
         known = endpoint if endpoint in ENDPOINTS else "other"
         self.metrics.requests.labels(known, str(status)).inc()
         self.metrics.latency.labels(known).observe(time.perf_counter() - start)
+
+
+def _ambiguous_headers(names: list[bytes]) -> str | None:
+    """Why a request's headers can be read two ways (None: they cannot). A proxy in front and this server could
+    each take a different one: the token or the body's end would then be another than the one checked."""
+    for name in (b"authorization", b"content-length"):
+        if names.count(name) > 1:
+            return f"more than one {name.decode()} header"
+    if b"content-length" in names and b"transfer-encoding" in names:
+        return "both content-length and transfer-encoding: the body's length must be given one way"
+    return None
 
 
 class RefusalLog:

@@ -107,6 +107,41 @@ async def test_malformed_and_oversize_bodies():
     assert still_fine.status_code == 200
 
 
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "in-a-worker"])
+async def test_a_body_nested_deeper_than_python_recurses_is_a_422_that_says_so(workers):
+    # 5,000 levels in 10 kB (scored in the server), 20,000 in 40 kB (over the size a worker takes)
+    shallow, deep = (b"[" * n + b"]" * n for n in (5_000, 20_000))
+    async with served(ServerSettings(score_workers=workers)) as http:
+        answers = [await http.post(path, content=body, headers={"content-type": "application/json"})
+                   for path in ("/v1/score", "/get_reward") for body in (shallow, deep)]  # fmt: skip
+        still_fine = await http.post("/v1/score", json={"groups": [GROUP]})
+    for answer in answers:
+        assert answer.status_code == 422, answer.text
+        (error,) = answer.json()["detail"]
+        assert error["loc"] == ["body"] and "nested too deep" in error["msg"] and "Traceback" not in answer.text
+    assert still_fine.status_code == 200
+
+
+async def test_headers_that_can_be_read_two_ways_are_refused_with_a_400_that_names_them():
+    body = json.dumps({"groups": [GROUP]}).encode()
+    plain = [("content-type", "application/json")]
+    cases = {
+        "more than one authorization header": [("authorization", "Bearer s3cret"), ("authorization", "Bearer nope")],
+        "both content-length and transfer-encoding": [("transfer-encoding", "chunked")],
+        "more than one content-length header": [("content-length", str(len(body)))] * 2,
+    }
+    async with served(ServerSettings(api_key="s3cret")) as http:
+        for why, extra in cases.items():
+            headers = httpx.Headers(plain + extra)
+            if "authorization" not in headers:
+                headers["authorization"] = "Bearer s3cret"
+            answer = await http.post("/v1/score", content=body, headers=headers)
+            assert answer.status_code == 400, (why, answer.text)
+            assert why in answer.json()["detail"][0]["msg"]
+        fine = await http.post("/v1/score", content=body, headers=plain + [("authorization", "Bearer s3cret")])
+    assert fine.status_code == 200
+
+
 async def test_bearer_token():
     settings = ServerSettings(api_key="s3cret")
     async with served(settings) as http:

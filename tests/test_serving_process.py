@@ -108,3 +108,30 @@ def test_killed_three_times_under_load_every_answered_group_is_logged_and_readab
     logged = [json.loads(line)["instance"]["id"] for line in lines]  # every line is whole JSON
     assert set(answered) <= set(logged), sorted(set(answered) - set(logged))[:5]
     assert len(answered) >= 90
+
+
+def test_a_real_server_refuses_headers_that_a_proxy_could_read_another_way():
+    # on the wire, through uvicorn's own parser: the raw headers reach the guard as sent
+    import socket
+
+    body = b'{"groups": []}'
+    token = b"authorization: Bearer s3cret\r\n"
+    sends = {
+        b"more than one authorization header": token + b"authorization: Bearer other\r\n",
+        b"both content-length and transfer-encoding": token + b"transfer-encoding: chunked\r\n",
+    }
+    with ServeProcess("--api-key", "s3cret", "--log-level", "warning") as served:
+        for why, extra in sends.items():
+            with socket.create_connection(("127.0.0.1", served.port), timeout=10) as connection:
+                connection.sendall(b"POST /v1/score HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n"
+                                   + b"content-length: %d\r\n" % len(body) + extra + b"\r\n" + body)  # fmt: skip
+                answer = b""
+                while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < _length(answer):
+                    answer += connection.recv(4096) or b"\r\n\r\n"  # closed: what came is the answer
+            assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+            assert why in answer and b"Traceback" not in answer
+
+
+def _length(answer: bytes) -> int:
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    return next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"content-length:")), 0)
