@@ -10,10 +10,12 @@ reader that splits on them cuts a record in two. Every JSONL text the project re
 
 from __future__ import annotations
 
+import errno
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,6 +34,62 @@ def jsonl_lines(text: str) -> list[str]:
 def read_jsonl_lines(path: str | Path) -> list[str]:
     """The records of the JSONL file at ``path`` (UTF-8), as :func:`jsonl_lines` splits them."""
     return jsonl_lines(Path(path).read_text(encoding="utf-8"))
+
+
+def bounded_lines(source: IO[str], limit: int) -> Iterator[str]:
+    """The lines of the open text file ``source`` (their ``\\n`` kept), each read with at most ``limit + 1``
+    characters in memory: a longer line is given as its first ``limit + 1`` characters, the rest read and dropped, so
+    a caller that refuses lines over ``limit`` still counts it as one line."""
+    chunk = max(limit, 1) + 1
+    while True:
+        line = source.readline(chunk)
+        if not line:
+            return
+        if len(line) == chunk and not line.endswith("\n"):
+            while (rest := source.readline(chunk)) and not rest.endswith("\n"):
+                pass
+        yield line
+
+
+class WriteFailed(OSError):
+    """A line could not be written whole to a file; the file was cut back to its last whole line where it can be."""
+
+
+class WholeLines:
+    """A text sink for one file that always ends on a whole line: each :meth:`write` (whole lines, ``\\n``
+    ended) goes to the file at once, unbuffered; one that fails part way (a full disk, a file size limit) is cut
+    back to the end of the last whole line and raised as :class:`WriteFailed`, naming the file and the errno."""
+
+    def __init__(self, path: str | Path, mode: str = "w") -> None:
+        self.path = str(path)
+        self.raw = open(self.path, {"w": "wb", "a": "ab"}[mode], buffering=0)  # noqa: SIM115 - closed by close()
+        self.good = self.raw.seek(0, os.SEEK_END)
+
+    def write(self, text: str) -> int:
+        """Write ``text`` (whole lines); returns its characters."""
+        view = memoryview(text.encode("utf-8"))
+        try:
+            while view:
+                view = view[self.raw.write(view) or 0 :]
+        except OSError as exc:
+            try:
+                os.ftruncate(self.raw.fileno(), self.good)
+            except OSError:  # a device (/dev/full) cannot be cut back
+                pass
+            name = errno.errorcode.get(exc.errno or 0, "?")
+            raise WriteFailed(exc.errno, f"cannot write {self.path}: {exc.strerror} ({name})") from None
+        self.good += len(text.encode("utf-8"))
+        return len(text)
+
+    def close(self) -> None:
+        """Close the file."""
+        self.raw.close()
+
+    def __enter__(self) -> WholeLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def json_problem(text: str, exc: json.JSONDecodeError) -> str:

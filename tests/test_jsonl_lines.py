@@ -95,3 +95,46 @@ def test_a_line_that_is_not_json_says_the_usual_cause_and_where(line, hint):
     with pytest.raises(ValueError, match=r"in\.jsonl line 1: invalid JSON: ") as refused:
         read_models([line], Item, "in.jsonl")
     assert hint in str(refused.value) and "column" in str(refused.value)
+
+
+class _Counted:
+    """A text file that remembers the most characters one read asked for."""
+
+    def __init__(self, text: str) -> None:
+        import io
+
+        self.inner, self.most = io.StringIO(text), 0
+
+    def readline(self, size: int = -1) -> str:
+        self.most = max(self.most, size)
+        assert size > 0  # never a whole line of unknown length
+        return self.inner.readline(size)
+
+
+def test_bounded_lines_keep_at_most_the_limit_of_a_line_in_memory_and_count_a_long_one_as_one():
+    from genrm.jsonl import bounded_lines
+
+    text = "short\n" + "x" * 1_000 + "\n\u2028tail\nlast"
+    source = _Counted(text)
+    lines = list(bounded_lines(source, 10))
+    assert lines == ["short\n", "x" * 11, "\u2028tail\n", "last"] and source.most == 11
+
+
+def test_whole_lines_cut_a_write_that_fails_back_to_the_last_whole_line(tmp_path):
+    import resource
+
+    from genrm.jsonl import WholeLines, WriteFailed
+
+    path = tmp_path / "out.jsonl"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, hard))  # bytes: the second line crosses it
+    try:
+        with WholeLines(path) as sink:
+            sink.write("a" * 60 + "\n")
+            with pytest.raises(WriteFailed, match=f"cannot write {path}: File too large \\(EFBIG\\)"):
+                sink.write("b" * 60 + "\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert path.read_text() == "a" * 60 + "\n"
+    with pytest.raises(WriteFailed, match="No space left on device \\(ENOSPC\\)"), WholeLines("/dev/full") as full:
+        full.write("x\n")

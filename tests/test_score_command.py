@@ -147,3 +147,20 @@ def test_an_unreachable_judge_stops_the_run_in_one_line_naming_its_url(tmp_path)
     assert done.stderr.strip().splitlines() == [f"genrm score: the judge cannot be reached, stopping: no endpoint of "
                                                 f"'judge' reachable at {url} (ConnectError: All connection attempts "
                                                 "failed)"]  # fmt: skip
+
+
+def test_a_line_too_long_is_refused_without_reading_it_whole_and_output_is_cut_at_a_whole_line(tmp_path):
+    from genrm.methods.score_file import MAX_LINE_CHARS
+
+    source = tmp_path / "in.jsonl"
+    good = EXAMPLE_SET.read_text(encoding="utf-8").splitlines()[0]
+    source.write_text(good + "\n" + '{"id": "' + "x" * (MAX_LINE_CHARS + 10) + '"}\n' + good + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    done = _score(str(source), "-o", str(out), "-q")
+    results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["error"] is None for r in results] == [True, False, True]
+    assert f"line longer than {MAX_LINE_CHARS:,} characters" in results[1]["error"] and done.returncode == 1
+    full = _score(str(source), "-o", "/dev/full", "-q")
+    assert full.returncode == 1 and full.stderr.strip().splitlines() == [
+        "genrm score: cannot write /dev/full: No space left on device (ENOSPC); the lines before it are whole"
+    ]

@@ -101,6 +101,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from genrm.cli.judging import judge_from_args
     from genrm.cli.settings import given_settings
     from genrm.engine import BackendUnavailable, run_blocking
+    from genrm.jsonl import WholeLines, WriteFailed
     from genrm.methods import MethodConfig
     from genrm.methods.score_file import score_file
     from genrm.methods.settings import RewardSettings, reward_settings
@@ -122,10 +123,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         try:
             source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
-            sink = sys.stdout if args.output == "-" else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            # every line is written whole or cut back: a full disk leaves no torn last line
+            sink = sys.stdout if args.output == "-" else stack.enter_context(WholeLines(args.output))
             records = None
             if args.record_log is not None:
-                records = stack.enter_context(open(args.record_log, "a", encoding="utf-8"))
+                records = stack.enter_context(WholeLines(args.record_log, "a"))
         except OSError as exc:
             print(f"genrm score: {exc.strerror}: {exc.filename}", file=sys.stderr)
             return 2
@@ -134,6 +136,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
             summary = score_file(source, sink, method, judge, progress=not args.quiet, records=records)
         except BackendUnavailable as exc:
             print(f"genrm score: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+            return 1
+        except WriteFailed as exc:
+            print(f"genrm score: {exc.strerror}; the lines before it are whole", file=sys.stderr)
             return 1
     if not args.quiet:
         print(summary.table(), file=sys.stderr)

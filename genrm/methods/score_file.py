@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from genrm.engine.judge import Judge
 from genrm.engine.types import BackendUnavailable
-from genrm.jsonl import json_problem
+from genrm.jsonl import bounded_lines, json_problem
 from genrm.methods.answer_json import validation_problems
 from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
 from genrm.methods.run import score_instance
@@ -155,7 +155,7 @@ def _instances_in(source: IO[str]) -> int | None:
         if not source.seekable():
             return None
         where = source.tell()
-        count = sum(1 for line in source if line.strip())
+        count = sum(1 for line in bounded_lines(source, MAX_LINE_CHARS) if line.strip())
         source.seek(where)
     except (OSError, ValueError):
         return None
@@ -177,7 +177,7 @@ def score_file(
     start = time.perf_counter()
     with tqdm(desc=f"scoring ({method.name}, {judge.name})", unit=" instances", disable=not progress,
               leave=False, total=_instances_in(source) if progress else None) as bar:  # fmt: skip
-        for instance, result in score_lines(source, method, judge):
+        for instance, result in score_lines(bounded_lines(source, MAX_LINE_CHARS), method, judge):
             sink.write(result.model_dump_json() + "\n")
             if records is not None and instance is not None:
                 records.write(record_line(instance, result) + "\n")
