@@ -135,3 +135,40 @@ def test_closing_stops_a_busy_worker_and_its_caller_returns():
     workers.close()
     caller.join(30.0)
     assert not caller.is_alive() and isinstance(outcome[0], WorkerDied)
+
+
+def test_a_client_that_leaves_has_its_scoring_worker_stopped_and_nothing_of_it_logged(tmp_path):
+    # on a real server: a request of 8 checks that each run to a 10 s deadline holds its worker for 80 s; its client
+    # leaves once the worker is checking
+    import socket
+
+    import httpx
+    import psutil
+    from fake_judge import ServeProcess
+    from slow_expressions import slow_sum
+
+    slow = dict(LARGE, id="slow", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 250 for k in range(8)])
+    body = json.dumps({"groups": [slow]}).encode()
+    assert not scored_inline(len(body), None)
+    log = tmp_path / "log.jsonl"
+    args = ("--score-workers", "1", "--verifier-deadline-s", "10", "--record-log", str(log), "--log-level", "warning")
+    with ServeProcess(*args) as served:
+        server = psutil.Process(served.process.pid)
+
+        def checking() -> list[psutil.Process]:
+            # the scoring worker, once its own expression worker has started (on its first check)
+            found = [p for p in server.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
+            return found if found and found[0].children(recursive=True) else []
+
+        with socket.create_connection(("127.0.0.1", served.port)) as client:
+            client.sendall(b"POST /v1/score HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n"
+                           + b"content-length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
+            deadline = time.monotonic() + 60
+            while not (workers := checking()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert workers  # the worker is checking: the client leaves now
+        _, alive = psutil.wait_procs(workers, timeout=10)  # it would check for 80 s: stopped, it ends at once
+        assert not alive
+        later = httpx.post(f"{served.url}/v1/score", json={"groups": [dict(LARGE, id="later")]}, timeout=60)
+        assert later.status_code == 200 and later.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
+    assert [record["instance"]["id"] for record in read_records(log)] == ["later"]

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request, Response
 from genrm.methods.base import GroupInstance, GroupResult
 from genrm.methods.columns import refuse_advantage_penalty
 from serving.bodies import body_openapi, json_body, request_tenant
+from serving.disconnect import watch_disconnect
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.group_checks import check_group_count, check_limits, prepare_groups
@@ -43,15 +44,6 @@ async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupRe
     return result
 
 
-async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
-    """Set ``gone`` when the client of ``request`` leaves (its body is read: what comes next is the disconnect)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            gone.set()
-            return
-
-
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     check_limits(state.settings, groups, _WHERE)
     tenant = request_tenant(request)
@@ -63,7 +55,7 @@ async def _gathered(state: ServerState, groups: list[GroupInstance], request: Re
     # a client that leaves and sends the same query again is retrying: the gatherer answers it from the group it
     # first joined (serving.gathering), which it can tell only by knowing that this client has gone
     gone = asyncio.Event()
-    watcher = asyncio.create_task(_watch_disconnect(request, gone))
+    watcher = asyncio.create_task(watch_disconnect(request, gone))
     try:
         shares = await asyncio.gather(*(state.gatherer.submit(bare, text, gone) for group, bare in zip(groups, empty,
                                         strict=True) for text in group.responses))  # fmt: skip

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request, Response
 from genrm.methods.base import RewardMethod
 from serving.answers import answer_limit, bounded_answer
 from serving.bodies import body_bytes, body_openapi, request_tenant, validated_body
+from serving.disconnect import unless_client_leaves
 from serving.group_checks import WHERE, check_group_count
 from serving.payloads import score_request_model, score_response_model
 from serving.score_workers import scored_inline
@@ -29,6 +30,9 @@ def score_router(method: RewardMethod) -> APIRouter:
         """Score groups of responses with the server's reward method."""
         tenant = request_tenant(request)
         raw = await body_bytes(request)
+        return await unless_client_leaves(request, _answer(state, tenant, raw))
+
+    async def _answer(state: State, tenant: str, raw: bytes) -> Response:
         workers = state.score_workers
         if workers is None or scored_inline(len(raw), None):
             body = await state.cpu(tenant, validated_body, request_model, raw)
