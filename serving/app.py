@@ -87,9 +87,8 @@ def create_app(
     if from_settings and judge.engine is None and settings.score_workers:
         state.score_workers = ScoreWorkers(settings, settings.score_workers)
     if settings.group_size:
-        state.gatherer = GroupGatherer(
-            settings.group_size, settings.group_wait_s, partial(reward.judge_gathered, state)
-        )
+        judge_group, mendable = partial(reward.judge_gathered, state), partial(reward.mendable_failure, state)
+        state.gatherer = GroupGatherer(settings.group_size, settings.group_wait_s, judge_group, retry_failed=mendable)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -13,9 +13,11 @@ group. What is gathered lives in this process: the responses of a group must rea
 **A retry is not a new response.** A client that timed out and sends its query again (same instance, same response
 text) while the group it first joined is open, being judged, or was judged in the last ``retain_s`` seconds, gets
 that group's result for its response, and the group keeps its members: it is never judged with a duplicate in place
-of a missing member. What tells a retry from a policy that sampled the same text twice (which is a member of its
-own, and common) is that the first request's client has gone: its connection closed (the route passes an event that
-is set when it does). A text that is held by a request still waiting is a new member.
+of a missing member. A group whose judging failed in a way a retry may mend (the judge was down) is judged again,
+whole, for the retry: the failure is never replayed to it. What tells a retry from a policy that sampled the same
+text twice (which is a member of its own, and common) is that the first request's client has gone: its connection
+closed (the route passes an event that is set when it does). A text that is held by a request still waiting is a new
+member.
 """
 
 from __future__ import annotations
@@ -97,17 +99,20 @@ class GroupGatherer:
         max_open: most groups open at once; past it, :meth:`submit` raises GatherFull. As many closed groups are
             kept for retries, at most.
         retain_s: how long a closed group answers retries, s (default: 4 x ``wait_s``, at least 120).
+        retry_failed: whether a judged group's result failed in a way a retry may mend (a judge that was down); a
+            retry of a member of such a group, or of one whose judging raised, has the whole group judged again.
     """
 
     def __init__(
-        self, size: int, wait_s: float, judge: Judge, max_open: int = 4096, retain_s: float | None = None
-    ) -> None:
+        self, size: int, wait_s: float, judge: Judge, max_open: int = 4096, retain_s: float | None = None,
+        retry_failed: Callable[[Any], bool] | None = None,
+    ) -> None:  # fmt: skip
         if size < 1 or not wait_s > 0:
             raise ValueError(f"size must be >= 1 and wait_s > 0, got {size} and {wait_s}")
         self.size, self.wait_s, self.max_open = size, wait_s, max_open
         # how long a judged group answers retries: a client's time-out and its resend fit in it
         self.retain_s = retain_s if retain_s is not None else max(120.0, 4 * wait_s)
-        self._judge = judge
+        self._judge, self._retry_failed = judge, retry_failed
         self._open: dict[str, _Open] = {}
         self._closed: OrderedDict[int, tuple[str, _Open]] = OrderedDict()  # being judged or judged, oldest first
         self._closed_by_key: dict[str, deque[_Open]] = {}  # the same groups by instance, oldest first
@@ -128,7 +133,12 @@ class GroupGatherer:
         if retried is not None:
             group, waiter.index = retried
             group.waiters.append(waiter)
-            if group.outcome is not None:
+            if group.outcome is not None and self._failed(group.outcome):
+                # the failure is the judge's, not the group's: a retry has the whole group judged again, with its
+                # members, instead of being told the old failure (or judged alone, as a group of one)
+                group.outcome = None
+                self._start(group)
+            elif group.outcome is not None:
                 self._answer(group, [waiter])
             return await asyncio.shield(waiter.future)
         group = self._open.get(key)
@@ -178,9 +188,16 @@ class GroupGatherer:
         group.closed_at = time.monotonic()
         self._closed[id(group)] = (key, group)
         self._closed_by_key.setdefault(key, deque()).append(group)
+        self._start(group)
+
+    def _start(self, group: _Open) -> None:
         task = asyncio.get_running_loop().create_task(self._run(group))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _failed(self, outcome: tuple[Any, BaseException | None]) -> bool:
+        result, error = outcome
+        return error is not None or (self._retry_failed is not None and self._retry_failed(result))
 
     async def _run(self, group: _Open) -> None:
         instance = group.instance.model_copy(update={"responses": list(group.responses)})

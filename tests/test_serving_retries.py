@@ -124,3 +124,48 @@ async def test_judged_groups_are_forgotten_oldest_first_and_a_retry_finds_only_w
     assert retried.result == ["d"] and len(judged) == 4
     judged_again = await gatherer.submit(bare, "a", asyncio.Event())  # forgotten: judged anew
     assert judged_again.result == ["a"] and judged[-1] == ["a"] and len(judged) == 5
+
+
+@pytest.mark.anyio
+async def test_a_retry_of_a_group_whose_judging_failed_has_the_whole_group_judged_again():
+    # the judge is down for the first judging; the client of "a" left meanwhile and sends it again once it is back
+    judged, down = [], [True]
+
+    async def judge(instance):
+        judged.append(list(instance.responses))
+        if down[0]:
+            raise ConnectionError("the judge is down")
+        return list(instance.responses)
+
+    gatherer = GroupGatherer(3, 30.0, judge)
+    bare = BOX.model_copy(update={"responses": []})
+    left = asyncio.Event()
+    members = [asyncio.create_task(gatherer.submit(bare, text, left if text == "a" else asyncio.Event()))
+               for text in ("a", "b", "c")]  # fmt: skip
+    await asyncio.sleep(0)
+    left.set()
+    failed = await asyncio.gather(*members, return_exceptions=True)
+    assert all(isinstance(f, ConnectionError) for f in failed) and judged == [["a", "b", "c"]]
+    down[0] = False
+    again = await gatherer.submit(bare, "a", asyncio.Event())
+    assert (again.index, again.size, again.partial, again.result) == (0, 3, False, ["a", "b", "c"])
+    assert judged == [["a", "b", "c"]] * 2 and gatherer.open_groups() == 0  # judged whole, not as a group of one
+
+
+@pytest.mark.anyio
+async def test_a_result_the_route_says_a_retry_may_mend_is_judged_again_for_the_retry():
+    judged = []
+
+    async def judge(instance):
+        judged.append(list(instance.responses))
+        return {"mendable": len(judged) == 1, "responses": list(instance.responses)}
+
+    gatherer = GroupGatherer(1, 30.0, judge, retry_failed=lambda result: result["mendable"])
+    bare = BOX.model_copy(update={"responses": []})
+    left = asyncio.Event()
+    first = asyncio.create_task(gatherer.submit(bare, "a", left))
+    await asyncio.sleep(0)
+    left.set()
+    assert (await first).result["mendable"]
+    retried = await gatherer.submit(bare, "a", asyncio.Event())
+    assert not retried.result["mendable"] and len(judged) == 2

@@ -44,6 +44,14 @@ async def judge_gathered(state: ServerState, instance: GroupInstance) -> GroupRe
     return result
 
 
+def mendable_failure(state: ServerState, result: GroupResult) -> bool:
+    """Whether a gathered group's ``result`` holds a reward unknown for a reason a retry may mend (the judge or the
+    server failed): the gatherer judges such a group again for a retry rather than replay the failure."""
+    rewards = result.rewards
+    places = range(len(rewards)) if rewards is not None else range(1)
+    return any(state.method.unknown_reward(result, i).retry for i in places if rewards is None or rewards[i] is None)
+
+
 async def _gathered(state: ServerState, groups: list[GroupInstance], request: Request) -> list[list[Gathered]]:
     check_limits(state.settings, groups, _WHERE)
     tenant = request_tenant(request)
