@@ -77,6 +77,7 @@ class GroupGatherer:
     def __init__(self, reward_fn: Any, wait_s: float) -> None:
         self.reward_fn, self.wait_s = reward_fn, wait_s
         self.open: dict[str, _Group] = {}
+        self.scoring: set[asyncio.Task] = set()  # the loop holds tasks weakly: a group's scoring must not be lost
 
     async def score(self, uid: str, size: int, row: dict[str, Any]) -> dict[str, Any]:
         """The result of ``row`` (``data_source``, ``solution_str``, ``ground_truth``, ``extra_info``) scored with
@@ -92,10 +93,6 @@ class GroupGatherer:
             self._close(uid, group)
         return (await asyncio.shield(group.done))[place]
 
-    def open_groups(self) -> int:
-        """How many groups wait for rows."""
-        return len(self.open)
-
     def _close(self, uid: str, group: _Group) -> None:
         if group.closed:
             return
@@ -104,7 +101,9 @@ class GroupGatherer:
             del self.open[uid]
         if group.timer is not None:
             group.timer.cancel()
-        asyncio.ensure_future(self._score(group))
+        task = asyncio.ensure_future(self._score(group))
+        self.scoring.add(task)
+        task.add_done_callback(self.scoring.discard)
 
     async def _score(self, group: _Group) -> None:
         rows = group.rows
