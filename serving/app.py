@@ -41,7 +41,7 @@ from genrm.methods.base import AnswersJudgePayloads
 from serving.bodies import publish_body_schemas
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
-from serving.guard import Guard
+from serving.guard import Guard, InFlight
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.payloads import ErrorResponse, RewardRequest, score_request_model
@@ -58,6 +58,7 @@ from verifiers import warm_up
 __all__ = ["create_app", "make_backend", "make_server_method"]
 
 logger = logging.getLogger("genrm.serving")
+_SETTLE_S = 2.0  # at shutdown, most seconds the cut requests have to answer that they were cut
 
 
 def create_app(
@@ -88,7 +89,11 @@ def create_app(
         state.score_workers = ScoreWorkers(settings, settings.score_workers)
     if settings.group_size:
         judge_group, mendable = partial(reward.judge_gathered, state), partial(reward.mendable_failure, state)
-        state.gatherer = GroupGatherer(settings.group_size, settings.group_wait_s, judge_group, retry_failed=mendable)
+        state.gatherer = GroupGatherer(settings.group_size, settings.group_wait_s, judge_group, retry_failed=mendable,
+                                       max_bytes=settings.max_gathered_bytes,
+                                       max_retained_bytes=settings.max_retained_bytes)  # fmt: skip
+
+    in_flight = InFlight()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -98,6 +103,8 @@ def create_app(
         try:
             yield
         finally:
+            # the server cancelled the requests still under way: each is answered 503 before anything they use closes
+            await in_flight.settled(_SETTLE_S)
             if state.gatherer is not None:
                 await state.gatherer.aclose(settings.shutdown_timeout_s)
             await judge.aclose()
@@ -116,7 +123,9 @@ def create_app(
         responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key is not None else None
-    app.add_middleware(Guard, max_bytes=settings.max_body_bytes, metrics=metrics, api_key=api_key)
+    app.add_middleware(Guard, max_bytes=settings.max_body_bytes, metrics=metrics, api_key=api_key,
+                       body_timeout_s=settings.body_timeout_s, min_body_rate=settings.min_body_rate,
+                       in_flight=in_flight)  # fmt: skip
     app.state.server = state
     install_handlers(app)
     for router in (score_router(method), verify.router, reward.router, health.router):

@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from genrm.engine import BackendUnavailable
+from serving.record_log import RecordLogFailed
 
 _MAX_ERRORS = 20  # validation errors reported per request
 
@@ -39,8 +40,9 @@ def _validation_detail(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def install_handlers(app: FastAPI) -> None:
-    """Answer validation errors (422, without the offending input), :class:`RequestError` (its status) and an
-    unreachable judge (503 with ``Retry-After``) in that shape."""
+    """Answer validation errors (422, without the offending input), :class:`RequestError` (its status), an
+    unreachable judge (503 with ``Retry-After``) and a record log that cannot be written (507 when its storage is
+    full, else 503) in that shape."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -55,3 +57,8 @@ def install_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
         detail = [{"loc": ["backend"], "msg": f"the judge backend is unavailable: {exc}", "type": "unavailable"}]
         return JSONResponse({"detail": detail}, status_code=503, headers=headers)
+
+    @app.exception_handler(RecordLogFailed)
+    async def _log_failed(_: Request, exc: RecordLogFailed) -> JSONResponse:
+        detail = [{"loc": ["server", "record_log"], "msg": exc.strerror, "type": "record_log"}]
+        return JSONResponse({"detail": detail}, status_code=507 if exc.full else 503, headers={"Retry-After": "5"})

@@ -18,6 +18,11 @@ whole, for the retry: the failure is never replayed to it. What tells a retry fr
 text twice (which is a member of its own, and common) is that the first request's client has gone: its connection
 closed (the route passes an event that is set when it does). A text that is held by a request still waiting is a new
 member.
+
+**Memory in bytes.** What a group holds is counted as the bytes of its instance (as JSON, its image included), its
+responses and, once judged, its result: groups open or being judged hold at most ``max_bytes`` together (past it a
+new response is refused with :class:`GatherFull`, and the client retries), and judged groups kept for retries at most
+``max_retained_bytes`` (past it the oldest are forgotten first, and a retry of one of them is judged anew).
 """
 
 from __future__ import annotations
@@ -61,12 +66,15 @@ class _Waiter:
 
 @dataclass
 class _Open:
+    key: str
     instance: Instance
+    held: int  # bytes: the instance as JSON, the responses, and the result once judged
     responses: list[str] = field(default_factory=list)
     waiters: list[_Waiter] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
     outcome: tuple[Any, BaseException | None] | None = None  # (result, error) once judged
     closed_at: float | None = None
+    result_bytes: int = 0
 
     def abandoned(self, response: str) -> int | None:
         """The place of ``response`` in the group when every request that holds it has gone (a retry takes it)."""
@@ -82,10 +90,21 @@ def _retrieve(future: asyncio.Future[Gathered]) -> None:
         future.exception()
 
 
-def instance_key(instance: Instance) -> str:
-    """What responses must share to be one group: the instance without its responses."""
-    body = instance.model_dump_json(exclude={"responses"})
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+def instance_key(instance: Instance) -> tuple[str, int]:
+    """What responses must share to be one group (a digest of the instance without its responses), and the bytes of
+    that instance as JSON."""
+    body = instance.model_dump_json(exclude={"responses"}).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(body).hexdigest(), len(body)
+
+
+def _text_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def result_bytes(result: Any) -> int:
+    """Bytes of a judged group's result as JSON (0 for a result that is not a pydantic model)."""
+    dump = getattr(result, "model_dump_json", None)
+    return len(dump()) if callable(dump) else 0
 
 
 class GroupGatherer:
@@ -96,16 +115,21 @@ class GroupGatherer:
         size: responses per group (the trainer's samples per prompt), at least 1.
         wait_s: longest a response waits for the rest of its group, s (> 0).
         judge: judges a whole group; its exceptions reach every request of the group.
-        max_open: most groups open at once; past it, :meth:`submit` raises GatherFull. As many closed groups are
+        max_open: most groups open at once; past it, :meth:`submit` raises GatherFull. As many judged groups are
             kept for retries, at most.
-        retain_s: how long a closed group answers retries, s (default: 4 x ``wait_s``, at least 120).
+        retain_s: how long a judged group answers retries, s (default: 4 x ``wait_s``, at least 120).
+        max_bytes: most bytes held by groups open or being judged, all together (> 0); past it, :meth:`submit`
+            raises GatherFull.
+        max_retained_bytes: most bytes held by judged groups kept for retries, all together (>= 0); past it the
+            oldest are forgotten.
         retry_failed: whether a judged group's result failed in a way a retry may mend (a judge that was down); a
             retry of a member of such a group, or of one whose judging raised, has the whole group judged again.
     """
 
     def __init__(
         self, size: int, wait_s: float, judge: Judge, max_open: int = 4096, retain_s: float | None = None,
-        retry_failed: Callable[[Any], bool] | None = None,
+        retry_failed: Callable[[Any], bool] | None = None, max_bytes: int = 256 * 2**20,
+        max_retained_bytes: int = 64 * 2**20,
     ) -> None:  # fmt: skip
         if size < 1 or not wait_s > 0:
             raise ValueError(f"size must be >= 1 and wait_s > 0, got {size} and {wait_s}")
@@ -113,9 +137,12 @@ class GroupGatherer:
         # how long a judged group answers retries: a client's time-out and its resend fit in it
         self.retain_s = retain_s if retain_s is not None else max(120.0, 4 * wait_s)
         self._judge, self._retry_failed = judge, retry_failed
+        self.max_bytes, self.max_retained_bytes = max_bytes, max_retained_bytes
         self._open: dict[str, _Open] = {}
-        self._closed: OrderedDict[int, tuple[str, _Open]] = OrderedDict()  # being judged or judged, oldest first
-        self._closed_by_key: dict[str, deque[_Open]] = {}  # the same groups by instance, oldest first
+        self._judged: OrderedDict[int, _Open] = OrderedDict()  # judged and kept for retries, oldest judgement first
+        self._closed_by_key: dict[str, deque[_Open]] = {}  # groups being judged or judged, by instance, oldest first
+        self.gathered_bytes = 0  # held by groups open or being judged
+        self.retained_bytes = 0  # held by judged groups
         self._tasks: set[asyncio.Task[None]] = set()
 
     def open_groups(self) -> int:
@@ -125,7 +152,7 @@ class GroupGatherer:
     async def submit(self, instance: Instance, response: str, gone: asyncio.Event | None = None) -> Gathered:
         """Add one response of ``instance`` and wait for its group's result. ``gone`` is set when this request's
         client leaves; a later request with the same text then takes its place instead of joining as a new one."""
-        key = instance_key(instance)
+        key, instance_bytes = instance_key(instance)
         loop = asyncio.get_running_loop()
         waiter = _Waiter(0, loop.create_future(), gone)
         waiter.future.add_done_callback(_retrieve)  # a request that went away leaves no "never retrieved" warning
@@ -136,17 +163,23 @@ class GroupGatherer:
             if group.outcome is not None and self._failed(group.outcome):
                 # the failure is the judge's, not the group's: a retry has the whole group judged again, with its
                 # members, instead of being told the old failure (or judged alone, as a group of one)
-                group.outcome = None
+                self._unjudge(group)
                 self._start(group)
             elif group.outcome is not None:
                 self._answer(group, [waiter])
             return await asyncio.shield(waiter.future)
         group = self._open.get(key)
+        adds = _text_bytes(response) + (instance_bytes if group is None else 0)
+        if self.gathered_bytes + adds > self.max_bytes:
+            raise GatherFull(f"the groups waiting for responses or being judged hold {self.gathered_bytes} bytes; "
+                             f"this response would take them past {self.max_bytes} (max_gathered_bytes)")  # fmt: skip
         if group is None:
             if len(self._open) >= self.max_open:
                 raise GatherFull(f"{len(self._open)} groups are waiting for responses; at most {self.max_open}")
-            group = self._open[key] = _Open(instance)
+            group = self._open[key] = _Open(key, instance, 0)
             group.timer = loop.call_later(self.wait_s, self._close, key, group)
+        group.held += adds
+        self.gathered_bytes += adds
         waiter.index = len(group.responses)
         group.responses.append(response)
         group.waiters.append(waiter)
@@ -168,16 +201,34 @@ class GroupGatherer:
 
     def _forget_old(self) -> None:
         now = time.monotonic()
-        while self._closed:
-            _, (_, oldest) = next(iter(self._closed.items()))
-            done = oldest.outcome is not None
-            if len(self._closed) <= self.max_open and not (done and now - (oldest.closed_at or now) > self.retain_s):
+        while self._judged:
+            oldest = next(iter(self._judged.values()))
+            over = len(self._judged) > self.max_open or self.retained_bytes > self.max_retained_bytes
+            if not over and now - (oldest.closed_at or now) <= self.retain_s:
                 break
-            _, (key, group) = self._closed.popitem(last=False)
-            same = self._closed_by_key[key]
-            same.remove(group)  # the oldest of its instance too: the first, so this is one step
+            self._judged.popitem(last=False)
+            self.retained_bytes -= oldest.held
+            same = self._closed_by_key[oldest.key]
+            same.remove(oldest)
             if not same:
-                del self._closed_by_key[key]
+                del self._closed_by_key[oldest.key]
+
+    def _judged_now(self, group: _Open) -> None:
+        """Move ``group``'s bytes from the gathered to the retained, with its result's."""
+        group.result_bytes = result_bytes(group.outcome[0]) if group.outcome is not None else 0
+        self.gathered_bytes -= group.held
+        group.held += group.result_bytes
+        self.retained_bytes += group.held
+        self._judged[id(group)] = group
+        self._forget_old()
+
+    def _unjudge(self, group: _Open) -> None:
+        """Take a judged ``group`` back to be judged again: its bytes count as gathered until then."""
+        group.outcome = None
+        self._judged.pop(id(group), None)
+        self.retained_bytes -= group.held
+        group.held -= group.result_bytes
+        self.gathered_bytes += group.held
 
     def _close(self, key: str, group: _Open) -> None:
         if self._open.get(key) is not group:
@@ -186,7 +237,6 @@ class GroupGatherer:
         if group.timer is not None:
             group.timer.cancel()
         group.closed_at = time.monotonic()
-        self._closed[id(group)] = (key, group)
         self._closed_by_key.setdefault(key, deque()).append(group)
         self._start(group)
 
@@ -205,7 +255,11 @@ class GroupGatherer:
             group.outcome = (await self._judge(instance), None)
         except Exception as exc:  # noqa: BLE001 - each waiting request reports it
             group.outcome = (None, exc)
+        except asyncio.CancelledError:  # shutdown: its bytes are no longer held
+            self.gathered_bytes -= group.held
+            raise
         group.closed_at = time.monotonic()
+        self._judged_now(group)
         self._answer(group, group.waiters)
 
     def _answer(self, group: _Open, waiters: list[_Waiter]) -> None:

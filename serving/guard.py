@@ -1,5 +1,5 @@
-"""The server's outer layer, before any route: the bearer token (401), the body size limit (413), per-endpoint
-request metrics, and a log of refused requests at a bounded rate.
+"""The server's outer layer, before any route: the bearer token (401), the body size limit (413), the body's time
+limit (408), per-endpoint request metrics, and a log of refused requests at a bounded rate.
 
 It is plain ASGI middleware, so it sees every request, the OpenAPI pages included, before anything of the body is
 read. What a route refuses is a :class:`serving.errors.RequestError`.
@@ -7,6 +7,7 @@ read. What a route refuses is a :class:`serving.errors.RequestError`.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -28,16 +29,41 @@ _OPEN_PATHS = frozenset({"/health"})
 _LOGGED_DETAIL = 1000  # bytes of a refusal's answer written to the log
 
 
+class InFlight:
+    """How many requests the guard is answering now, so that shutdown can let the ones it cut say so before the
+    server stops (the server cancels them, then stops at once)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def settled(self, timeout_s: float) -> None:
+        """Return once no request is being answered, or after ``timeout_s`` (>= 0) seconds."""
+        until = time.monotonic() + timeout_s
+        while self.count and time.monotonic() < until:
+            await asyncio.sleep(0.01)
+
+
 class Guard:
-    """Pure ASGI middleware: the bearer token (401), the body size limit (413) and per-endpoint request metrics.
+    """Pure ASGI middleware: the bearer token (401), the body size limit (413), the body's time limit (408) and
+    per-endpoint request metrics.
 
     The token is checked here, before anything of the body is read, on every path but ``/health`` (the OpenAPI
     schema and the docs pages included), so a client without it learns nothing about the API or its own body.
+
+    A body must arrive whole within ``body_timeout_s`` seconds of its head, plus one second per ``min_body_rate``
+    bytes it holds (its ``Content-Length``, or what has come of a chunked one): a client that sends a byte every few
+    seconds is answered 408 and its connection closed, however long each byte waits. The default bounds (10 s, 1 MiB/s)
+    give the largest body (32 MiB) 42 s.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics, api_key: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, metrics: ServerMetrics, api_key: str | None,
+        body_timeout_s: float = 10.0, min_body_rate: float = float(2**20), in_flight: InFlight | None = None,
+    ) -> None:  # fmt: skip
         self.app, self.max_bytes, self.metrics = app, max_bytes, metrics
         self.expected = None if api_key is None else f"Bearer {api_key}".encode()
+        self.body_timeout_s, self.min_body_rate = body_timeout_s, min_body_rate
+        self.in_flight = in_flight or InFlight()
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
         if scope["type"] != "http":
@@ -67,10 +93,24 @@ class Guard:
             self._count(endpoint, status[0], start)
             return
 
-        refused = [False]
+        refused, whole = [False], [False]
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        loop = asyncio.get_running_loop()
+        head_at = loop.time()
 
         async def limited_receive() -> Message:
-            message = await receive()
+            if whole[0] or refused[0]:
+                return await receive()
+            allowed = self.body_timeout_s + (received[0] if length is None else length) / self.min_body_rate
+            try:
+                async with asyncio.timeout_at(head_at + allowed):
+                    message = await receive()
+            except TimeoutError:
+                refused[0] = True  # answered here: the app is told the client left, and nothing it sends goes out
+                await self._too_slow(scope, send, status, allowed)
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                whole[0] = True
             if message["type"] == "http.request" and not refused[0]:
                 received[0] += len(message.get("body", b""))
                 if received[0] > self.max_bytes:
@@ -81,20 +121,33 @@ class Guard:
                     return {"type": "http.disconnect"}
             return message
 
-        error_body = bytearray()
+        error_body, started = bytearray(), [False]
 
         async def tracking_send(message: Message) -> None:
             if refused[0]:
                 return
             if message["type"] == "http.response.start":
-                status[0] = message["status"]
+                status[0], started[0] = message["status"], True
             elif message["type"] == "http.response.body" and status[0] >= 400:
                 error_body.extend(message.get("body", b"")[: _LOGGED_DETAIL - len(error_body)])
             await send(message)
 
+        self.in_flight.count += 1
         try:
             await self.app(scope, limited_receive, tracking_send)
+        except asyncio.CancelledError:
+            # the server cancels the requests still under way when its shutdown time is up: their clients are told so
+            # (nothing of the request was scored or logged), where the server would answer a 500 and log a traceback
+            if started[0] or refused[0]:
+                raise
+            await _send_error(send, status, 503, "server", "the server is shutting down: nothing of this request was "
+                              "scored; send it again (to this server once it is back, or another)", "shutdown",
+                              [(b"retry-after", b"1"), (b"connection", b"close")])  # fmt: skip
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
         finally:
+            self.in_flight.count -= 1
             self._count(endpoint, status[0], start)
             if status[0] >= 400 and not refused[0]:
                 _log_refusal(scope, status[0], bytes(error_body))
@@ -102,6 +155,12 @@ class Guard:
     async def _too_large(self, scope: Scope, send: Any, status: list[int]) -> None:
         await _send_error(send, status, 413, "body", f"body larger than {self.max_bytes} bytes", "too_large")
         _log_refusal(scope, 413, f"body larger than {self.max_bytes} bytes".encode())
+
+    async def _too_slow(self, scope: Scope, send: Any, status: list[int], allowed: float) -> None:
+        message = (f"the body did not arrive within {allowed:.3g} s (body_timeout_s, plus 1 s per min_body_rate "
+                   "bytes it holds): send it whole, faster")  # fmt: skip
+        await _send_error(send, status, 408, "body", message, "body_timeout", [(b"connection", b"close")])
+        _log_refusal(scope, 408, message.encode())
 
     def _count(self, endpoint: str, status: int, start: float) -> None:
         known = endpoint if endpoint in ENDPOINTS else "other"

@@ -123,7 +123,64 @@ def _checked_host(host: str, port: int, policy: ImagePolicy) -> None:
             )
 
 
+class _Deadline:
+    """One time limit for everything a fetch does on the network: each connect, read and write is given only the time
+    left, and past the limit none starts. A per-read time limit alone lets a host that sends its head a line a
+    second hold a 2 s fetch for 30 s."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.until = seconds, time.monotonic() + seconds
+
+    def left(self, timeout: float | None) -> float:
+        import httpcore
+
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout(f"the whole fetch passed its {self.seconds:g} s")
+        return left if timeout is None else min(timeout, left)
+
+
+def _deadline_backend(deadline: _Deadline) -> object:
+    """httpcore's own network backend with every socket operation bounded by ``deadline``."""
+    import httpcore
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner: httpcore.NetworkStream) -> None:
+            self.inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.inner.read(max_bytes, deadline.left(timeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.inner.write(buffer, deadline.left(timeout))
+
+        def close(self) -> None:
+            self.inner.close()
+
+        def start_tls(self, ssl_context, server_hostname=None, timeout=None):  # type: ignore[no-untyped-def]
+            return Stream(self.inner.start_tls(ssl_context, server_hostname, deadline.left(timeout)))
+
+        def get_extra_info(self, info: str) -> object:
+            return self.inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self.inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore
+            return Stream(self.inner.connect_tcp(host, port, deadline.left(timeout), local_address, socket_options))
+
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
+            raise httpcore.UnsupportedProtocol("image URLs are fetched over TCP only")
+
+        def sleep(self, seconds: float) -> None:
+            time.sleep(min(seconds, deadline.left(None)))
+
+    return Backend()
+
+
 def _fetch(url: str, policy: ImagePolicy) -> bytes:
+    import httpcore
     import httpx
 
     parts = urlsplit(url)
@@ -137,27 +194,31 @@ def _fetch(url: str, policy: ImagePolicy) -> bytes:
     except ValueError as exc:
         raise ImageRefused(f"image URL has a bad port: {exc}") from None
     _checked_host(parts.hostname, port, policy)
-    # one deadline for the whole fetch, checked as each piece arrives: a host that drips a byte a second within every
-    # read's time limit held a 2 s fetch for 30 s (a read under way can add at most its own limit)
-    deadline = time.monotonic() + policy.fetch_timeout_s
+    # one deadline for the whole fetch, from the connect to the last byte (the head included), given to every socket
+    # operation as the time it has left
+    deadline = _Deadline(policy.fetch_timeout_s)
+    late = ImageRefused(f"image at the URL did not arrive within {policy.fetch_timeout_s:g} s (image_fetch_timeout_s, "
+                        "from the connect to the last byte)")  # fmt: skip
+    pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_deadline_backend(deadline),
+                                   max_connections=1, retries=0)  # fmt: skip
+    timeouts = {name: policy.fetch_timeout_s for name in ("connect", "read", "write", "pool")}
     try:
-        with httpx.stream("GET", url, timeout=policy.fetch_timeout_s, follow_redirects=False) as response:
-            if response.is_redirect:
-                raise ImageRefused(f"image URL answered a redirect ({response.status_code}); redirects are not "
+        with pool, pool.stream("GET", url, extensions={"timeout": timeouts}) as response:
+            if 300 <= response.status < 400:
+                raise ImageRefused(f"image URL answered a redirect ({response.status}); redirects are not "
                                    "followed: give the final URL")  # fmt: skip
-            if response.status_code != 200:
-                raise ImageRefused(f"image URL answered HTTP {response.status_code}")
+            if response.status != 200:
+                raise ImageRefused(f"image URL answered HTTP {response.status}")
             chunks, size = [], 0
-            for chunk in response.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise ImageRefused(f"image at the URL did not arrive within {policy.fetch_timeout_s:g} s "
-                                       "(image_fetch_timeout_s, for the whole fetch)")  # fmt: skip
+            for chunk in response.iter_stream():
                 size += len(chunk)
                 if size > policy.max_bytes:
                     raise ImageRefused(f"image at the URL is larger than {policy.max_bytes} bytes", 413)
                 chunks.append(chunk)
             return b"".join(chunks)
-    except httpx.HTTPError as exc:
+    except httpcore.TimeoutException:
+        raise late from None
+    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, httpcore.ProxyError) as exc:
         raise ImageRefused(f"image URL could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 

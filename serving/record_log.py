@@ -18,9 +18,11 @@ keeping ``keep`` rotated files (the oldest beyond them is deleted). Lines are UT
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -31,6 +33,21 @@ from genrm.methods.base import GroupResult as InstanceResult
 from genrm.records import record_line
 
 logger = logging.getLogger(__name__)
+
+
+class RecordLogFailed(OSError):
+    """The record log could not take a batch (a full disk, a file size limit, an I/O error): the requests of that
+    batch are not answered as scored. ``full`` when storage ran out (the server answers 507, else 503)."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        code = cause.errno or 0
+        name = errno.errorcode.get(code, str(code))
+        super().__init__(
+            code,
+            f"the server's record log ({path.name}) could not be written: {name} "
+            f"({os.strerror(code) if code else cause}); nothing of this request is answered as scored",
+        )
+        self.full = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _open(path: Path) -> int:
@@ -73,8 +90,8 @@ class RecordLog:
 
     def append(self, lines: bytes) -> None:
         """Append whole lines (UTF-8, each ending in a new line) and make them durable (fsync) before returning. A
-        write that fails part way (a full disk) is cut back to where the batch began and the error raised, so the
-        next batch never starts glued to a torn line."""
+        write that fails part way (a full disk) is cut back to where the batch began and :class:`RecordLogFailed`
+        raised, so the next batch never starts glued to a torn line."""
         with self._lock:
             if self._fd is None:
                 raise ValueError(f"the record log {self.path} is closed")
@@ -87,9 +104,12 @@ class RecordLog:
                 while view:
                     view = view[os.write(self._fd, view) :]
                 os.fsync(self._fd)
-            except OSError:
-                os.ftruncate(self._fd, start)  # nothing of the batch stays: whole lines or nothing
-                raise
+            except OSError as exc:
+                # nothing of the batch stays: whole lines or nothing (a device, /dev/full, has nothing to cut back,
+                # and its refusal to be cut must not hide why the write failed)
+                if stat.S_ISREG(os.fstat(self._fd).st_mode):
+                    os.ftruncate(self._fd, start)
+                raise RecordLogFailed(self.path, exc) from exc
 
     def close(self) -> None:
         """Close the file (later writes raise)."""

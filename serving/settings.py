@@ -93,6 +93,16 @@ class ServerSettings(BaseSettings, RewardSettings):
         description="/get_reward with group_size: longest a response waits for the rest of its group, s; then the "
         "group is judged with what arrived and said to be partial (extra_logs group_partial)",
     )  # fmt: skip
+    max_gathered_bytes: int = Field(
+        256 * 2**20, gt=0,
+        description="/get_reward with group_size: most bytes the groups waiting for responses or being judged hold "
+        "together (instances as JSON, images included, and responses); past it a query is refused with 503 (retry)",
+    )  # fmt: skip
+    max_retained_bytes: int = Field(
+        64 * 2**20, ge=0,
+        description="/get_reward with group_size: most bytes the judged groups kept for retries hold together (with "
+        "their results); past it the oldest are forgotten, and a retry of one of them is judged anew",
+    )  # fmt: skip
     judge_payload_failure_reward: float | None = Field(
         None,
         description="/judge (ClaimDiff-RL's protocol): the accuracy and final reward answered for a caption the judge "
@@ -222,6 +232,14 @@ class ServerSettings(BaseSettings, RewardSettings):
         description="most seconds a request's head (request line and headers) may take to arrive, from the "
         "connection or the previous response; past it the connection is closed",
     )  # fmt: skip
+    body_timeout_s: float = Field(
+        10.0, gt=0.0, le=3600.0,
+        description="most seconds a request's body may take to arrive after its head, plus 1 s per min_body_rate "
+        "bytes it holds; past it: 408, and the connection is closed",
+    )  # fmt: skip
+    min_body_rate: float = Field(
+        float(2**20), gt=0.0, description="bytes a second a large body is given time for, on top of body_timeout_s"
+    )
     idle_timeout_s: int = Field(5, gt=0, le=3600, description="most seconds a keep-alive connection stays idle")
     shutdown_timeout_s: float = Field(
         1.0, gt=0.0, le=600.0,

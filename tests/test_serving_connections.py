@@ -46,6 +46,48 @@ def test_a_head_that_never_completes_is_cut_off_and_whole_requests_are_served():
                 time.sleep(0.3)
 
 
+def _answer_while_dripping(sock: socket.socket, head: bytes, seconds: float) -> bytes:
+    """What the server sends on ``sock`` within ``seconds`` while the body after ``head`` drips a byte every 0.2 s,
+    up to the connection's close."""
+    sock.sendall(head)
+    sock.settimeout(0.2)
+    answer, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            sock.sendall(b" ")
+            chunk = sock.recv(65_536)
+        except TimeoutError:
+            continue
+        except OSError:  # reset by the server once it has closed
+            break
+        if not chunk:
+            break
+        answer += chunk
+    return answer
+
+
+def test_a_body_that_drips_is_answered_408_and_its_connection_closed_within_its_time():
+    import json
+
+    declared = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    chunked = (b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+    with ServeProcess("--body-timeout-s", "1", "--header-timeout-s", "5", "--log-level", "warning") as served:
+        answers = []
+        for head in (declared, chunked):
+            with socket.create_connection(("127.0.0.1", served.port)) as sock:
+                started = time.monotonic()
+                answers.append((_answer_while_dripping(sock, head, 20.0), time.monotonic() - started))
+        with httpx.Client(base_url=served.url, timeout=30) as http:  # a body sent at once is served as ever
+            assert http.post("/v1/score", json={"groups": [GROUP]}).status_code == 200
+    for answer, took in answers:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408"), answer[:200]
+        detail = json.loads(body[: body.rindex(b"}") + 1])["detail"][0]
+        assert detail["type"] == "body_timeout" and "body_timeout_s" in detail["msg"]
+        assert took < 10.0  # about 1 s (plus 1 ms for the declared 1,000 bytes); the drip would go on for 20 s
+
+
 def test_sigterm_is_honoured_within_the_shutdown_time_while_a_judge_call_hangs():
     with FakeJudgeServer() as judge:
         judge.state.delay_s = 60.0
@@ -73,4 +115,35 @@ def test_sigterm_is_honoured_within_the_shutdown_time_while_a_judge_call_hangs()
             took = time.monotonic() - start
             client.join(timeout=30)
     assert took < 10.0, f"SIGTERM took {took:.1f} s with a judge call of 60 s under way"
-    assert "status" not in outcome or outcome["status"] >= 500  # the cut request is never answered as scored
+    assert outcome.get("status") == 503  # the cut request is told the server is stopping, never answered as scored
+
+
+def test_sigterm_with_busy_scoring_workers_answers_503_and_logs_no_traceback(tmp_path):
+    import json
+
+    from slow_expressions import slow_sum
+    from test_score_workers import LARGE
+
+    slow = dict(LARGE, id="slow", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 250 for k in range(4)])
+    log = tmp_path / "log.jsonl"
+    served = ServeProcess("--score-workers", "1", "--verifier-deadline-s", "10", "--shutdown-timeout-s", "0.2",
+                          "--record-log", str(log), "--log-level", "info")  # fmt: skip
+    with served:
+        outcome = {}
+
+        def post() -> None:
+            answer = httpx.post(served.url + "/v1/score", json={"groups": [slow]}, timeout=120)
+            outcome["status"], outcome["body"] = answer.status_code, answer.json()
+
+        client = threading.Thread(target=post)
+        client.start()
+        time.sleep(3.0)  # the worker is scoring: its checks take 40 s
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=30)
+        client.join(timeout=30)
+        printed = served.process.stdout.read()
+    assert outcome["status"] == 503, outcome
+    assert outcome["body"]["detail"][0]["type"] == "shutdown"
+    assert "Traceback" not in printed and "CancelledError" not in printed, printed[-3000:]
+    assert not log.exists() or log.read_text() == ""  # nothing of the cut request is logged
+    json.dumps(outcome)

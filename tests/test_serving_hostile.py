@@ -122,13 +122,35 @@ async def test_a_full_disk_leaves_no_part_of_a_batch_and_the_next_batch_starts_o
         assert (await http.post("/v1/score", json={"groups": [GROUP]})).status_code == 200
         before = log.read_bytes()
         monkeypatch.setattr(serving.record_log.os, "write", full_disk)
-        with pytest.raises(OSError, match="No space left"):  # the client gets an error, and nothing is logged
-            await http.post("/v1/score", json={"groups": [GROUP]})
+        refused = await http.post("/v1/score", json={"groups": [GROUP]})  # the client is refused; nothing logged
         monkeypatch.setattr(serving.record_log.os, "write", real_write)
         assert log.read_bytes() == before  # the 100 bytes written were cut back
         assert (await http.post("/v1/score", json={"groups": [GROUP]})).status_code == 200
     lines = log.read_text(encoding="utf-8").split("\n")[:-1]
     assert len(lines) == 2 and all(json.loads(line)["instance"]["id"] == "g1" for line in lines)
+    assert refused.status_code == 507
+    assert refused.json()["detail"][0]["loc"] == ["server", "record_log"]
+    assert "record log (log.jsonl) could not be written: ENOSPC" in refused.json()["detail"][0]["msg"]
+
+
+@pytest.mark.parametrize("score_workers", [0, 1], ids=["in-process", "in-a-worker"])
+async def test_a_record_log_on_a_full_device_is_a_507_naming_the_log_for_every_route(score_workers):
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    large = {**GROUP, "responses": GROUP["responses"] + ["x" * 20_000]}  # over 16 KiB: scored in a worker if any
+    settings = ServerSettings(record_log="/dev/full", score_workers=score_workers)
+    label = json.dumps({**GROUP, "responses": []})
+    async with served(settings) as http:
+        reward = {"query": [GROUP["prompt"] + " 4"], "prompts": [GROUP["prompt"]], "labels": [label]}
+        answers = [await http.post("/v1/score", json={"groups": [GROUP]}),
+                   await http.post("/v1/score", json={"groups": [large]}),
+                   await http.post("/get_reward", json=reward)]  # fmt: skip
+    for answer in answers:
+        assert answer.status_code == 507, answer.text
+        (detail,) = answer.json()["detail"]
+        assert detail["loc"] == ["server", "record_log"] and "(full) could not be written: ENOSPC" in detail["msg"]
 
 
 def test_an_empty_api_key_is_refused():
@@ -177,14 +199,24 @@ async def test_no_free_expression_worker_is_never_a_score():
     assert 'genrm_verifier_unjudged_total{status="busy"} 4.0' in metrics
 
 
-async def test_a_target_that_cannot_be_checked_is_a_rubric_error_not_a_score():
+async def test_a_target_that_cannot_be_checked_is_a_rubric_error_not_a_score(monkeypatch):
+    from collections import OrderedDict
+
+    import verifiers.expr
+
     unreadable = ExprOutcome("unparseable_target", False, "the target could not be read within 2 s")
     label = json.dumps({k: v for k, v in EXPR_GROUP.items() if k != "responses"})
-    with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=unreadable):
-        async with served() as http:
-            scored = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})
+    monkeypatch.setattr(verifiers.expr, "_READ_WHOLE", OrderedDict())  # no target is known to read yet
+    async with served() as http:
+        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=unreadable):
+            refused = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})  # found when the rubric is read
+        assert (await http.post("/v1/score", json={"groups": [EXPR_GROUP]})).status_code == 200  # read: remembered
+        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=unreadable):
+            scored = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})  # found when a response is scored
             reward = await http.post("/get_reward", json={"query": ["Q: \\boxed{9\\pi}"], "prompts": ["Q: "],
                                                           "labels": [label]})  # fmt: skip
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["loc"] == ["body", "groups", 0, "rubric", "essential", 0, "reference"]
     assert scored.json()["groups"][0]["rewards"] == [None, None]
     assert reward.status_code == 422 and reward.json()["detail"][0]["loc"][:3] == ["body", "labels", 0]
     assert "cannot be checked" in reward.json()["detail"][0]["msg"]
@@ -199,7 +231,9 @@ async def test_the_expression_checks_of_a_group_run_concurrently():
         return ExprOutcome("ok", predict == target, "compared")
 
     group = dict(EXPR_GROUP, responses=["\\boxed{9\\pi}", "\\boxed{3\\pi}", "\\boxed{9\\pi}", "\\boxed{\\pi}"])
-    with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", check):
-        async with served() as http:
+    async with served() as http:
+        # the target is read once by the real workers (and remembered), so only the responses' checks meet below
+        assert (await http.post("/v1/score", json={"groups": [EXPR_GROUP]})).status_code == 200
+        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", check):
             scored = await http.post("/v1/score", json={"groups": [group]})
     assert scored.status_code == 200 and scored.json()["groups"][0]["rewards"] == [1.0, 0.0, 1.0, 0.0]

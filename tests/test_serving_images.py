@@ -184,6 +184,44 @@ def test_a_url_that_drips_its_bytes_is_refused_when_the_whole_fetch_passes_its_t
     assert elapsed < 6  # about 1 s; each read took 0.1 s, so the 12 s the drip lasts was never waited for
 
 
+def test_a_url_whose_head_drips_is_refused_when_the_whole_fetch_passes_its_time():
+    import socket
+    import threading
+    import time
+
+    from serving.images import ImagePolicy, ImageRefused, _fetch
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def head_a_line_at_a_time() -> None:  # a status line, then a header line every 0.2 s for 30 s: no body ever
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65_536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            for i in range(150):
+                if stop.wait(0.2):
+                    return
+                try:
+                    connection.sendall(b"X-Slow-%d: a\r\n" % i)
+                except OSError:  # the fetch gave up and closed: what is asserted
+                    return
+
+    host = threading.Thread(target=head_a_line_at_a_time, daemon=True)
+    host.start()
+    policy = ImagePolicy(url_hosts=("localhost",), private_addresses=True, fetch_timeout_s=1.0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ImageRefused, match="did not arrive within 1 s"):
+            _fetch(f"http://localhost:{listener.getsockname()[1]}/head.png", policy)
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        host.join(timeout=10)
+        listener.close()
+    assert elapsed < 6  # about 1 s; each header line came within 0.2 s, so a per-read limit alone would wait 30 s
+
+
 def _png_of(width: int, height: int) -> bytes:
     # noise from a fixed seed: a PNG of about 3 bytes a pixel, where a flat colour would compress to nothing
     import random

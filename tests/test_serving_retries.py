@@ -118,7 +118,7 @@ async def test_judged_groups_are_forgotten_oldest_first_and_a_retry_finds_only_w
         left.set()  # each client leaves after its answer: its text may be retried
         await gatherer.submit(instance, text, left)
     gatherer._forget_old()
-    assert [list(group.responses) for _, group in gatherer._closed.values()] == [["c"], ["d"]]  # the two newest
+    assert [list(group.responses) for group in gatherer._judged.values()] == [["c"], ["d"]]  # the two newest
     assert [[list(g.responses) for g in groups] for groups in gatherer._closed_by_key.values()] == [[["c"], ["d"]]]
     retried = await gatherer.submit(bare, "d", asyncio.Event())  # still held: answered from its group
     assert retried.result == ["d"] and len(judged) == 4
@@ -169,3 +169,39 @@ async def test_a_result_the_route_says_a_retry_may_mend_is_judged_again_for_the_
     assert (await first).result["mendable"]
     retried = await gatherer.submit(bare, "a", asyncio.Event())
     assert not retried.result["mendable"] and len(judged) == 2
+
+
+@pytest.mark.anyio
+async def test_gathered_and_retained_groups_are_bounded_in_bytes():
+    from serving.gathering import GatherFull, instance_key, result_bytes
+
+    async def judge(instance):  # a result that holds its responses, as records do
+        return instance
+
+    bare = BOX.model_copy(update={"responses": []})
+    _, instance_bytes = instance_key(bare)
+    text = "x" * 1000
+    group_bytes = instance_bytes + 2 * len(text)
+    gatherer = GroupGatherer(2, 30.0, judge, max_bytes=group_bytes + instance_bytes + len(text),
+                             max_retained_bytes=3 * group_bytes)  # fmt: skip
+    first = asyncio.ensure_future(gatherer.submit(bare, text))
+    other = bare.model_copy(update={"id": "retry-2"})
+    second = asyncio.ensure_future(gatherer.submit(other, text))
+    await asyncio.sleep(0)
+    assert gatherer.gathered_bytes == 2 * (instance_bytes + len(text))
+    with pytest.raises(GatherFull, match="max_gathered_bytes"):  # one more response passes the bound
+        await gatherer.submit(bare, text + "y")
+    assert gatherer.gathered_bytes == 2 * (instance_bytes + len(text))  # the refused one holds nothing
+    await gatherer.aclose(5)
+    await asyncio.gather(first, second)
+    assert gatherer.gathered_bytes == 0
+    # judged groups: each holds its instance, responses and result; the oldest go once they pass the bound
+    for k in range(6):
+        instance = bare.model_copy(update={"id": f"kept-{k}"})
+        await asyncio.gather(gatherer.submit(instance, text), gatherer.submit(instance, text))
+    kept = list(gatherer._judged.values())
+    assert gatherer.gathered_bytes == 0 and gatherer.retained_bytes == sum(group.held for group in kept)
+    assert gatherer.retained_bytes <= gatherer.max_retained_bytes
+    assert [group.instance.id for group in kept] == [f"kept-{k}" for k in range(6 - len(kept), 6)] and kept
+    one = kept[-1]
+    assert one.held == instance_key(one.instance)[1] + 2 * len(text) + result_bytes(one.outcome[0])
