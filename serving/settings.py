@@ -77,6 +77,20 @@ class ServerSettings(BaseSettings, RewardSettings):
         description="most seconds a request scored in a worker process may take; past it the worker is stopped and "
         "the request refused (503), with no reward",
     )  # fmt: skip
+    score_light_bytes: int = Field(
+        256 * 2**10, ge=0,
+        description="a /v1/score request scored in a worker whose body is at most this many bytes goes to the light "
+        "lane (its own worker), where it never waits behind a larger request",
+    )  # fmt: skip
+    score_light_slice_s: float = Field(
+        1.0, gt=0.0, le=600.0,
+        description="most seconds a request holds the light lane; past it the request is scored again from the start "
+        "among the larger ones",
+    )  # fmt: skip
+    score_worker_memory_mb: int = Field(
+        1024, ge=128, le=1_048_576,
+        description="most memory scoring one request may add to its worker process, MiB; more: 413, with no reward",
+    )  # fmt: skip
     special_tokens: list[str] = Field(
         default_factory=list,
         description="/get_reward: special-token texts of the policy to cut from the end of a response, besides "
@@ -220,6 +234,10 @@ class ServerSettings(BaseSettings, RewardSettings):
         10.0, gt=0.0, le=10_000.0,
         description="most bytes of a /v1/score answer per byte of its request (at least 256 KiB): past it the answer "
         "holds every reward without records, and says so",
+    )  # fmt: skip
+    max_answer_bytes: int = Field(
+        64 * 2**20, ge=256 * 2**10, description="most bytes of a /v1/score answer, whatever its request (see "
+        "max_answer_ratio)",
     )  # fmt: skip
     max_batch_size: int = Field(
         _ENGINE.max_batch_size, gt=0, le=1024, description="transformers backend: most prompts in one batch"

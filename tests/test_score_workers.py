@@ -84,6 +84,56 @@ async def test_a_request_past_its_deadline_is_refused_with_no_reward_and_the_nex
     assert cheap.status_code == 200 and cheap.json()["groups"][0]["rewards"] == [1.0, 0.0, 0.0]
 
 
+async def test_a_request_that_needs_more_memory_than_its_worker_may_take_is_a_413_and_the_next_is_scored():
+    # 100 groups of 64 responses against 64 criteria: a 0.6 MB body that makes 409,600 records (about 600 MB)
+    criteria = [{"criterion": f"Names item {i}.", "reference": f"text_verify(target='w{i}')", "weight": 1}
+                for i in range(64)]  # fmt: skip
+    wide = dict(GROUP, task_type="general", rubric={"essential": criteria}, responses=["\\boxed{w1}"] * 64)
+    body = {"groups": [dict(wide, id=f"wide-{k}") for k in range(100)]}
+    async with served(ServerSettings(score_workers=1, score_worker_memory_mb=256)) as http:
+        refused = await http.post("/v1/score", json=body)
+        later = await http.post("/v1/score", json={"groups": [LARGE]})  # scored by a fresh worker
+    assert refused.status_code == 413 and "rewards" not in refused.text
+    (detail,) = refused.json()["detail"]
+    assert detail["type"] == "memory" and "256 MiB (score_worker_memory_mb)" in detail["msg"]
+    assert later.status_code == 200 and later.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
+
+
+async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_slice_is_scored_among_the_heavy(
+    tmp_path,
+):
+    import asyncio
+
+    from slow_expressions import slow_sum
+
+    # heavy: over score_light_bytes, 4 checks that each run to the 5 s deadline (20 s in all, on the one heavy worker)
+    heavy = dict(LARGE, id="heavy", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 8_000 for k in range(4)])
+    # light by its size, heavy by its work: 2 slow checks run past the 0.5 s slice, then among the heavy
+    sly = dict(LARGE, id="sly", responses=[f"\\boxed{{{slow_sum(10 + k)}}} " + "and so on " * 800 for k in range(2)])
+    light_size = ServerSettings().score_light_bytes
+    assert len(json.dumps({"groups": [heavy]})) > light_size >= len(json.dumps({"groups": [sly]}))
+    log = tmp_path / "log.jsonl"
+    settings = ServerSettings(score_workers=1, score_light_slice_s=0.5, verifier_deadline_s=5, record_log=log)
+    async with served(settings) as http:
+        state = http._transport.app.state.server  # type: ignore[attr-defined]
+        await asyncio.to_thread(state.score_workers.start)
+        held = asyncio.ensure_future(http.post("/v1/score", json={"groups": [heavy]}, timeout=120))
+        await asyncio.sleep(1.0)  # the heavy request holds the heavy lane's worker
+        light = await http.post("/v1/score", json={"groups": [LARGE]})
+        heavy_running_when_light_answered = not held.done()
+        moved = asyncio.ensure_future(http.post("/v1/score", json={"groups": [sly]}, timeout=120))
+        await asyncio.sleep(2.0)  # past its slice: stopped in the light lane, waiting for the heavy one
+        light_again = await http.post("/v1/score", json={"groups": [dict(LARGE, id="again")]})
+        sly_waiting_when_light_answered = not moved.done()
+        held, moved = await held, await moved
+    assert light.status_code == 200 and light.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
+    assert heavy_running_when_light_answered and sly_waiting_when_light_answered
+    assert light_again.status_code == 200 and held.status_code == 200 and moved.status_code == 200
+    assert len(moved.json()["groups"][0]["rewards"]) == 2
+    # each answered request is logged once: the attempt stopped in the light lane left nothing
+    assert sorted(record["instance"]["id"] for record in read_records(log)) == ["again", "heavy", "large", "sly"]
+
+
 def _echo(connection, delay_s: float) -> None:
     connection.send(("ready",))
     while True:
@@ -147,18 +197,20 @@ def test_a_client_that_leaves_has_its_scoring_worker_stopped_and_nothing_of_it_l
     from fake_judge import ServeProcess
     from slow_expressions import slow_sum
 
-    slow = dict(LARGE, id="slow", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 250 for k in range(8)])
+    # over score_light_bytes: in the heavy lane, where nothing but its client's leaving stops it before its deadline
+    slow = dict(LARGE, id="slow", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 4_000 for k in range(8)])
     body = json.dumps({"groups": [slow]}).encode()
-    assert not scored_inline(len(body), None)
+    assert not scored_inline(len(body), None) and len(body) > ServerSettings().score_light_bytes
     log = tmp_path / "log.jsonl"
     args = ("--score-workers", "1", "--verifier-deadline-s", "10", "--record-log", str(log), "--log-level", "warning")
     with ServeProcess(*args) as served:
         server = psutil.Process(served.process.pid)
 
         def checking() -> list[psutil.Process]:
-            # the scoring worker, once its own expression worker has started (on its first check)
+            # the heavy lane's worker (nice +10: the light lane's starts its expression worker with it), once its
+            # own expression worker has started (on its first check)
             found = [p for p in server.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
-            return found if found and found[0].children(recursive=True) else []
+            return [p for p in found if p.nice() == 10 and p.children(recursive=True)]
 
         with socket.create_connection(("127.0.0.1", served.port)) as client:
             client.sendall(b"POST /v1/score HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n"

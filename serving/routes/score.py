@@ -40,7 +40,8 @@ def score_router(method: RewardMethod) -> APIRouter:
             if workers is None or scored_inline(len(raw), sum(len(group.responses) for group in groups)):
                 check_group_count(state.settings, len(groups), WHERE)
                 results = await state.score(groups, WHERE, tenant=tenant)
-                limit = answer_limit(len(raw), state.settings.max_answer_ratio)
+                settings = state.settings
+                limit = answer_limit(len(raw), settings.max_answer_ratio, settings.max_answer_bytes)
                 answer, answered = await state.cpu(tenant, bounded_answer, results, limit)
                 await state.record(groups, answered)
                 return Response(answer, media_type="application/json")
