@@ -3,10 +3,10 @@
 A group's records say how each reward came about, one per response and criterion, so their size grows with responses
 times criteria while the request grows with responses plus criteria: 64 one-word responses to a rubric of 128
 criteria ask for 8,192 records. The answer is therefore bounded: at most ``max_answer_ratio`` times the request's
-bytes, or :data:`ANSWER_FLOOR_BYTES`, whichever is more, and never more than ``max_answer_bytes``. Groups are serialised one at a time, and as soon as the
-records would pass the bound they are left out of every group: the answer then holds each group's rewards (and error)
-with empty ``records``, and ``records_omitted`` says why. A reward is never left out. The record log gets what the
-client got.
+bytes, or :data:`ANSWER_FLOOR_BYTES`, whichever is more, and never more than ``max_answer_bytes``. Groups are
+serialised one at a time, and as soon as the records would pass the bound they are left out of every group: the
+answer then holds each group's rewards (and error) with empty ``records``, and ``records_omitted`` says why. A
+reward is never left out. The record log gets what the client got.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ process is answered at once.
   +5) and has ``score_light_slice_s`` there: past it, its worker is stopped and the request scored again from the
   start in the heavy lane (``size`` workers, nice +10), where every larger request goes. A light request therefore
   never waits behind a heavy one, and behind another light one at most for its slice: a worker held for a whole
-  request made the round robin fair between whole requests, not between their work (six clients sending 800 kB of opening
-  ``\\(`` put an 18 kB request's p99 at 14.9 s).
+  request made the round robin fair between whole requests, not between their work (six clients sending 800 kB of
+  opening ``\\(`` put an 18 kB request's p99 at 14.9 s).
 - **Deadline**: past ``score_timeout_s`` the worker is killed (a fresh one starts for the next request) and the
   request is refused with 503: a failed judgement, never a reward.
 - **Memory**: a worker's address space is capped at ``score_worker_memory_mb`` above what it holds once ready

@@ -210,9 +210,10 @@ class ServerState:
         if outcome[0] == "refused":
             raise RequestError(*outcome[1:])
         if outcome[0] == "memory":
-            raise RequestError(413, ["body"], f"scoring this request needs more than "
-                               f"{self.settings.score_worker_memory_mb} MiB (score_worker_memory_mb); nothing of it is "
-                               "rewarded: send fewer groups, responses or criteria per request", "memory")  # fmt: skip
+            raise RequestError(413, ["body"], "scoring this request needs more than "
+                               f"{self.settings.score_worker_memory_mb} MiB (score_worker_memory_mb); nothing of it "
+                               "is rewarded: send fewer groups, responses or criteria per request",
+                               "memory")  # fmt: skip
         if outcome[0] != "ok":
             raise RuntimeError(f"a scoring worker failed: {outcome[-1]}")
         _, answer, lines, counts = outcome
