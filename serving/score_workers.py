@@ -10,12 +10,12 @@ between processes, and the workers run at a lower priority (nice +10), so a chea
 process is answered at once.
 
 - **Fair**: two lanes, each one worker per request at a time, handed out round-robin over requests
-  (:class:`FairSlots`). A request whose body is at most ``score_light_bytes`` goes to the light lane (one worker, nice
-  +5) and has ``score_light_slice_s`` there: past it, its worker is stopped and the request scored again from the
-  start in the heavy lane (``size`` workers, nice +10), where every larger request goes. A light request therefore
-  never waits behind a heavy one, and behind another light one at most for its slice: a worker held for a whole
-  request made the round robin fair between whole requests, not between their work (six clients sending 800 kB of
-  opening ``\\(`` put an 18 kB request's p99 at 14.9 s).
+  (:class:`FairSlots`). A request whose body is at most ``score_light_bytes`` goes to the light lane (one request at a
+  time, nice +5, with a second worker kept ready) and has ``score_light_slice_s`` there: past it, its worker is
+  stopped and the request scored again from the start in the heavy lane (``size`` workers, nice +10), where every
+  larger request goes. A light request therefore never waits behind a heavy one, and behind another light one at most
+  for its slice: a worker held for a whole request made the round robin fair between whole requests, not between their
+  work (six clients sending 800 kB of opening ``\\(`` put an 18 kB request's p99 at 14.9 s).
 - **Deadline**: past ``score_timeout_s`` the worker is killed (a fresh one starts for the next request) and the
   request is refused with 503: a failed judgement, never a reward.
 - **Memory**: a worker's address space is capped at ``score_worker_memory_mb`` above what it holds once ready
@@ -55,6 +55,8 @@ INLINE_BODY_BYTES = 16 * 2**10
 #: ... and its responses times its body's bytes are at most this (a few ms of work); else in a worker.
 INLINE_WORK = 256 * 2**10
 _HEAVY_NICE, _LIGHT_NICE = 10, 5
+# The light lane keeps a second worker ready: one stopped at its slice is replaced at once, while a new one starts.
+_LIGHT_READY = 2
 # A worker that holds this much more memory than when it started leaves after its request: the memory a large
 # request took is not given back to the system while the process lives.
 _RETIRE_GROWTH = 256 * 2**20
@@ -80,10 +82,12 @@ class ScoreWorkers:
         # more than a light request's slice
         self._light = WorkerProcesses(_spawn, _serve, (settings, _LIGHT_NICE, True))
         self._heavy_slots, self._light_slots = FairSlots(size, 1), FairSlots(1, 1)
+        self._closed = False
 
     def start(self) -> None:
         """Start every worker now (blocking, a few seconds), instead of at the first request that needs one."""
-        self._light.start(1)
+        self._closed = False
+        self._light.start(_LIGHT_READY)
         self._heavy.start(self.size)
 
     def start_in_background(self) -> None:
@@ -110,6 +114,9 @@ class ScoreWorkers:
                     self._replace_light()
                     if self.timeout_s <= self.light_slice_s:
                         raise
+                except BaseException:  # its worker was stopped (its client left)
+                    self._replace_light()
+                    raise
         async with self._heavy_slots.slot(tenant):
             return await self._call(self._heavy, raw, images, self.timeout_s)
 
@@ -126,14 +133,18 @@ class ScoreWorkers:
     def _replace_light(self) -> None:
         """Start the light lane's next worker now, in a thread, so the next light request does not wait for it."""
 
+        if self._closed:
+            return
+
         def start() -> None:
             with contextlib.suppress(Exception):  # the next light request starts one, or reports why it cannot
-                self._light.start(1)
+                self._light.start(_LIGHT_READY)
 
         threading.Thread(target=start, name="genrm-light-worker", daemon=True).start()
 
     def close(self) -> None:
         """Stop every worker, busy ones too."""
+        self._closed = True
         self._light.close()
         self._heavy.close()
 

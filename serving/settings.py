@@ -83,7 +83,7 @@ class ServerSettings(BaseSettings, RewardSettings):
         "lane (its own worker), where it never waits behind a larger request",
     )  # fmt: skip
     score_light_slice_s: float = Field(
-        1.0, gt=0.0, le=600.0,
+        0.5, gt=0.0, le=600.0,
         description="most seconds a request holds the light lane; past it the request is scored again from the start "
         "among the larger ones",
     )  # fmt: skip
