@@ -11,7 +11,7 @@ process is answered at once.
 
 - **Fair**: two lanes, each one worker per request at a time, handed out round-robin over requests
   (:class:`FairSlots`). A request whose body is at most ``score_light_bytes`` goes to the light lane (one request at a
-  time, nice +5, with a second worker kept ready) and has ``score_light_slice_s`` there: past it, its worker is
+  time, nice +5, a stopped worker replaced at once) and has ``score_light_slice_s`` there: past it, its worker is
   stopped and the request scored again from the start in the heavy lane (``size`` workers, nice +10), where every
   larger request goes. A light request therefore never waits behind a heavy one, and behind another light one at most
   for its slice: a worker held for a whole request made the round robin fair between whole requests, not between their
@@ -55,8 +55,9 @@ INLINE_BODY_BYTES = 16 * 2**10
 #: ... and its responses times its body's bytes are at most this (a few ms of work); else in a worker.
 INLINE_WORK = 256 * 2**10
 _HEAVY_NICE, _LIGHT_NICE = 10, 5
-# The light lane keeps a second worker ready: one stopped at its slice is replaced at once, while a new one starts.
-_LIGHT_READY = 2
+# Workers the light lane keeps ready. A second one (about 250 MB with its expression worker) did not keep the lane
+# free of clients whose light requests each run past the slice: each stopped worker takes seconds to replace.
+_LIGHT_READY = 1
 # A worker that holds this much more memory than when it started leaves after its request: the memory a large
 # request took is not given back to the system while the process lives.
 _RETIRE_GROWTH = 256 * 2**20
