@@ -16,8 +16,11 @@ process is answered at once.
   larger request goes. A light request therefore never waits behind a heavy one, and behind another light one at most
   for its slice: a worker held for a whole request made the round robin fair between whole requests, not between their
   work (six clients sending 800 kB of opening ``\\(`` put an 18 kB request's p99 at 14.9 s).
-- **Deadline**: past ``score_timeout_s`` the worker is killed (a fresh one starts for the next request) and the
-  request is refused with 503: a failed judgement, never a reward.
+- **Stopped in place**: at a slice's end, past ``score_timeout_s`` and when the client leaves, the worker is sent
+  ``SIGUSR1``: it cuts its request where it is (its expression worker, if checking, is killed and forked again from
+  its zygote in milliseconds), answers, and takes the next request, so no worker has to start again (seconds, under
+  load). One that has not answered within ``_STOP_GRACE_S`` (work in C that does not return) is killed and replaced.
+- **Deadline**: past ``score_timeout_s`` the request is refused with 503: a failed judgement, never a reward.
 - **Memory**: a worker's address space is capped at ``score_worker_memory_mb`` above what it holds once ready
   (``RLIMIT_AS``, inherited by its expression worker): a request that needs more is refused with 413 and the worker
   replaced, where a 26 MB body once took a worker to 1.7 GB.
@@ -36,6 +39,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import traceback
 import uuid
@@ -58,6 +62,9 @@ _HEAVY_NICE, _LIGHT_NICE = 10, 5
 # Workers the light lane keeps ready. A second one (about 250 MB with its expression worker) did not keep the lane
 # free of clients whose light requests each run past the slice: each stopped worker takes seconds to replace.
 _LIGHT_READY = 1
+# How long a worker told to stop its request has to answer before it is killed; and, once stopped, how long its engine
+# loop has to be free of the cut request before the worker is no longer trusted.
+_STOP_GRACE_S, _STOP_SETTLE_S = 0.3, 0.2
 # A worker that holds this much more memory than when it started leaves after its request: the memory a large
 # request took is not given back to the system while the process lives.
 _RETIRE_GROWTH = 256 * 2**20
@@ -78,10 +85,10 @@ class ScoreWorkers:
     def __init__(self, settings: Any, size: int) -> None:
         self.size, self.timeout_s = size, settings.score_timeout_s
         self.light_bytes, self.light_slice_s = settings.score_light_bytes, settings.score_light_slice_s
-        self._heavy = WorkerProcesses(_spawn, _serve, (settings, _HEAVY_NICE, False))
+        self._heavy = WorkerProcesses(_spawn, _serve, (settings, _HEAVY_NICE, False), _STOP_GRACE_S)
         # the light lane's workers start their expression worker with them: its start (a second or two) would take
         # more than a light request's slice
-        self._light = WorkerProcesses(_spawn, _serve, (settings, _LIGHT_NICE, True))
+        self._light = WorkerProcesses(_spawn, _serve, (settings, _LIGHT_NICE, True), _STOP_GRACE_S)
         self._heavy_slots, self._light_slots = FairSlots(size, 1), FairSlots(1, 1)
         self._closed = False
 
@@ -169,17 +176,54 @@ def _serve(connection: Any, settings: Any, nice: int, warm: bool) -> None:
             warm_up()
     _cap_memory(settings.score_worker_memory_mb)
     grown = process_bytes(1) + _RETIRE_GROWTH
+    stop = _StopSignal()
     try:
         connection.send(("ready",))
         while True:
             raw, images = connection.recv()
-            outcome = scorer.run(raw, images)
-            retire = outcome[0] == "memory" or process_bytes(1) > grown  # out of memory: not trusted again
+            try:
+                stop.armed = True
+                outcome = scorer.run(raw, images)
+            except _Stopped:
+                outcome = ("stopped",)
+            finally:
+                stop.armed = False
+            # out of memory, or stopped and not whole again: not trusted again
+            retire = outcome[0] == "memory" or (outcome[0] == "stopped" and not _recovered())
+            retire = retire or process_bytes(1) > grown
             connection.send((outcome, retire))
             if retire:
                 return
     except (EOFError, OSError):  # the server has gone (stopped, or killed while this worker started): so does it
         return
+
+
+class _Stopped(BaseException):
+    """The server stopped this worker's request (``SIGUSR1``). Not an Exception: no handler of a request catches it."""
+
+
+class _StopSignal:
+    """Raises :class:`_Stopped` in this process's main thread at ``SIGUSR1`` while ``armed`` (a request runs); a
+    signal that comes once its request is done is ignored."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        signal.signal(signal.SIGUSR1, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.armed:
+            self.armed = False
+            raise _Stopped
+
+
+def _recovered() -> bool:
+    """After a stopped request: its expression checks' workers replaced and its engine coroutine cancelled; whether
+    this worker is whole again (else it leaves, and a fresh one starts)."""
+    from genrm.engine.blocking import engine_responsive
+    from verifiers.expr_pool import get_expr_pool
+
+    get_expr_pool().reclaim()
+    return engine_responsive(_STOP_SETTLE_S)
 
 
 def _cap_memory(memory_mb: int) -> None:

@@ -6,12 +6,17 @@ fairly by threads of one process. Handed to a worker process, it can be stopped 
 and the operating system shares the cores between it and the server. A worker runs ``target(connection, *args)``:
 it sends ``("ready",)`` once it can take work, then answers each message it receives with ``(outcome, retire)``,
 ``retire`` true when it exits after this answer.
+
+A worker that can stop a request in place (``stop_grace_s``) is sent ``SIGUSR1`` at the deadline instead of being
+killed: it cuts its request, answers (with whatever outcome it has), and takes the next one, so no new worker has to
+start. One that has not answered within the grace is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -65,8 +70,15 @@ class WorkerProcesses:
     once, and whose goes next, is the caller's to bound (the server's fair slots). :meth:`close` stops every worker;
     a later call starts a fresh one (an app whose lifespan runs again works again)."""
 
-    def __init__(self, context: Callable[[], Any], target: Callable[..., None], args: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self,
+        context: Callable[[], Any],
+        target: Callable[..., None],
+        args: tuple[Any, ...] = (),
+        stop_grace_s: float | None = None,
+    ) -> None:
         self._make_context, self._target, self._args = context, target, args
+        self.stop_grace_s = stop_grace_s
         self._context: Any = None
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
@@ -97,10 +109,11 @@ class WorkerProcesses:
         worker.kill()
 
     def start(self, count: int) -> None:
-        """Start workers until ``count`` are idle (blocking: each start waits for the worker to be ready)."""
+        """Start workers until ``count`` are up, idle or busy (blocking: each start waits for the worker to be
+        ready)."""
         started = []
         try:
-            while len(self._idle) + len(started) < count:
+            while len(self._idle) + len(self._busy) < count:
                 started.append(self._take())
         finally:
             for worker in started:
@@ -111,7 +124,8 @@ class WorkerProcesses:
 
         Raises:
             TimeoutError: no answer within ``timeout_s`` (> 0) seconds, or ``cancel`` was set first (the caller has
-                gone: it is seen within 50 ms); the worker was killed.
+                gone: it is seen within 50 ms); the worker's request was stopped (see the module docstring), or the
+                worker killed.
             WorkerDied: the worker exited before it answered.
         """
         worker = self._take()
@@ -123,6 +137,8 @@ class WorkerProcesses:
                 if answered:
                     outcome, retire = worker.connection.recv()
                     keep = not retire
+                elif self.stop_grace_s is not None:
+                    keep = self._stopped(worker, self.stop_grace_s)
             except (EOFError, OSError) as exc:
                 raise WorkerDied("the worker process exited before it answered") from exc
         finally:
@@ -130,6 +146,19 @@ class WorkerProcesses:
         if not answered:
             raise TimeoutError(f"no answer within {timeout_s:g} s")
         return outcome
+
+    @staticmethod
+    def _stopped(worker: _Worker, grace_s: float) -> bool:
+        """Whether ``worker``, told to stop its request, answered within ``grace_s`` seconds and stays (its answer,
+        too late for its caller, is dropped)."""
+        try:
+            os.kill(worker.process.pid, signal.SIGUSR1)
+            if not worker.connection.poll(grace_s):
+                return False
+            _, retire = worker.connection.recv()
+        except (EOFError, OSError, TypeError):  # it has exited (or never got a pid)
+            return False
+        return not retire
 
     @staticmethod
     def _wait(connection: Connection, until: float, cancel: threading.Event | None) -> bool:

@@ -117,6 +117,7 @@ async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_s
     async with served(settings) as http:
         state = http._transport.app.state.server  # type: ignore[attr-defined]
         await asyncio.to_thread(state.score_workers.start)
+        (light_worker,) = state.score_workers._light._idle
         held = asyncio.ensure_future(http.post("/v1/score", json={"groups": [heavy]}, timeout=120))
         await asyncio.sleep(1.0)  # the heavy request holds the heavy lane's worker
         light = await http.post("/v1/score", json={"groups": [LARGE]})
@@ -125,9 +126,11 @@ async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_s
         await asyncio.sleep(2.0)  # past its slice: stopped in the light lane, waiting for the heavy one
         light_again = await http.post("/v1/score", json={"groups": [dict(LARGE, id="again")]})
         sly_waiting_when_light_answered = not moved.done()
+        # the light lane's worker stopped the request past its slice in place: the same process took the next one
+        light_worker_kept = state.score_workers._light._idle == [light_worker] and light_worker.process.is_alive()
         held, moved = await held, await moved
     assert light.status_code == 200 and light.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
-    assert heavy_running_when_light_answered and sly_waiting_when_light_answered
+    assert heavy_running_when_light_answered and sly_waiting_when_light_answered and light_worker_kept
     assert light_again.status_code == 200 and held.status_code == 200 and moved.status_code == 200
     assert len(moved.json()["groups"][0]["rewards"]) == 2
     # each answered request is logged once: the attempt stopped in the light lane left nothing
@@ -168,6 +171,53 @@ def test_worker_processes_answer_in_turn_keep_workers_and_stop_them_at_the_deadl
         workers.close()
 
 
+class _Cut(BaseException):
+    pass
+
+
+def _stoppable(connection, honours_stop: bool) -> None:
+    # a worker that cuts its request at SIGUSR1 (as a scoring worker does), or one that goes on regardless
+    import signal
+
+    def stop(*_):
+        if honours_stop:
+            raise _Cut
+
+    signal.signal(signal.SIGUSR1, stop)
+    connection.send(("ready",))
+    while True:
+        message = connection.recv()
+        try:
+            if message == "slow":
+                time.sleep(60)
+        except _Cut:
+            message = "stopped"
+        connection.send((message, False))
+
+
+@pytest.mark.parametrize("honours_stop", [True, False])
+def test_a_worker_told_to_stop_its_request_is_kept_and_one_that_does_not_is_killed(honours_stop):
+    workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _stoppable, (honours_stop,), 0.3)
+    try:
+        assert workers.call("a", 10.0) == "a"
+        (first,) = workers._idle
+        cancel = threading.Event()
+        threading.Timer(0.2, cancel.set).start()
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            workers.call("slow", 30.0, cancel)
+        assert time.monotonic() - start < 5.0
+        with pytest.raises(TimeoutError):
+            workers.call("slow", 0.2)  # at the deadline alike
+        if honours_stop:  # stopped in place: the same worker, alive, answers the next call
+            assert workers._idle == [first] and first.process.is_alive()
+        else:  # no answer within the grace: killed
+            assert workers._idle == [] and not first.process.is_alive()
+        assert workers.call("b", 10.0) == "b"
+    finally:
+        workers.close()
+
+
 def test_closing_stops_a_busy_worker_and_its_caller_returns():
     workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _echo, (60.0,))
     outcome: list[BaseException] = []
@@ -185,6 +235,11 @@ def test_closing_stops_a_busy_worker_and_its_caller_returns():
     workers.close()
     caller.join(30.0)
     assert not caller.is_alive() and isinstance(outcome[0], WorkerDied)
+
+
+def _checkers(worker):
+    # a scoring worker's expression workers: forked by its expression zygote, its one child
+    return [checker for zygote in worker.children() for checker in zygote.children()]
 
 
 def test_a_client_that_leaves_has_its_scoring_worker_stopped_and_nothing_of_it_logged(tmp_path):
@@ -210,7 +265,7 @@ def test_a_client_that_leaves_has_its_scoring_worker_stopped_and_nothing_of_it_l
             # the heavy lane's worker (nice +10: the light lane's starts its expression worker with it), once its
             # own expression worker has started (on its first check)
             found = [p for p in server.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
-            return [p for p in found if p.nice() == 10 and p.children(recursive=True)]
+            return [p for p in found if p.nice() == 10 and _checkers(p)]
 
         with socket.create_connection(("127.0.0.1", served.port)) as client:
             client.sendall(b"POST /v1/score HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n"
@@ -219,8 +274,14 @@ def test_a_client_that_leaves_has_its_scoring_worker_stopped_and_nothing_of_it_l
             while not (workers := checking()) and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert workers  # the worker is checking: the client leaves now
-        _, alive = psutil.wait_procs(workers, timeout=10)  # it would check for 80 s: stopped, it ends at once
-        assert not alive
+        # it would check for 80 s: its request is stopped in place, and the expression worker running its check is
+        # killed at once; the scoring worker stays for the next request
+        checkers = [checker for worker in workers for checker in _checkers(worker)]
+        _, alive = psutil.wait_procs(checkers, timeout=10)
+        assert checkers and not alive and all(worker.is_running() for worker in workers)
+        cpu = sum(worker.cpu_times().user for worker in workers)
+        time.sleep(1.0)
+        assert sum(worker.cpu_times().user for worker in workers) - cpu < 0.5  # idle, not working on
         later = httpx.post(f"{served.url}/v1/score", json={"groups": [dict(LARGE, id="later")]}, timeout=60)
         assert later.status_code == 200 and later.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
     assert [record["instance"]["id"] for record in read_records(log)] == ["later"]

@@ -130,3 +130,67 @@ def test_a_zygote_refuses_a_request_without_two_descriptors():
         worker.kill()
     finally:
         launcher.close()
+
+
+def test_cut_checks_end_at_once_and_leave_the_pool_whole():
+    # two checks that would each hold a worker for minutes, in threads of their own, as a group's checks run; their
+    # caller is cut (Ctrl-C, a stop signal) and cuts them
+    import threading
+
+    from slow_expressions import slow_sum
+
+    from verifiers.expr_pool import _FairQueue
+
+    pool = ExprWorkerPool(size=2, verdicts=0)
+    try:
+        assert pool.wait_until_idle(120)
+        before = {worker.pid for worker in pool._idle.idle()}
+        outcomes: list = []
+        threads = [threading.Thread(target=lambda k=k: outcomes.append(pool.check(slow_sum(k), "1", 6, 60.0)))
+                   for k in range(2)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while (pool._idle.idle() or pool._idle.waiting()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not pool._idle.idle()  # both are checking
+        start = time.monotonic()
+        pool.cut()
+        for thread in threads:
+            thread.join(30)
+        cut_s = time.monotonic() - start
+        during = pool.check("x^2", "x*x", 6, 5.0)  # a check while the cut lasts ends at once too
+        pool.resume()
+        assert cut_s < 5.0 and [o.status for o in outcomes] == ["error", "error"] and during.status == "error"
+        assert "cut" in outcomes[0].reason
+        after = pool.check("x^2", "x*x", 6, 5.0)
+        assert (after.status, after.equal) == ("ok", True)
+        assert pool.wait_until_idle(60) and len(pool._all) == 2  # replaced, once each
+        assert not before & {worker.pid for worker in pool._idle.idle()}
+        assert _wait_gone(list(before)) == []
+        assert isinstance(pool._idle, _FairQueue) and pool._idle.long_running() == 0
+    finally:
+        pool.close()
+
+
+def test_a_check_cut_in_its_own_thread_gives_its_worker_back_once():
+    # Ctrl-C while the calling thread itself waits for a check: the exception leaves, the worker it held is killed
+    # and replaced, and the pool keeps its size
+    pool = ExprWorkerPool(size=1, verdicts=0)
+    try:
+        assert pool.wait_until_idle(120)
+        (held,) = pool._idle.idle()
+        previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                pool.check(SLOW, "1", 6, 60.0)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert _wait_gone([held.pid]) == []
+        pool.reclaim()  # nothing else was held: it changes nothing
+        outcome = pool.check("x^2", "x*x", 6, 5.0)
+        assert (outcome.status, outcome.equal) == ("ok", True) and len(pool._all) == 1
+    finally:
+        pool.close()

@@ -138,6 +138,7 @@ class _FairQueue:
         self._long_slots = long_slots
         self._long = 0
         self._closed = False
+        self._cut = False
 
     def _hand_out(self, long: bool) -> None:
         waiting = self._waiting[long]
@@ -177,7 +178,7 @@ class _FairQueue:
             self._dispatch()
             while ticket.worker is None:
                 remaining = end - time.monotonic()
-                if remaining <= 0 or self._closed:
+                if remaining <= 0 or self._closed or self._cut:
                     tickets = waiting.get(name)
                     if tickets is not None and ticket in tickets:
                         tickets.remove(ticket)
@@ -186,6 +187,19 @@ class _FairQueue:
                     return None
                 self._cond.wait(remaining)
             return ticket.worker
+
+    def set_cut(self, cut: bool) -> None:
+        """While ``cut``, send every waiting caller away empty-handed (see :meth:`ExprWorkerPool.cut`)."""
+        with self._cond:
+            self._cut = cut
+            self._cond.notify_all()
+
+    def forget_waiting(self) -> None:
+        """Drop every waiting caller and long slot: for a process whose every check was cut (see
+        :meth:`ExprWorkerPool.reclaim`), where none of them waits any longer."""
+        with self._cond:
+            self._waiting = {False: OrderedDict(), True: OrderedDict()}
+            self._long = 0
 
     def close(self) -> None:
         """Send every waiting caller away empty-handed, now and from now on."""
@@ -262,13 +276,15 @@ class ExprWorkerPool:
         self._launcher: Launcher | None = None
         self._ready = False
         self._closed = False
+        self._cutting = False
         self._start_error: str | None = None
         # targets put to the test once (see the module docstring), under a rounding and a deadline (what one caller
         # learns under a short deadline says nothing of a longer one): None when readable, else why not
         self._targets_tested: OrderedDict[tuple[str, int, float], str | None] = OrderedDict()
         self._verdicts = VerdictMemo(verdicts) if verdicts else None
 
-    def _spawn(self) -> Worker | None:
+    def _spawn_into_idle(self) -> Worker | None:
+        # the worker joins the pool and the idle set at once (under the lock): reclaim() never finds it in between
         try:
             assert self._launcher is not None
             worker = self._launcher.launch()
@@ -282,12 +298,8 @@ class ExprWorkerPool:
                 worker.kill()
                 return None
             self._all.add(worker)
-        return worker
-
-    def _spawn_into_idle(self) -> None:
-        worker = self._spawn()
-        if worker is not None:
             self._idle.put(worker)
+        return worker
 
     def start(self) -> None:
         """Start the workers; returns once the first is ready. Raises RuntimeError when it cannot start."""
@@ -298,20 +310,56 @@ class ExprWorkerPool:
                 return
             if self._launcher is None:
                 self._launcher = make_launcher(self.memory_mb, self.start_timeout_s)
-            first = self._spawn()
-            if first is None:
+            if self._spawn_into_idle() is None:
                 raise RuntimeError(f"the expression worker could not start: {self._start_error}")
-            self._idle.put(first)
             for _ in range(self.size - 1):
                 threading.Thread(target=self._spawn_into_idle, daemon=True).start()
             self._ready = True
 
     def _retire(self, worker: Worker) -> None:
+        # once per worker: a second retire of the same one (a cut check's, then reclaim's) starts no second worker
         with self._lock:
+            present = worker in self._all
             self._all.discard(worker)
         worker.kill()
-        if not self._closed:
+        if present and not self._closed:
             threading.Thread(target=self._spawn_into_idle, daemon=True).start()
+
+    def cut(self) -> None:
+        """Stop every check of this process now: the workers checks hold are killed (and replaced), those waiting
+        for a worker are sent away, and every check ends at once with status ``error`` until :meth:`resume`. For a
+        caller whose work was cut (Ctrl-C, a stop signal) while its checks run in other threads, which would
+        otherwise run to their deadlines; a process that scores other callers' work meanwhile must not call it."""
+        self._cutting = True
+        self._idle.set_cut(True)
+        with self._lock:
+            idle = set(self._idle.idle())
+            held = [worker for worker in self._all if worker not in idle]
+        for worker in held:  # the thread reading its answer sees it end, and retires it
+            worker.terminate()
+
+    def resume(self) -> None:
+        """End a :meth:`cut` once its checks have returned: the pool is made whole (:meth:`reclaim`) and checks run
+        again."""
+        self.reclaim()
+        self._idle.set_cut(False)
+        self._cutting = False
+
+    def reclaim(self) -> None:
+        """Make the pool whole again after every check of this process was cut by an exception raised in the thread
+        running it (a stop signal's, Ctrl-C): each worker a cut check held is killed and replaced (forked from the
+        zygote: milliseconds), and the callers and checks the pool counted as waiting or running are forgotten.
+
+        Only for a process where no check runs any longer (a scoring worker between requests): a check running in
+        another thread would lose its worker."""
+        with self._lock:
+            idle = set(self._idle.idle())
+            held = [worker for worker in self._all if worker not in idle]
+        for worker in held:
+            self._retire(worker)
+        self._idle.forget_waiting()
+        if self._verdicts is not None:
+            self._verdicts.forget_running()
 
     def check(
         self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float | None = None
@@ -370,6 +418,9 @@ class ExprWorkerPool:
     def _check(
         self, target: str, predict: str, float_rounding: int, deadline_s: float, wait_s: float, attempt: int = 0
     ) -> ExprOutcome:
+        cut = self._closed_outcome()
+        if cut is not None:
+            return cut
         name, end = _tenant.get()
         wait_end = time.monotonic() + wait_s if end is None else min(time.monotonic() + wait_s, end)
         busy = ExprOutcome("busy", False, f"no expression worker was free within {wait_s:g} s (server busy)")
@@ -404,6 +455,9 @@ class ExprWorkerPool:
         except (EOFError, OSError, ValueError) as exc:
             self._retire(worker)
             died = str(exc) or type(exc).__name__
+        except BaseException:  # the check was cut (Ctrl-C, a stop signal): its worker may still be computing
+            self._retire(worker)
+            raise
         finally:
             if long:
                 self._idle.end_long()
@@ -420,8 +474,9 @@ class ExprWorkerPool:
         # runs once more on a fresh worker. Dying twice on the same check is the check's doing, judged as one that ran
         # out: the target's when it was not read yet, else the prediction's. Never "error", which callers turn into a
         # server error.
-        if self._closed:
-            return ExprOutcome("error", False, "the expression worker pool was closed")
+        cut = self._closed_outcome()
+        if cut is not None:
+            return cut
         if attempt == 0:
             logger.warning("an expression worker died during a check (%s); running it again on a fresh worker", died)
             return self._check(*request, attempt=1)
@@ -432,7 +487,11 @@ class ExprWorkerPool:
                            "that runs out would")  # fmt: skip
 
     def _closed_outcome(self) -> ExprOutcome | None:
-        return ExprOutcome("error", False, "the expression worker pool was closed") if self._closed else None
+        if self._closed:
+            return ExprOutcome("error", False, "the expression worker pool was closed")
+        if self._cutting:
+            return ExprOutcome("error", False, "the check was cut: its caller stopped")
+        return None
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> bool:
         """Start the pool and wait until all ``size`` workers are up and idle (those killed at a deadline are
@@ -510,6 +569,19 @@ def get_expr_pool() -> ExprWorkerPool:
 def expression_workers() -> int:
     """How many expression checks can run at once in this process (the pool's size)."""
     return get_expr_pool().size
+
+
+@contextlib.contextmanager
+def cut_checks() -> Iterator[None]:
+    """Within this block every expression check of this process is cut (see :meth:`ExprWorkerPool.cut`); on leaving
+    it, the pool is whole again. For a caller cut while its checks run in other threads: it cuts them, then waits for
+    those threads, then goes on (or stops)."""
+    pool = get_expr_pool()
+    pool.cut()
+    try:
+        yield
+    finally:
+        pool.resume()
 
 
 def warm_up(wait: bool = True) -> None:

@@ -92,6 +92,13 @@ class VerdictMemo:
                     self._held -= len(old[0]) + len(old[1])
             self._cond.notify_all()
 
+    def forget_running(self) -> None:
+        """Forget every check counted as running (for a process whose every check was cut, see
+        ``ExprWorkerPool.reclaim``), and wake those waiting for one."""
+        with self._cond:
+            self._running.clear()
+            self._cond.notify_all()
+
     def __len__(self) -> int:
         with self._cond:
             return len(self._known)

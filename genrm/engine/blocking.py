@@ -28,7 +28,20 @@ class EventLoopThread:
         if threading.current_thread() is self._thread:
             coroutine.close()
             raise RuntimeError("run_blocking was called from the engine's own event loop; await the coroutine")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:  # cut while waiting (Ctrl-C, a stop signal): the coroutine is cancelled too
+            future.cancel()
+            raise
+
+    def responsive(self, timeout_s: float) -> bool:
+        """Whether the loop runs a step within ``timeout_s`` seconds (False: a coroutine holds it in a long step)."""
+        try:
+            asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop).result(timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
 
 _shared: EventLoopThread | None = None
@@ -42,3 +55,10 @@ def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
         if _shared is None:
             _shared = EventLoopThread()
     return _shared.run(coroutine)
+
+
+def engine_responsive(timeout_s: float) -> bool:
+    """Whether the process-wide engine loop (if started) runs a step within ``timeout_s`` seconds: after a cut
+    :func:`run_blocking`, that its cancelled coroutine no longer holds it."""
+    loop = _shared
+    return loop is None or loop.responsive(timeout_s)

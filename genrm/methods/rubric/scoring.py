@@ -26,6 +26,7 @@ from genrm.methods.rubric.models import Instance, SectionName
 from genrm.methods.rubric.planning import CriterionPlan, RubricPolicy, plan_rubric
 from genrm.methods.rubric.prompts import exposed_plans
 from verifiers import VerifyConfig, expression_workers, uses_workers
+from verifiers.expr_pool import cut_checks
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,12 @@ def _execute_all(
             pool.submit(contextvars.copy_context().run, execute, parsed, plans, verify, response, grounded, evidence)
             for parsed, response in zip(judgements, responses, strict=True)
         ]
-        return [future.result() for future in futures]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:  # cut (Ctrl-C, a stop signal): the checks under way end now, not at their deadlines
+            with cut_checks():
+                pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def plan_instance(instance: Instance, config: ScoringConfig) -> list[CriterionPlan]:
