@@ -23,6 +23,7 @@ answer (``method_options``).
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,30 @@ def set_column_aggregation(args: PolicyRLArguments, training: Any, method: Rewar
                 training.reward_weights, training.multi_objective_aggregation)  # fmt: skip
 
 
+#: Seconds a reward server has to answer the health probe made before training starts.
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe_reward_server(judge: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """For a ``judge`` that is a reward server URL: ask its ``/health`` once, before any model is loaded, so that a
+    server that is not there (or whose judge is down) stops the run in seconds, not after its first steps. Raises
+    :class:`policy_rl.method_reward.JudgeDown` saying which; a judge of another form is not probed here."""
+    if not judge.startswith(("http://", "https://")):
+        return
+    from policy_rl.method_reward import JudgeDown
+    from serving.client import RewardClient, RewardServerError
+
+    try:
+        with RewardClient(judge, api_key=api_key, timeout_s=timeout_s, retries=0) as client:
+            health = client.health()
+    except RewardServerError as exc:
+        raise JudgeDown(f"no reward server answered at {judge} within {timeout_s:g} s ({exc}); start it with "
+                        "genrm serve, or give another judge") from None  # fmt: skip
+    if not health.backend_reachable:
+        raise JudgeDown(f"the reward server at {judge} answers, but its {health.backend} judge cannot be reached: "
+                        f"{health.detail or 'no detail'}")  # fmt: skip
+
+
 def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     """Run GRPO and save the policy; returns the output directory (model, tokenizer, curves, ``log_history.json``).
 
@@ -134,6 +159,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     if not path:
         raise ValueError("model_name_or_path is required (a policy checkpoint directory or a hub id)")
     method = build_method(args)
+    probe_reward_server(args.judge, os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None)
     if args.build_tiny_policy and not Path(path).exists():
         from policy_rl.tiny_policy import save_tiny_policy
 

@@ -66,10 +66,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from serving.app import create_app
     from serving.settings import ServerSettings
 
+    from genrm.cli.judging import checked_checkpoint
+
     try:
         settings = ServerSettings.load(args.config, **given_settings(args, list(ServerSettings.model_fields)))
     except (ValidationError, ValueError) as exc:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    try:
+        checked_checkpoint(settings.judge_spec())  # before the judge is loaded: a mistyped path is one line
+    except ValueError as exc:
+        print(f"genrm serve: cannot make the judge: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     problem = _address_problem(settings.host, settings.port)

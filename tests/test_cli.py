@@ -331,3 +331,83 @@ def test_a_closed_pipe_ends_the_command_quietly():
     _, errors = process.communicate(timeout=120)
     assert first.startswith(b'{"id":')
     assert process.returncode == 141 and b"Traceback" not in errors and b"BrokenPipe" not in errors, errors
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--judge", "transformers:no-such-runs/nope", "--port", "0"],
+        ["score", "datasets/examples/reward_core.jsonl", "--judge", "transformers:no-such-runs/nope"],
+        ["eval", "datasets/judge_synth/test.jsonl", "--judge", "transformers:no-such-runs/nope"],
+    ],
+)
+def test_a_judge_checkpoint_found_neither_here_nor_on_the_hub_is_one_line_before_anything_loads(args):
+    # a name of hub-id form with no such folder here: the local cache is looked in, the hub is not asked (offline)
+    import os
+    import time
+
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "genrm", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    took = time.monotonic() - start
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "no folder 'no-such-runs/nope' here" in line and "HF_HUB_OFFLINE" in line
+    assert took < 30  # about a second on 2 cores; loading a judge first took 20 s
+
+
+def test_a_hub_id_is_looked_for_in_the_cache_and_then_asked_of_the_hub_with_a_timeout(monkeypatch, tmp_path):
+    import httpx
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from genrm.engine.checkpoints import reachable_checkpoint
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda repo, name: None)
+    asked = []
+
+    def not_held(repo, timeout):
+        asked.append(timeout)
+        request = httpx.Request("GET", f"https://huggingface.co/api/models/{repo}")
+        raise RepositoryNotFoundError("404", response=httpx.Response(404, request=request))
+
+    monkeypatch.setattr(huggingface_hub, "model_info", not_held)
+    with pytest.raises(FileNotFoundError, match="the hub holds no model 'org/nope'"):
+        reachable_checkpoint("org/nope", hub_timeout_s=1.5)
+    assert asked == [1.5]
+
+    def unreachable(repo, timeout):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    with pytest.raises(FileNotFoundError, match="could not be asked for a model 'org/nope' within 3 s"):
+        reachable_checkpoint("org/nope")
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda repo, timeout: object())
+    assert reachable_checkpoint("org/held") == "org/held"
+    cached = tmp_path / "config.json"
+    cached.write_text("{}")
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda repo, name: str(cached))
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    assert reachable_checkpoint("org/cached") == "org/cached"  # offline, but a copy is cached
+
+
+def test_rl_against_a_reward_server_that_is_not_there_stops_before_training(tmp_path):
+    import time
+
+    start = time.monotonic()
+    done = _genrm("rl", "--config", "recipes/rl_tiny_cpu.yaml", "--judge", f"http://127.0.0.1:{_free_port()}",
+                  "--output_dir", str(tmp_path / "policy"), "--model_name_or_path", str(tmp_path / "tiny-policy"))  # fmt: skip
+    took = time.monotonic() - start
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "genrm rl: stopped: no reward server answered at http://127.0.0.1:" in done.stderr
+    assert not (tmp_path / "tiny-policy").exists() and took < 50  # nothing built, no step trained (55 s before)

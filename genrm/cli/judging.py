@@ -47,18 +47,34 @@ def argument_threshold_option(parser: argparse.ArgumentParser) -> None:
 
 def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     """The judge the options of :func:`judge_backend_options` name: ``--judge SPEC``, or the spelled-out
-    ``--backend``/``--model``/``--url``. Raises ValueError saying what is missing or contradicts."""
+    ``--backend``/``--model``/``--url``, its checkpoint found (:func:`checked_checkpoint`). Raises ValueError saying
+    what is missing, contradicts or cannot be found."""
     from genrm.engine import JudgeSpec
 
     if args.judge is not None:
         if args.backend is not None or args.model or args.url:
             raise ValueError("--judge names the judge already; drop --backend, --model and --url")
-        return JudgeSpec.parse(args.judge)
-    return JudgeSpec.spelled_out(
+        return checked_checkpoint(JudgeSpec.parse(args.judge))
+    return checked_checkpoint(JudgeSpec.spelled_out(
         args.backend or DEFAULT_BACKEND, args.model, args.url or (),
         "--model (a checkpoint path, or the served model's name)", "--url BASE_URL (ending in /v1)",
         "--backend",
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+def checked_checkpoint(spec: JudgeSpec) -> JudgeSpec:
+    """``spec``, once the checkpoint of a judge run in process is found: a folder here, or a hub model cached or
+    held by the hub (asked with a short timeout). Before anything is loaded, so that a mistyped path is one line in
+    seconds. Raises ValueError saying what was looked for, here and on the hub."""
+    from genrm.engine.backends import backend
+    from genrm.engine.checkpoints import reachable_checkpoint
+
+    if backend(spec.backend).model == "checkpoint" and spec.model:
+        try:
+            reachable_checkpoint(spec.model)
+        except FileNotFoundError as exc:
+            raise ValueError(str(exc)) from None
+    return spec
 
 
 def judge_from_args(

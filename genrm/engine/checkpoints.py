@@ -57,3 +57,39 @@ def checkpoint_path(path: str | os.PathLike[str]) -> str:
     if not _HUB_ID.match(text):
         raise ValueError(f"{text!r:.200} is neither a checkpoint folder nor a model hub id (ORG/NAME)")
     return text
+
+
+#: Seconds a hub lookup of a model id may take before the hub counts as unreachable.
+HUB_TIMEOUT_S = 3.0
+
+
+def reachable_checkpoint(path: str | os.PathLike[str], hub_timeout_s: float = HUB_TIMEOUT_S) -> str:
+    """:func:`checkpoint_path`, and for a hub id, that the model can be had: a copy in the local hub cache, or the
+    hub answering within ``hub_timeout_s`` seconds that it holds it. For a command to call before it loads anything,
+    so that a mistyped name is one line in seconds, not minutes of retries.
+
+    Raises FileNotFoundError saying what was looked for here and on the hub: a folder that does not exist, a model
+    the hub does not hold, a hub that did not answer (or is turned off with ``HF_HUB_OFFLINE``) for a model not
+    cached; ValueError as :func:`checkpoint_path`."""
+    text = checkpoint_path(path)
+    if Path(text).is_dir():
+        return text
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(text, "config.json"), str):
+        return text
+    here = f"no folder {text!r:.200} here (relative to {os.getcwd()})"
+    if constants.HF_HUB_OFFLINE:
+        raise FileNotFoundError(f"{here}, and no copy of the hub model {text!r:.200} in the hub cache "
+                                "(HF_HUB_OFFLINE is set: the hub was not asked)")  # fmt: skip
+    from huggingface_hub import model_info
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        model_info(text, timeout=hub_timeout_s)
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(f"{here}, and the hub holds no model {text!r:.200} (or it is private)") from None
+    except Exception as exc:  # noqa: BLE001 - offline, DNS, TLS, a timeout: the hub cannot say
+        raise FileNotFoundError(f"{here}, and the hub could not be asked for a model {text!r:.200} within "
+                                f"{hub_timeout_s:g} s ({type(exc).__name__}); no copy of it is cached") from None
+    return text
