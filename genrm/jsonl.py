@@ -10,6 +10,7 @@ reader that splits on them cuts a record in two. Every JSONL text the project re
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -64,10 +65,12 @@ class WholeLines:
         self.path = str(path)
         self.raw = open(self.path, {"w": "wb", "a": "ab"}[mode], buffering=0)  # noqa: SIM115 - closed by close()
         self.good = self.raw.seek(0, os.SEEK_END)
+        self.lines = 0  # whole lines this sink wrote
 
     def write(self, text: str) -> int:
         """Write ``text`` (whole lines); returns its characters."""
-        view = memoryview(text.encode("utf-8"))
+        data = text.encode("utf-8")
+        view = memoryview(data)
         try:
             while view:
                 view = view[self.raw.write(view) or 0 :]
@@ -78,7 +81,12 @@ class WholeLines:
                 pass
             name = errno.errorcode.get(exc.errno or 0, "?")
             raise WriteFailed(exc.errno, f"cannot write {self.path}: {exc.strerror} ({name})") from None
-        self.good += len(text.encode("utf-8"))
+        except BaseException:  # Ctrl-C part way: the file still ends on its last whole line
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.raw.fileno(), self.good)
+            raise
+        self.good += len(data)
+        self.lines += text.count("\n")
         return len(text)
 
     def close(self) -> None:

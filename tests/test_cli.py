@@ -411,3 +411,38 @@ def test_rl_against_a_reward_server_that_is_not_there_stops_before_training(tmp_
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "genrm rl: stopped: no reward server answered at http://127.0.0.1:" in done.stderr
     assert not (tmp_path / "tiny-policy").exists() and took < 50  # nothing built, no step trained (55 s before)
+
+
+@pytest.mark.parametrize("after_s", [0.2, 0.6, 1.0, 1.5, 2.5])
+def test_ctrl_c_at_any_moment_of_score_is_one_line_exit_130_and_whole_lines(tmp_path, after_s):
+    # as a terminal sends it: to the whole process group, the expression workers' too, while the command imports,
+    # starts its workers, or scores
+    import os
+    import signal
+    import time
+
+    output = tmp_path / "rewards.jsonl"
+    command = [sys.executable, "-m", "genrm", "score", "datasets/examples/reward_core.jsonl", "-o", str(output), "-q"]
+    started = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(after_s)
+    os.killpg(started.pid, signal.SIGINT)
+    _, err = started.communicate(timeout=60)
+    if started.returncode == 0:  # it had finished: nothing to interrupt
+        return
+    assert started.returncode == 130 and "Traceback" not in err and "zygote" not in err, err
+    (line,) = err.strip().splitlines()
+    written = output.read_text().splitlines() if output.exists() else []
+    assert line in ("genrm: interrupted", f"genrm score: interrupted: {len(written)} whole lines written to {output}")
+    assert all(json.loads(text)["id"] for text in written)  # every line whole
+
+
+def test_score_refuses_an_empty_file_and_a_file_of_judge_examples_in_one_line(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n  \n")
+    blank = _genrm("score", str(empty))
+    assert blank.returncode == 2 and blank.stderr.strip() == (
+        f"genrm score: {empty} holds no instance (the file is empty or blank); give a JSONL file of one instance a line"
+    )
+    examples = _genrm("score", "datasets/judge_synth/test.jsonl")
+    (line,) = examples.stderr.strip().splitlines()
+    assert examples.returncode == 2 and "holds judge examples" in line and "genrm eval reads" in line

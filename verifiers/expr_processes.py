@@ -35,6 +35,11 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _FORK_TIMEOUT_S = 30.0
 
 
+# Workers run in a process group of their own: a terminal's Ctrl-C goes to the command that owns them, which stops
+# them, not to them (each would print a KeyboardInterrupt traceback over the command's one line).
+_OWN_GROUP = 0
+
+
 def _worker_command(memory_mb: int, *extra: str) -> list[str]:
     return [sys.executable, "-u", "-m", "verifiers._expr_worker", "--memory-mb", str(memory_mb), *extra]
 
@@ -133,7 +138,8 @@ class SubprocessLauncher:
     def launch(self) -> Worker:
         """A new worker process, started and warmed up."""
         proc = subprocess.Popen(
-            _worker_command(self.memory_mb), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_env()
+            _worker_command(self.memory_mb), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_env(),
+            process_group=_OWN_GROUP,
         )
 
         def stop() -> None:
@@ -177,6 +183,7 @@ class ZygoteLauncher:
                 stdout=subprocess.DEVNULL,
                 pass_fds=[theirs.fileno()],
                 env=_worker_env(),
+                process_group=_OWN_GROUP,
             )
         except BaseException:
             ours.close()

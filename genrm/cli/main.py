@@ -103,10 +103,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from genrm.engine import BackendUnavailable, run_blocking
     from genrm.jsonl import WholeLines, WriteFailed
     from genrm.methods import MethodConfig
-    from genrm.methods.score_file import score_file
+    from genrm.methods.score_file import input_problem, score_file
     from genrm.methods.settings import RewardSettings, reward_settings
     from verifiers import VerifyConfig
 
+    problem = None if args.input == "-" else input_problem(args.input)
+    if problem is not None:  # before the judge is made: a model takes seconds to load
+        print(f"genrm score: {problem}", file=sys.stderr)
+        return 2
     try:
         settings = reward_settings(given_settings(args, list(RewardSettings.model_fields)))
         config = MethodConfig(exposure=settings.exposure, check_format=not args.no_format_check,
@@ -140,6 +144,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         except WriteFailed as exc:
             print(f"genrm score: {exc.strerror}; the lines before it are whole", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            where = "" if args.output == "-" else f": {sink.lines} whole lines written to {args.output}"  # type: ignore[union-attr]
+            print(f"genrm score: interrupted{where}", file=sys.stderr)
+            return 130
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     shortfall = summary.shortfall(args.min_judged)

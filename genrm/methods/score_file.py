@@ -162,6 +162,32 @@ def _instances_in(source: IO[str]) -> int | None:
     return count
 
 
+#: Keys that mark a line of labelled judge examples (one response and its labels), which ``genrm eval`` and the
+#: judge's training read, not ``genrm score``.
+_JUDGE_EXAMPLE_KEYS = frozenset({"labels", "response"})
+
+
+def input_problem(path: str) -> str | None:
+    """Why the instance file ``path`` cannot be what ``genrm score`` reads, seen from its first non-blank line
+    (None when it may be: each line is checked as it is scored): a file that holds no line, or one of judge examples.
+    Reads one line at most (bounded)."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            first = next((line for line in bounded_lines(source, MAX_LINE_CHARS) if line.strip()), None)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # said, with its line number, when it is read
+    if first is None:
+        return f"{path} holds no instance (the file is empty or blank); give a JSONL file of one instance a line"
+    try:
+        keys = set(json.loads(first)) if first.lstrip().startswith("{") else set()
+    except (ValueError, RecursionError):
+        return None
+    if _JUDGE_EXAMPLE_KEYS <= keys and "responses" not in keys:
+        return (f"{path} holds judge examples (one response with its labels a line), which genrm eval reads; "
+                "genrm score reads instances (a prompt, a rubric and the responses to score)")
+    return None
+
+
 def score_file(
     source: IO[str], sink: IO[str], method: RewardMethod, judge: Judge, progress: bool = True,
     records: IO[str] | None = None,
