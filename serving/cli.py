@@ -62,11 +62,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from genrm.cli.judging import checked_checkpoint
     from genrm.cli.settings import given_settings
     from serving.app import create_app
     from serving.settings import ServerSettings
-
-    from genrm.cli.judging import checked_checkpoint
 
     try:
         settings = ServerSettings.load(args.config, **given_settings(args, list(ServerSettings.model_fields)))

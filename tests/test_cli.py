@@ -405,8 +405,9 @@ def test_rl_against_a_reward_server_that_is_not_there_stops_before_training(tmp_
     import time
 
     start = time.monotonic()
-    done = _genrm("rl", "--config", "recipes/rl_tiny_cpu.yaml", "--judge", f"http://127.0.0.1:{_free_port()}",
-                  "--output_dir", str(tmp_path / "policy"), "--model_name_or_path", str(tmp_path / "tiny-policy"))  # fmt: skip
+    judge = f"http://127.0.0.1:{_free_port()}"
+    done = _genrm("rl", "--config", "recipes/rl_tiny_cpu.yaml", "--judge", judge, "--output_dir",
+                  str(tmp_path / "policy"), "--model_name_or_path", str(tmp_path / "tiny-policy"))  # fmt: skip
     took = time.monotonic() - start
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "genrm rl: stopped: no reward server answered at http://127.0.0.1:" in done.stderr
@@ -440,9 +441,8 @@ def test_score_refuses_an_empty_file_and_a_file_of_judge_examples_in_one_line(tm
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n  \n")
     blank = _genrm("score", str(empty))
-    assert blank.returncode == 2 and blank.stderr.strip() == (
-        f"genrm score: {empty} holds no instance (the file is empty or blank); give a JSONL file of one instance a line"
-    )
+    assert blank.returncode == 2 and blank.stderr.strip() == (f"genrm score: {empty} holds no instance (the file is "
+                                                              "empty or blank); give a JSONL file of one instance a line")
     examples = _genrm("score", "datasets/judge_synth/test.jsonl")
     (line,) = examples.stderr.strip().splitlines()
     assert examples.returncode == 2 and "holds judge examples" in line and "genrm eval reads" in line
