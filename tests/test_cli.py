@@ -441,7 +441,10 @@ def test_score_refuses_an_empty_file_and_a_file_of_judge_examples_in_one_line(tm
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n  \n")
     blank = _genrm("score", str(empty))
-    said = f"genrm score: {empty} holds no instance (the file is empty or blank); give a JSONL file of one instance a line"
+    said = (
+        f"genrm score: {empty} holds no instance (the file is empty or blank); "
+        "give a JSONL file of one instance a line"
+    )
     assert blank.returncode == 2 and blank.stderr.strip() == said
     examples = _genrm("score", "datasets/judge_synth/test.jsonl")
     (line,) = examples.stderr.strip().splitlines()

@@ -138,7 +138,10 @@ class SubprocessLauncher:
     def launch(self) -> Worker:
         """A new worker process, started and warmed up."""
         proc = subprocess.Popen(
-            _worker_command(self.memory_mb), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_env(),
+            _worker_command(self.memory_mb),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_worker_env(),
             process_group=_OWN_GROUP,
         )
 

@@ -90,6 +90,8 @@ def reachable_checkpoint(path: str | os.PathLike[str], hub_timeout_s: float = HU
     except RepositoryNotFoundError:
         raise FileNotFoundError(f"{here}, and the hub holds no model {text!r:.200} (or it is private)") from None
     except Exception as exc:  # noqa: BLE001 - offline, DNS, TLS, a timeout: the hub cannot say
-        raise FileNotFoundError(f"{here}, and the hub could not be asked for a model {text!r:.200} within "
-                                f"{hub_timeout_s:g} s ({type(exc).__name__}); no copy of it is cached") from None
+        raise FileNotFoundError(
+            f"{here}, and the hub could not be asked for a model {text!r:.200} within "
+            f"{hub_timeout_s:g} s ({type(exc).__name__}); no copy of it is cached"
+        ) from None
     return text

@@ -183,8 +183,10 @@ def input_problem(path: str) -> str | None:
     except (ValueError, RecursionError):
         return None
     if _JUDGE_EXAMPLE_KEYS <= keys and "responses" not in keys:
-        return (f"{path} holds judge examples (one response with its labels a line), which genrm eval reads; "
-                "genrm score reads instances (a prompt, a rubric and the responses to score)")
+        return (
+            f"{path} holds judge examples (one response with its labels a line), which genrm eval reads; "
+            "genrm score reads instances (a prompt, a rubric and the responses to score)"
+        )
     return None
 
 
