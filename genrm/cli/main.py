@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from genrm import __version__
 from genrm.cli.lists import ListValues
@@ -182,7 +183,7 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``genrm`` command and its subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="genrm", description="A self-hosted generative reward model stack: verifiers, judge, reward server."
     )
     parser.add_argument("--version", action="version", version=f"genrm {__version__}")
@@ -289,6 +290,25 @@ def make_parser() -> argparse.ArgumentParser:
     register_pairs(sub)
     _register_plugins(sub)
     return parser
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line naming the command and where its help is, without the
+    usage block first (59 lines for ``genrm serve``); its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (PROG --help ...)`` on standard error and exit 2."""
+        missing = message.removeprefix("the following arguments are required: ")
+        if missing != message:  # argparse names positionals by their dest (``job, rest``), which says nothing
+            message = "missing " + " ".join(self._shown(name) for name in missing.split(", ") if name != "rest")
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the options)\n")
+
+    def _shown(self, name: str) -> str:
+        for action in self._actions:
+            if name in (action.dest, action.metavar):
+                shown = str(action.metavar or action.dest.upper())
+                return f"{shown} (one of: {', '.join(map(str, action.choices))})" if action.choices else shown
+        return name
 
 
 def _register_plugins(sub: argparse._SubParsersAction) -> None:
