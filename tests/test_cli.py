@@ -167,7 +167,8 @@ def test_an_unknown_option_is_refused_by_its_subcommand_with_the_closest_one(arg
         ([], "genrm: error: missing COMMAND (one of: verify, verifiers, score,"),
         (["train"], "genrm train: error: missing JOB (one of: sft, rlvr) (genrm train --help lists the options)"),
         (["score"], "genrm score: error: missing INPUT.jsonl (genrm score --help lists the options)"),
-        (["serve", "--prot", "5"], "genrm serve: error: unrecognized arguments: --prot 5 (--prot: did you mean --port?)"),
+        (["serve", "--prot", "5"],
+         "genrm serve: error: unrecognized arguments: --prot 5 (--prot: did you mean --port?)"),
     ],
 )  # fmt: skip
 def test_a_missing_argument_is_one_line_naming_what_is_missing(args, said):
