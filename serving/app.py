@@ -26,6 +26,7 @@ says why; nothing is ever turned into a reward of 0 or 1.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -100,9 +101,11 @@ def create_app(
         await anyio.to_thread.run_sync(warm_up)
         logger.info("reward server ready: method %s, judge %s, exposure %s", method.name, judge.name,
                     settings.exposure)  # fmt: skip
+        probe = asyncio.ensure_future(_say_if_judge_unreachable(judge))  # held: the loop keeps weak references
         try:
             yield
         finally:
+            probe.cancel()
             # the server cancelled the requests still under way: each is answered 503 before anything they use closes
             await in_flight.settled(_SETTLE_S)
             if state.gatherer is not None:
@@ -134,3 +137,14 @@ def create_app(
     if isinstance(method, AnswersJudgePayloads):
         app.include_router(judge_payload_router(method))
     return app
+
+
+async def _say_if_judge_unreachable(judge: Judge) -> None:
+    """Warn once at start when the judge cannot be reached: every request that needs it is a 503 until it can."""
+    try:
+        reachable, detail = await judge.health()
+    except Exception as exc:  # noqa: BLE001 - a probe that fails says the same as one that answers no
+        reachable, detail = False, f"{type(exc).__name__}: {exc}"
+    if not reachable:
+        logger.warning("the %s judge cannot be reached now (%s): requests that need it are answered 503 until it "
+                       "can; /health says when it is back", judge.name, detail or "no detail")  # fmt: skip

@@ -8,6 +8,7 @@ read. What a route refuses is a :class:`serving.errors.RequestError`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hmac
 import json
 import logging
@@ -27,6 +28,17 @@ ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message],
 ENDPOINTS = frozenset({"/v1/score", "/v1/verify", "/get_reward", "/health", "/metrics"})
 _OPEN_PATHS = frozenset({"/health"})
 _LOGGED_DETAIL = 1000  # bytes of a refusal's answer written to the log
+# Probes a load balancer sends every few seconds: their access lines are debug, not info.
+_QUIET_PATHS = frozenset({"/health", "/metrics"})
+# The groups the request under way holds, as its route counted them (for its access line).
+_groups: contextvars.ContextVar[list[int | None] | None] = contextvars.ContextVar("request_groups", default=None)
+
+
+def note_groups(count: int) -> None:
+    """Say that the request under way holds ``count`` groups (shown in its access line)."""
+    holder = _groups.get()
+    if holder is not None:
+        holder[0] = count
 
 
 class InFlight:
@@ -94,6 +106,8 @@ class Guard:
             return
 
         refused, whole = [False], [False]
+        groups: list[int | None] = [None]
+        _groups.set(groups)
         length = int(declared) if declared is not None and declared.isdigit() else None
         loop = asyncio.get_running_loop()
         head_at = loop.time()
@@ -151,6 +165,8 @@ class Guard:
             self._count(endpoint, status[0], start)
             if status[0] >= 400 and not refused[0]:
                 _log_refusal(scope, status[0], bytes(error_body))
+            elif status[0] < 400:
+                _log_access(scope, status[0], time.perf_counter() - start, groups[0])
 
     async def _too_large(self, scope: Scope, send: Any, status: list[int]) -> None:
         await _send_error(send, status, 413, "body", f"body larger than {self.max_bytes} bytes", "too_large")
@@ -210,6 +226,18 @@ class RefusalLog:
 
 
 _log_refusal = RefusalLog()
+
+
+def _log_access(scope: Scope, status: int, seconds: float, groups: int | None) -> None:
+    """One line per answered request: method, path, status, milliseconds and groups (refusals have their own)."""
+    path = scope.get("path", "?")
+    level = logging.DEBUG if path in _QUIET_PATHS else logging.INFO
+    if not access_logger.isEnabledFor(level):
+        return
+    client = scope.get("client") or ("?", 0)
+    held = "" if groups is None else f" {groups} group{'s' if groups != 1 else ''}"
+    access_logger.log(level, "%s %s %d %.0f ms%s from %s:%s", scope.get("method", "?"), path, status,
+                      seconds * 1000, held, client[0], client[1])  # fmt: skip
 
 
 async def _send_error(

@@ -22,6 +22,7 @@ from genrm.methods.run import judge_prepared
 from serving.errors import RequestError
 from serving.fair_slots import FairSlots
 from serving.group_checks import WHERE, check_limits, mark_replaced, prepare_safely
+from serving.guard import note_groups
 from serving.image_workers import ImageDecoders
 from serving.images import ImageRefused, ImageResolver
 from serving.judge_cost import plan_request
@@ -217,6 +218,7 @@ class ServerState:
         if outcome[0] != "ok":
             raise RuntimeError(f"a scoring worker failed: {outcome[-1]}")
         _, answer, lines, counts = outcome
+        note_groups(len(counts))
         for rewards, tally in counts:
             self.metrics.observe_group(rewards, tally)
         if lines is not None and self.log is not None:

@@ -1,6 +1,8 @@
 """The reward server in process (ASGI transport, lifespan run): endpoints, limits, auth, errors, log, metrics."""
 
+import asyncio
 import json
+import re
 import time
 from contextlib import asynccontextmanager
 
@@ -324,3 +326,34 @@ async def test_judge_cost_planning_stops_once_the_request_is_over_the_limit(monk
     message = refused.json()["detail"][0]["msg"]
     assert refused.status_code == 413 and f"at least {len(GROUP['responses'])} calls" in message, refused.text
     assert len(planned) == 1  # the 49 other groups were never planned
+
+
+async def test_each_answered_request_is_one_access_line_and_an_unreachable_judge_is_said_at_start(caplog):
+    import logging
+    import socket
+
+    from test_score_workers import LARGE
+
+    caplog.set_level(logging.DEBUG, logger="genrm.serving")
+    async with served(ServerSettings(score_workers=1)) as http:
+        await http.post("/v1/score", json={"groups": [GROUP, dict(GROUP, id="g2")]})
+        await http.post("/v1/score", json={"groups": [LARGE]})  # scored in a worker: its groups counted there
+        await http.get("/health")
+    lines = [r.getMessage() for r in caplog.records if r.name == "genrm.serving.access"]
+    assert re.fullmatch(r"POST /v1/score 200 \d+ ms 2 groups from .*", lines[0]), lines
+    assert re.fullmatch(r"POST /v1/score 200 \d+ ms 1 group from .*", lines[1]), lines
+    health = [r for r in caplog.records if "GET /health 200" in r.getMessage()]
+    assert health and health[0].levelno == logging.DEBUG  # a probe's line is not shown at the default level
+    assert not [r for r in caplog.records if "cannot be reached" in r.getMessage()]  # the rule judge is always there
+
+    caplog.clear()
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    async with served(ServerSettings(judge=f"openai:m@http://127.0.0.1:{port}/v1")) as http:
+        for _ in range(100):  # the warning comes from a probe started with the server
+            if any("cannot be reached" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+    (warning,) = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
+    assert warning.levelno == logging.WARNING and "the openai judge cannot be reached now" in warning.getMessage()

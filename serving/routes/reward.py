@@ -22,6 +22,7 @@ from serving.disconnect import watch_disconnect
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.group_checks import check_group_count, check_limits, prepare_groups
+from serving.guard import note_groups
 from serving.openrlhf import QueryError, openrlhf_groups
 from serving.payloads import ErrorResponse, RewardRequest, RewardResponse, json_response
 from serving.state import ServerState, State
@@ -122,6 +123,7 @@ async def get_reward(
     except QueryError as exc:
         raise RequestError(422, exc.loc, str(exc), exc.kind) from None
     check_group_count(state.settings, len(groups), _WHERE)
+    note_groups(len(groups))
     shares = await (
         _gathered(state, groups, request)
         if state.gatherer is not None

@@ -14,6 +14,7 @@ from serving.answers import answer_limit, bounded_answer
 from serving.bodies import body_bytes, body_openapi, request_tenant, validated_body
 from serving.disconnect import unless_client_leaves
 from serving.group_checks import WHERE, check_group_count
+from serving.guard import note_groups
 from serving.payloads import score_request_model, score_response_model
 from serving.score_workers import scored_inline
 from serving.state import State
@@ -39,6 +40,7 @@ def score_router(method: RewardMethod) -> APIRouter:
             groups = body.groups  # type: ignore[attr-defined]
             if workers is None or scored_inline(len(raw), sum(len(group.responses) for group in groups)):
                 check_group_count(state.settings, len(groups), WHERE)
+                note_groups(len(groups))
                 results = await state.score(groups, WHERE, tenant=tenant)
                 settings = state.settings
                 limit = answer_limit(len(raw), settings.max_answer_ratio, settings.max_answer_bytes)
