@@ -35,7 +35,7 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     from policy_rl.method_reward import JudgeDown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    read = read_recipe(rl_parser(), args.rest, "genrm rl", _EXAMPLE)
+    read = read_recipe(rl_parser, args.rest, "genrm rl", _EXAMPLE)
     if read is None:
         return 2
     rl_args, training, model = read

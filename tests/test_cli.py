@@ -466,3 +466,24 @@ def test_score_refuses_an_empty_file_and_a_file_of_judge_examples_in_one_line(tm
     examples = _genrm("score", "datasets/judge_synth/test.jsonl")
     (line,) = examples.stderr.strip().splitlines()
     assert examples.returncode == 2 and "holds judge examples" in line and "genrm eval reads" in line
+
+
+@pytest.mark.parametrize("command", [["train", "sft"], ["train", "rlvr"], ["rl"], ["pairs", "train"]])
+def test_a_recipe_mistake_is_one_line_and_the_cheap_ones_come_before_trl_is_imported(command, tmp_path):
+    import time
+
+    start = time.monotonic()
+    bare, missing = _genrm(*command), _genrm(*command, "--config", str(tmp_path / "nope.yaml"))
+    cheap_s = (time.monotonic() - start) / 2
+    for done in (bare, missing):
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert cheap_s < 4.0  # about 0.5 s on 2 cores: no torch, no TRL (16-23 s when they came first)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("max_step: 20\nlearning_rat: 0.1\n")
+    typo = _genrm(*command, "--config", str(recipe))
+    (line,) = typo.stderr.strip().splitlines()
+    assert typo.returncode == 2 and f"the recipe {recipe} has keys that genrm {' '.join(command)} does not take" in line
+    assert "'max_step' (did you mean 'max_steps'?)" in line and "'learning_rat' (did you mean 'learning_rate'?)" in line
+    recipe.write_text("- a list\n")
+    listed = _genrm(*command, "--config", str(recipe))
+    assert listed.returncode == 2 and "is not a mapping of fields" in listed.stderr

@@ -59,7 +59,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from genrm.training.pairwise_grpo import run_swap_grpo
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    read = read_recipe(pairs_train_parser(), args.rest, "genrm pairs train", _TRAIN_EXAMPLE)
+    read = read_recipe(pairs_train_parser, args.rest, "genrm pairs train", _TRAIN_EXAMPLE)
     if read is None:
         return 2
     (arguments,) = read

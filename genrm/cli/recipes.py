@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from genrm.cli.paths import input_file
@@ -80,20 +81,67 @@ def _config_problem(rest: list[str]) -> str | None:
     return None
 
 
-def read_recipe(parser: Any, rest: list[str], command: str, example: str) -> tuple | None:
-    """The dataclasses ``parser`` fills from ``rest`` (a recipe and flags); None after one line on standard error
-    when there are no arguments, the recipe is not a readable file, or TRL refuses a setting (an unknown field, bf16
-    on a machine without a GPU)."""
+def _recipe_path(rest: list[str]) -> str | None:
+    for index, arg in enumerate(rest):
+        if arg == "--config" and index + 1 < len(rest):
+            return rest[index + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _recipe_key_problem(parser: Any, rest: list[str]) -> str | None:
+    """What is wrong with the keys of the recipe ``rest`` names (a key that is no field of ``parser``, with the
+    closest field; a file that is not a mapping), or None; the file itself was checked before."""
+    import difflib
+
+    import yaml
+
+    path = _recipe_path(rest)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            recipe = yaml.safe_load(handle)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return f"the recipe {path} cannot be read as YAML: {' '.join(str(exc).split())[:300]}"
+    if recipe is None:
+        return f"the recipe {path} is empty: give its fields as key: value lines"
+    if not isinstance(recipe, dict):
+        return f"the recipe {path} is not a mapping of fields (key: value lines)"
+    fields = {action.dest for action in parser._actions if action.option_strings}
+    unknown = [str(key) for key in recipe if str(key) not in fields and key != "env"]  # env: TRL's variables
+    if not unknown:
+        return None
+    said = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.75)
+        said.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (f"the recipe {path} has {'keys' if len(said) > 1 else 'a key'} that {parser.prog} does not take: "
+            f"{', '.join(said)} ({parser.prog} --help-all lists every field)")
+
+
+def read_recipe(make_parser: Callable[[], Any], rest: list[str], command: str, example: str) -> tuple | None:
+    """The dataclasses the parser ``make_parser()`` makes fills from ``rest`` (a recipe and flags); None after one
+    line on standard error when there are no arguments, the recipe is not a readable file, has a key that is no
+    field, or TRL refuses a setting (bf16 on a machine without a GPU). The first two are found before the parser is
+    made (it imports TRL: seconds)."""
     if not rest:
         print(f"{command}: give a recipe: {example} (--help lists the fields)", file=sys.stderr)
         return None
+    asks_help = "--help-all" in rest or "-h" in rest or "--help" in rest
+    problem = None if asks_help else _config_problem(rest)
+    if problem:
+        print(f"{command}: error: {problem}", file=sys.stderr)
+        return None
+    parser = make_parser()
     if "--help-all" in rest:
         parser.print_help()
         raise SystemExit(0)
-    if "-h" in rest or "--help" in rest:
+    if asks_help:
         print(short_help(parser))
         raise SystemExit(0)
-    problem = _config_problem(rest)
+    problem = _recipe_key_problem(parser, rest)
     if problem:
         print(f"{command}: error: {problem}", file=sys.stderr)
         return None

@@ -33,13 +33,13 @@ def train_parser(job: str) -> Any:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.job == "sft":
+    read = read_recipe(lambda: train_parser(args.job), args.rest, f"genrm train {args.job}", _EXAMPLES[args.job])
+    if read is None:
+        return 2
+    if args.job == "sft":  # imported once the recipe is read: torch and TRL take seconds
         from genrm.training.sft import run_sft as run
     else:
         from genrm.training.rlvr import run_rlvr as run
-    read = read_recipe(train_parser(args.job), args.rest, f"genrm train {args.job}", _EXAMPLES[args.job])
-    if read is None:
-        return 2
     try:
         run(*read)
     except (ValueError, FileNotFoundError) as exc:  # bad data or a recipe that does not fit the model
