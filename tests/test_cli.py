@@ -482,8 +482,9 @@ def test_a_recipe_mistake_is_one_line_and_the_cheap_ones_come_before_trl_is_impo
     recipe.write_text("max_step: 20\nlearning_rat: 0.1\n")
     typo = _genrm(*command, "--config", str(recipe))
     (line,) = typo.stderr.strip().splitlines()
-    assert typo.returncode == 2 and f"the recipe {recipe} has keys that genrm {' '.join(command)} does not take" in line
-    assert "'max_step' (did you mean 'max_steps'?)" in line and "'learning_rat' (did you mean 'learning_rate'?)" in line
+    assert typo.returncode == 2 and f"recipe {recipe} has keys that genrm {' '.join(command)} does not take" in line
+    assert "'max_step' (did you mean 'max_steps'?)" in line
+    assert "'learning_rat' (did you mean 'learning_rate'?)" in line
     recipe.write_text("- a list\n")
     listed = _genrm(*command, "--config", str(recipe))
     assert listed.returncode == 2 and "is not a mapping of fields" in listed.stderr

@@ -117,8 +117,10 @@ def _recipe_key_problem(parser: Any, rest: list[str]) -> str | None:
     for key in unknown:
         close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.75)
         said.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return (f"the recipe {path} has {'keys' if len(said) > 1 else 'a key'} that {parser.prog} does not take: "
-            f"{', '.join(said)} ({parser.prog} --help-all lists every field)")
+    return (
+        f"the recipe {path} has {'keys' if len(said) > 1 else 'a key'} that {parser.prog} does not take: "
+        f"{', '.join(said)} ({parser.prog} --help-all lists every field)"
+    )
 
 
 def read_recipe(make_parser: Callable[[], Any], rest: list[str], command: str, example: str) -> tuple | None:
