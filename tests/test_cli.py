@@ -488,3 +488,10 @@ def test_a_recipe_mistake_is_one_line_and_the_cheap_ones_come_before_trl_is_impo
     recipe.write_text("- a list\n")
     listed = _genrm(*command, "--config", str(recipe))
     assert listed.returncode == 2 and "is not a mapping of fields" in listed.stderr
+
+
+def test_a_reward_server_url_given_to_score_says_what_score_takes():
+    done = _genrm("score", "datasets/examples/reward_core.jsonl", "--judge", "http://127.0.0.1:8000")
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "is a bare URL: this command runs the judge itself" in line
+    assert "sglang:MODEL@URL/v1" in line and "genrm rl" in line

@@ -54,6 +54,11 @@ def judge_spec_from_args(args: argparse.Namespace) -> JudgeSpec:
     if args.judge is not None:
         if args.backend is not None or args.model or args.url:
             raise ValueError("--judge names the judge already; drop --backend, --model and --url")
+        if args.judge.startswith(("http://", "https://")) and "@" not in args.judge:
+            # genrm rl takes a reward server's URL; here the judge is run from this command
+            raise ValueError(f"--judge {args.judge!r:.100} is a bare URL: this command runs the judge itself, so give "
+                             "the judge's model and endpoint, sglang:MODEL@URL/v1 or openai:MODEL@URL/v1 (a reward "
+                             "server's URL is what genrm rl and the policy's reward functions take)")  # fmt: skip
         return checked_checkpoint(JudgeSpec.parse(args.judge))
     return checked_checkpoint(JudgeSpec.spelled_out(
         args.backend or DEFAULT_BACKEND, args.model, args.url or (),
