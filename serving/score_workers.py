@@ -64,7 +64,8 @@ _HEAVY_NICE, _LIGHT_NICE = 10, 5
 _LIGHT_READY = 1
 # How long a worker told to stop its request has to answer before it is killed; and, once stopped, how long its engine
 # loop has to be free of the cut request before the worker is no longer trusted.
-_STOP_GRACE_S, _STOP_SETTLE_S = 0.3, 0.2
+# Both are far above what a stop takes (milliseconds) so that a loaded machine is not taken for a stuck worker.
+_STOP_GRACE_S, _STOP_SETTLE_S = 1.0, 1.0
 # A worker that holds this much more memory than when it started leaves after its request: the memory a large
 # request took is not given back to the system while the process lives.
 _RETIRE_GROWTH = 256 * 2**20

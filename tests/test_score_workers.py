@@ -106,8 +106,9 @@ async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_s
 
     from slow_expressions import slow_sum
 
-    # heavy: over score_light_bytes, 4 checks that each run to the 5 s deadline (20 s in all, on the one heavy worker)
-    heavy = dict(LARGE, id="heavy", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 8_000 for k in range(4)])
+    # heavy: over score_light_bytes, 12 checks that each run to the 5 s deadline (on the one heavy worker, until the
+    # request's verifier budget of 30 s is spent); its client leaves once the test is done with it
+    heavy = dict(LARGE, id="heavy", responses=[f"\\boxed{{{slow_sum(k)}}} " + "and so on " * 3_000 for k in range(12)])
     # light by its size, heavy by its work: 2 slow checks run past the 0.5 s slice, then among the heavy
     sly = dict(LARGE, id="sly", responses=[f"\\boxed{{{slow_sum(10 + k)}}} " + "and so on " * 800 for k in range(2)])
     light_size = ServerSettings().score_light_bytes
@@ -118,7 +119,7 @@ async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_s
         state = http._transport.app.state.server  # type: ignore[attr-defined]
         await asyncio.to_thread(state.score_workers.start)
         (light_worker,) = state.score_workers._light._idle
-        held = asyncio.ensure_future(http.post("/v1/score", json={"groups": [heavy]}, timeout=120))
+        held = asyncio.ensure_future(http.post("/v1/score", json={"groups": [heavy]}, timeout=600))
         await asyncio.sleep(1.0)  # the heavy request holds the heavy lane's worker
         light = await http.post("/v1/score", json={"groups": [LARGE]})
         heavy_running_when_light_answered = not held.done()
@@ -128,13 +129,17 @@ async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_s
         sly_waiting_when_light_answered = not moved.done()
         # the light lane's worker stopped the request past its slice in place: the same process took the next one
         light_worker_kept = state.score_workers._light._idle == [light_worker] and light_worker.process.is_alive()
-        held, moved = await held, await moved
+        held.cancel()  # the heavy request's client leaves: its worker stops it, and the sly one is scored there
+        await asyncio.gather(held, return_exceptions=True)
+        moved = await moved
     assert light.status_code == 200 and light.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
-    assert heavy_running_when_light_answered and sly_waiting_when_light_answered and light_worker_kept
-    assert light_again.status_code == 200 and held.status_code == 200 and moved.status_code == 200
+    assert heavy_running_when_light_answered
+    assert sly_waiting_when_light_answered
+    assert light_worker_kept
+    assert light_again.status_code == 200 and moved.status_code == 200
     assert len(moved.json()["groups"][0]["rewards"]) == 2
-    # each answered request is logged once: the attempt stopped in the light lane left nothing
-    assert sorted(record["instance"]["id"] for record in read_records(log)) == ["again", "heavy", "large", "sly"]
+    # each answered request is logged once: the attempt stopped in the light lane left nothing, nor the heavy one
+    assert sorted(record["instance"]["id"] for record in read_records(log)) == ["again", "large", "sly"]
 
 
 def _echo(connection, delay_s: float) -> None:
@@ -197,7 +202,7 @@ def _stoppable(connection, honours_stop: bool) -> None:
 
 @pytest.mark.parametrize("honours_stop", [True, False])
 def test_a_worker_told_to_stop_its_request_is_kept_and_one_that_does_not_is_killed(honours_stop):
-    workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _stoppable, (honours_stop,), 0.3)
+    workers = WorkerProcesses(lambda: multiprocessing.get_context("fork"), _stoppable, (honours_stop,), 1.0)
     try:
         assert workers.call("a", 10.0) == "a"
         (first,) = workers._idle
