@@ -354,6 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _refuse_unknown(parser, args, unknown)
     except SystemExit as stop:  # argparse has printed the usage error or the help; the code is what it exits with
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
+    except KeyboardInterrupt:  # Ctrl-C while the commands' modules are imported
+        print("genrm: interrupted", file=sys.stderr)
+        return 130
     try:
         return args.handler(args)
     except ValueError as exc:  # configuration values out of range, e.g. --deadline 0
