@@ -1,5 +1,5 @@
 """``python -m genrm``: the same command line as ``genrm``."""
 
-from genrm.cli import main
+from genrm.cli.main import entry
 
-raise SystemExit(main())
+entry()

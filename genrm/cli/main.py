@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -371,3 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command a closed pipe stopped
+
+
+def entry() -> NoReturn:
+    """The ``genrm`` console script and ``python -m genrm``: :func:`main`, then exit with its code. A Ctrl-C that
+    comes while the process exits, its work done, is ignored (it would end the process by the signal, with no line)."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
