@@ -447,9 +447,14 @@ def test_ctrl_c_at_any_moment_of_score_is_one_line_exit_130_and_whole_lines(tmp_
     _, err = started.communicate(timeout=60)
     if started.returncode == 0:  # it had finished: nothing to interrupt
         return
-    assert started.returncode == 130 and "Traceback" not in err and "zygote" not in err, err
-    (line,) = err.strip().splitlines()
+    # 130, or ended by the signal itself (a shell's $? says 130 for both), which Python does for a Ctrl-C it meets
+    # while it starts
+    assert started.returncode in (130, -signal.SIGINT) and "Traceback" not in err and "zygote" not in err, err
     written = output.read_text().splitlines() if output.exists() else []
+    if not err.strip():  # ended by the signal before any of genrm's code ran: nothing to say, nothing written
+        assert started.returncode == -signal.SIGINT and not written
+        return
+    (line,) = err.strip().splitlines()
     assert line in ("genrm: interrupted", f"genrm score: interrupted: {len(written)} whole lines written to {output}")
     assert all(json.loads(text)["id"] for text in written)  # every line whole
 
