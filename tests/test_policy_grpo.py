@@ -90,7 +90,12 @@ def test_grpo_steps_against_a_tiny_judge_through_the_reward_server(tiny_policy, 
     assert all(0.0 <= e["rubric/raw_essential"] <= 1.0 for e in logged)
 
 
-def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_policy, tmp_path, capsys):
+def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_policy, tmp_path, capsys, monkeypatch):
+    # a server that answered the probe at the start and is gone by the first batch (one not there at the start
+    # stops the run before anything is built: test_cli)
+    import policy_rl.grpo
+
+    monkeypatch.setattr(policy_rl.grpo, "probe_reward_server", lambda *args, **kwargs: None)
     out = tmp_path / "rl"
     args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
             "--output_dir", str(out), "--judge", f"http://127.0.0.1:{_free_port()}", "--max_steps", "5"]  # fmt: skip
