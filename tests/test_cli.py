@@ -447,8 +447,8 @@ def test_ctrl_c_at_any_moment_of_score_is_one_line_exit_130_and_whole_lines(tmp_
     _, err = started.communicate(timeout=60)
     if started.returncode == 0:  # it had finished: nothing to interrupt
         return
-    # 130, or ended by the signal itself (a shell's $? says 130 for both), which Python does for a Ctrl-C it meets
-    # while it starts
+    # 130, or ended by the signal itself (a shell's $? says 130 for both): CPython ends so at exit, after the line,
+    # when the Ctrl-C met code a library ran through the C API's PyRun functions, or before any of genrm's code ran
     assert started.returncode in (130, -signal.SIGINT) and "Traceback" not in err and "zygote" not in err, err
     written = output.read_text().splitlines() if output.exists() else []
     if not err.strip():  # ended by the signal before any of genrm's code ran: nothing to say, nothing written

@@ -98,6 +98,19 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    sinks: list = []  # the output once it is open, for the count an interrupt reports
+    try:
+        return _score(args, sinks)
+    except KeyboardInterrupt:  # at any moment: while the judge is made, the files opened, or the lines scored
+        if args.output == "-":
+            print("genrm score: interrupted", file=sys.stderr)
+        else:
+            written = sinks[0].lines if sinks else 0
+            print(f"genrm score: interrupted: {written} whole lines written to {args.output}", file=sys.stderr)
+        return 130
+
+
+def _score(args: argparse.Namespace, sinks: list) -> int:
     import contextlib
 
     from genrm.cli.judging import judge_from_args
@@ -131,6 +144,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             source = sys.stdin if args.input == "-" else stack.enter_context(open(args.input, encoding="utf-8"))
             # every line is written whole or cut back: a full disk leaves no torn last line
             sink = sys.stdout if args.output == "-" else stack.enter_context(WholeLines(args.output))
+            sinks.append(sink)
             records = None
             if args.record_log is not None:
                 records = stack.enter_context(WholeLines(args.record_log, "a"))
@@ -146,10 +160,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
         except WriteFailed as exc:
             print(f"genrm score: {exc.strerror}; the lines before it are whole", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
-            where = "" if args.output == "-" else f": {sink.lines} whole lines written to {args.output}"  # type: ignore[union-attr]
-            print(f"genrm score: interrupted{where}", file=sys.stderr)
-            return 130
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     shortfall = summary.shortfall(args.min_judged)
