@@ -66,7 +66,14 @@ def test_example_set_scores_without_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in target.read_text().splitlines()]
     assert len(out) == len(EXAMPLE_SET.read_text().splitlines()) and all(o["error"] is None for o in out)
-    assert "reward unknown" in done.stderr and "checks by status: ok" in done.stderr
+    # the summary names the file and glosses every status it counts
+    said = done.stderr.splitlines()
+    named = f"wrote {len(out)} lines to {target}, one per instance; genrm records {target} shows them worst first"
+    assert named in said
+    assert "reward unknown" in done.stderr and "checks by status:" in said
+    counted = said[said.index("checks by status:") + 1 :]
+    assert {line.split()[0] for line in counted} >= {"ok", "unparseable_pred", "unscored"}
+    assert all(len(line.split(None, 2)) == 3 for line in counted), counted  # status, count, what it means
 
 
 def test_scoring_with_a_local_checkpoint(tmp_path, tiny_judge_dir):

@@ -26,6 +26,17 @@ Status = Literal["ok", "unparseable_pred", "timeout", "unparseable_target", "bad
 #: Statuses whose score is a verdict on the prediction.
 VERDICT_STATUSES: frozenset[str] = frozenset({"ok", "unparseable_pred", "timeout"})
 
+#: What each status means, in a few words (summaries and tables print it beside a count).
+STATUS_MEANINGS: dict[str, str] = {
+    "ok": "the value was read and compared; the score is the verdict",
+    "unparseable_pred": "the response states no value the verifier can read; scores 0",
+    "timeout": "checking the value ran past its deadline or memory bound; scores 0",
+    "unparseable_target": "the rubric's target cannot be checked (fix the rubric); no score",
+    "bad_call": "a call string is malformed (unknown verifier or keyword); no score",
+    "busy": "no expression worker was free in time (overload; retry); no score",
+    "error": "an unexpected failure inside the verifier (a bug; retry); no score",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class VerifyResult:

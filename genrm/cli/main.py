@@ -161,7 +161,7 @@ def _score(args: argparse.Namespace, sinks: list) -> int:
             print(f"genrm score: {exc.strerror}; the lines before it are whole", file=sys.stderr)
             return 1
     if not args.quiet:
-        print(summary.table(), file=sys.stderr)
+        print(summary.table(None if args.output == "-" else args.output), file=sys.stderr)
     shortfall = summary.shortfall(args.min_judged)
     if shortfall is not None:
         print(f"genrm score: {shortfall}", file=sys.stderr)
@@ -292,6 +292,7 @@ def make_parser() -> argparse.ArgumentParser:
     from genrm.cli.captions import register as register_captions
     from genrm.cli.data import register as register_data
     from genrm.cli.pairs import register as register_pairs
+    from genrm.cli.records import register as register_records
     from genrm.cli.train import register as register_train
 
     register_data(sub)
@@ -299,6 +300,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_audit(sub)
     register_captions(sub)
     register_pairs(sub)
+    register_records(sub)
     _register_plugins(sub)
     return parser
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine.judge import Judge
 from genrm.engine.types import ChatRequest
+from verifiers.result import STATUS_MEANINGS as VERIFIER_STATUS_MEANINGS
 
 #: The most responses one group may hold.
 MAX_RESPONSES = 1024
@@ -112,6 +113,22 @@ def judge_failed(failure: str | None, reason: str | None, what: str = "this resp
 #: scored as nothing stated (``genrm.methods.rubric.execution``).
 UNGROUNDED = "ungrounded"
 
+#: What each status a method's records and summaries name means, in a few words: the verifiers' statuses, and the
+#: failures of a judge's answer that the methods share (``genrm.methods.rubric.judge_output`` details the rubric's).
+STATUS_MEANINGS: dict[str, str] = {
+    **VERIFIER_STATUS_MEANINGS,
+    UNGROUNDED: "the judge gave a value (or quote) the response does not state; scored as nothing stated",
+    "unscored": "this judge does not score the criterion (the rule judge and fuzzy criteria); no score",
+    "not_json": "the judge's answer holds no JSON object; no score",
+    "schema": "the judge's answer is JSON of the wrong shape; no score",
+    "unreadable": "the judge's answer cannot be read; no score",
+    "criterion_mismatch": "the judge's answer lists other criteria than the rubric's; no score",
+    "wrong_path": "the judge gave a credit where a call was asked for, or the reverse; no score",
+    "wrong_verifier": "the judge called another verifier than the criterion's; no score",
+    "backend_error": "the judge model was not reached or gave no answer after retries; no score",
+    "tie": "the judge scored both responses alike where it must choose; no score",
+}
+
 
 @dataclass(frozen=True)
 class ResultTally:
@@ -165,6 +182,16 @@ class RewardMethod(Protocol):
 
     def tally(self, result: Any) -> ResultTally:
         """The judge failures and verifier statuses met in ``result``, for the server's metrics."""
+        ...
+
+
+@runtime_checkable
+class ExplainsRewards(Protocol):
+    """A method that says in one line how a known reward came about (``genrm records`` shows it; a method without
+    it is shown by its :meth:`RewardMethod.extra_logs` figures)."""
+
+    def explain(self, result: Any, index: int) -> str:
+        """How response ``index`` of ``result`` got its reward: the rules and the criteria that lowered it."""
         ...
 
 

@@ -24,13 +24,21 @@ from genrm.engine.judge import Judge
 from genrm.engine.types import BackendUnavailable
 from genrm.jsonl import bounded_lines, json_problem
 from genrm.methods.answer_json import validation_problems
-from genrm.methods.base import GroupResult, MethodInputError, ResultTally, RewardMethod, failed_result
+from genrm.methods.base import (
+    STATUS_MEANINGS,
+    GroupResult,
+    MethodInputError,
+    ResultTally,
+    RewardMethod,
+    failed_result,
+)
 from genrm.methods.run import score_instance
 from genrm.rates import per_second
 from genrm.records import record_line
 from verifiers.result import VERDICT_STATUSES
 
 MAX_LINE_CHARS = 16_000_000
+_UNKNOWN_NOTE = "its record says which criterion has no score"
 
 
 @dataclass
@@ -79,21 +87,29 @@ class ScoreSummary:
             + "; the records in the output say why"
         )
 
-    def table(self) -> str:
-        """The summary as a small plain-text table."""
+    def table(self, output: str | None = None) -> str:
+        """The summary as a small plain-text table; with ``output`` (the file the lines went to), a first line
+        naming it and the command that shows its records."""
         mean = f"mean {sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else ""
         rate = per_second(self.responses, self.seconds, "responses") if self.responses else ""
         rows = [
             ("instances", f"{self.lines}", ""),
             ("  scored", f"{self.lines - len(self.failed)}", ""),
-            ("  failed", f"{len(self.failed)}", "see their error lines" if self.failed else ""),
+            ("  failed", f"{len(self.failed)}", "the error of each is in its line" if self.failed else ""),
             ("responses", f"{self.responses}", rate),
             ("  reward known", f"{len(self.rewards)}", mean),
-            ("  reward unknown", f"{self.unknown}", "see the records" if self.unknown else ""),
+            ("  reward unknown", f"{self.unknown}", _UNKNOWN_NOTE * bool(self.unknown)),
         ]
-        lines = [f"{name:<18} {count:>8}  {note}".rstrip() for name, count, note in rows]
+        lines = []
+        if output is not None:
+            lines.append(f"wrote {self.lines} lines to {output}, one per instance; genrm records {output} shows them "
+                         "worst first")  # fmt: skip
+        lines += [f"{name:<18} {count:>8}  {note}".rstrip() for name, count, note in rows]
         if self.statuses:
-            lines.append("checks by status: " + ", ".join(f"{k} {v}" for k, v in self.statuses.most_common()))
+            lines.append("checks by status:")
+            for status, count in self.statuses.most_common():
+                meaning = STATUS_MEANINGS.get(status.removeprefix("judge:"), "")
+                lines.append(f"  {status:<16} {count:>8}  {meaning}".rstrip())
         for number, error in self.failed[:10]:
             lines.append(f"line {number}: {error[:160]}")
         if len(self.failed) > 10:

@@ -26,7 +26,14 @@ from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judges import rubric_judge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric, split_path
-from genrm.methods.rubric.scoring import InstanceResult, ScoringConfig, group_request, plan_instance, score_group
+from genrm.methods.rubric.scoring import (
+    CriterionRecord,
+    InstanceResult,
+    ScoringConfig,
+    group_request,
+    plan_instance,
+    score_group,
+)
 from verifiers import uses_workers, warm_up
 
 # Criterion statuses that are the judge's failure, not a verifier's verdict (genrm.methods.rubric.judge_output).
@@ -152,6 +159,15 @@ class RubricMethod:
         return UnknownReward("the reward depends on criteria this judge does not score (fuzzy criteria need a "
                              "model backend)", False, kind="unscored")  # fmt: skip
 
+    def explain(self, result: InstanceResult, index: int) -> str:
+        """How response ``index`` got its reward: the judge's failure, or each criterion it did not fully meet
+        (path, status, raw score, reason) and the rules that decided (masks, length)."""
+        record = result.records[index]
+        if record.judge_failure:
+            return f"judge answer {record.judge_failure}: {record.judge_reason}"
+        lowered = [_shortfall(c) for c in record.criteria if c.status != "ok" or c.remapped is None or c.remapped < 1]
+        return "; ".join([*lowered, *record.explanation])
+
     def extra_logs(self, result: InstanceResult, index: int) -> dict[str, float]:
         """The response's content mask, format mask and length rule, as 0/1."""
         record = result.records[index]
@@ -212,6 +228,14 @@ class RubricMethod:
                     criterion.status
                 )
         return tally
+
+
+def _shortfall(criterion: CriterionRecord) -> str:
+    # what a criterion a response did not fully meet says in a row: "essential[0] ok 0: plain numbers different"
+    if criterion.score is None and criterion.status == "unscored":
+        return f"{criterion.path} unscored"
+    score = "" if criterion.score is None else f" {criterion.score:g}"
+    return f"{criterion.path} {criterion.status}{score}: {criterion.reason.removeprefix(criterion.path + ': ')}"
 
 
 def score_instance(
