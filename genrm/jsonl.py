@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -59,39 +60,60 @@ class WriteFailed(OSError):
 class WholeLines:
     """A text sink for one file that always ends on a whole line: each :meth:`write` (whole lines, ``\\n``
     ended) goes to the file at once, unbuffered; one that fails part way (a full disk, a file size limit) is cut
-    back to the end of the last whole line and raised as :class:`WriteFailed`, naming the file and the errno."""
+    back to the end of the last whole line and raised as :class:`WriteFailed`, naming the file and the errno.
+
+    The file is opened (made, or emptied with mode ``w``) at the first write, so that a run that stops before its
+    first line (a judge out of reach, Ctrl-C) leaves no empty file and an earlier one as it was; that it can be
+    written is checked at once (PermissionError, IsADirectoryError, as ``open`` raises them)."""
 
     def __init__(self, path: str | Path, mode: str = "w") -> None:
         self.path = str(path)
-        self.raw = open(self.path, {"w": "wb", "a": "ab"}[mode], buffering=0)  # noqa: SIM115 - closed by close()
-        self.good = self.raw.seek(0, os.SEEK_END)
+        self._mode = {"w": "wb", "a": "ab"}[mode]
+        self.raw: io.FileIO | None = None
+        self.good = 0
         self.lines = 0  # whole lines this sink wrote
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+        if os.path.exists(self.path) and not os.access(self.path, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), self.path)
+
+    def _opened(self) -> io.FileIO:
+        if self.raw is None:
+            try:
+                self.raw = open(self.path, self._mode, buffering=0)  # noqa: SIM115 - closed by close()
+            except OSError as exc:
+                name = errno.errorcode.get(exc.errno or 0, "?")
+                raise WriteFailed(exc.errno, f"cannot write {self.path}: {exc.strerror} ({name})") from None
+            self.good = self.raw.seek(0, os.SEEK_END)
+        return self.raw
 
     def write(self, text: str) -> int:
         """Write ``text`` (whole lines); returns its characters."""
+        raw = self._opened()
         data = text.encode("utf-8")
         view = memoryview(data)
         try:
             while view:
-                view = view[self.raw.write(view) or 0 :]
+                view = view[raw.write(view) or 0 :]
         except OSError as exc:
             try:
-                os.ftruncate(self.raw.fileno(), self.good)
+                os.ftruncate(raw.fileno(), self.good)
             except OSError:  # a device (/dev/full) cannot be cut back
                 pass
             name = errno.errorcode.get(exc.errno or 0, "?")
             raise WriteFailed(exc.errno, f"cannot write {self.path}: {exc.strerror} ({name})") from None
         except BaseException:  # Ctrl-C part way: the file still ends on its last whole line
             with contextlib.suppress(OSError):
-                os.ftruncate(self.raw.fileno(), self.good)
+                os.ftruncate(raw.fileno(), self.good)
             raise
         self.good += len(data)
         self.lines += text.count("\n")
         return len(text)
 
     def close(self) -> None:
-        """Close the file."""
-        self.raw.close()
+        """Close the file (when it was opened)."""
+        if self.raw is not None:
+            self.raw.close()
 
     def __enter__(self) -> WholeLines:
         return self

@@ -149,11 +149,16 @@ def test_an_unreachable_judge_stops_the_run_in_one_line_naming_its_url(tmp_path)
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    done = _score(str(EXAMPLE_SET), "-o", str(tmp_path / "out.jsonl"), "--judge", f"sglang:judge@{url}", "-q")
+    output = tmp_path / "out.jsonl"
+    done = _score(str(EXAMPLE_SET), "-o", str(output), "--judge", f"sglang:judge@{url}", "-q")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"genrm score: the judge cannot be reached, stopping: no endpoint of "
                                                 f"'judge' reachable at {url} (ConnectError: All connection attempts "
-                                                "failed)"]  # fmt: skip
+                                                f"failed); 0 whole lines written to {output}"]  # fmt: skip
+    assert not output.exists()  # no empty file: nothing was scored
+    output.write_text('{"an earlier": "run"}\n')
+    assert _score(str(EXAMPLE_SET), "-o", str(output), "--judge", f"sglang:judge@{url}", "-q").returncode == 1
+    assert output.read_text() == '{"an earlier": "run"}\n'  # left as it was
 
 
 def test_a_line_too_long_is_refused_without_reading_it_whole_and_output_is_cut_at_a_whole_line(tmp_path):

@@ -155,7 +155,8 @@ def _score(args: argparse.Namespace, sinks: list) -> int:
         try:
             summary = score_file(source, sink, method, judge, progress=not args.quiet, records=records)
         except BackendUnavailable as exc:
-            print(f"genrm score: the judge cannot be reached, stopping: {exc}", file=sys.stderr)
+            where = "" if args.output == "-" else f"; {sink.lines} whole lines written to {args.output}"  # type: ignore[union-attr]
+            print(f"genrm score: the judge cannot be reached, stopping: {exc}{where}", file=sys.stderr)
             return 1
         except WriteFailed as exc:
             print(f"genrm score: {exc.strerror}; the lines before it are whole", file=sys.stderr)
