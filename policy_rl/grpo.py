@@ -22,6 +22,7 @@ answer (``method_options``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
@@ -120,12 +121,60 @@ def set_column_aggregation(args: PolicyRLArguments, training: Any, method: Rewar
 PROBE_TIMEOUT_S = 5.0
 
 
-def probe_reward_server(judge: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """For a ``judge`` that is a reward server URL: ask its ``/health`` once, before any model is loaded, so that a
-    server that is not there (or whose judge is down) stops the run in seconds, not after its first steps. Raises
-    :class:`policy_rl.method_reward.JudgeDown` saying which; a judge of another form is not probed here."""
-    if not judge.startswith(("http://", "https://")):
+def probe_judge(judge: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Check the ``judge`` setting once, before any model is loaded, so that a judge that is not there stops the run in
+    seconds, not after its first steps: a reward server URL is asked its ``/health``, a judge endpoint
+    (``sglang:MODEL@URL``, ``openai:MODEL@URL``) its health route, and a checkpoint run here must be found (a folder,
+    or a hub model: :func:`genrm.engine.checkpoints.reachable_checkpoint`). Raises
+    :class:`policy_rl.method_reward.JudgeDown` for a judge that does not answer, ValueError for a checkpoint that is
+    not found or a setting of no known form; ``rule`` and the scripted judges need nothing."""
+    from policy_rl.method_reward import JudgeDown
+
+    if judge.startswith(("http://", "https://")):
+        _probe_reward_server(judge, api_key, timeout_s)
         return
+    from genrm.engine import JudgeSpec
+    from genrm.engine.backends import backend, spec_forms
+
+    try:
+        spec = JudgeSpec.parse(judge)
+    except ValueError:
+        raise ValueError(f"judge {judge!r:.80}: expected a reward server URL (http://...) or {spec_forms()}") from None
+    kind = backend(spec.backend).model
+    if kind == "checkpoint" and spec.model:
+        from genrm.engine.checkpoints import reachable_checkpoint
+
+        try:
+            reachable_checkpoint(spec.model)
+        except FileNotFoundError as exc:
+            raise ValueError(str(exc)) from None
+    elif kind == "served":
+        reachable, detail = _endpoint_health(spec, api_key, timeout_s)
+        if not reachable:
+            raise JudgeDown(f"no judge endpoint answered at {', '.join(spec.urls)} ({detail}); start the judge's "
+                            "server, or give another judge")  # fmt: skip
+
+
+def _endpoint_health(spec: Any, api_key: str | None, timeout_s: float) -> tuple[bool, str]:
+    # the engine's own health probe (the route of its backend), on a short-lived engine that makes no chat call
+    from genrm.engine import EngineOptions, run_blocking
+    from genrm.engine.http import make_http_engine
+
+    engine = make_http_engine(spec, EngineOptions(api_key=api_key, timeout_s=timeout_s, retries=0))
+
+    async def probe() -> tuple[bool, str]:
+        try:
+            return await asyncio.wait_for(engine.health(), timeout_s * max(len(spec.urls), 1))
+        except TimeoutError:
+            return False, f"no answer within {timeout_s:g} s"
+        finally:
+            await engine.aclose()
+
+    return run_blocking(probe())
+
+
+def _probe_reward_server(judge: str, api_key: str | None, timeout_s: float) -> None:
+    # a reward server, and the judge behind it
     from policy_rl.method_reward import JudgeDown
     from serving.client import RewardClient, RewardServerError
 
@@ -159,7 +208,7 @@ def run_rl(args: PolicyRLArguments, training: Any, model_args: Any) -> Path:
     if not path:
         raise ValueError("model_name_or_path is required (a policy checkpoint directory or a hub id)")
     method = build_method(args)
-    probe_reward_server(args.judge, os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None)
+    probe_judge(args.judge, os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None)
     if args.build_tiny_policy and not Path(path).exists():
         from policy_rl.tiny_policy import save_tiny_policy
 

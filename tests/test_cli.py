@@ -418,16 +418,27 @@ def test_a_hub_id_is_looked_for_in_the_cache_and_then_asked_of_the_hub_with_a_ti
     assert reachable_checkpoint("org/cached") == "org/cached"  # offline, but a copy is cached
 
 
-def test_rl_against_a_reward_server_that_is_not_there_stops_before_training(tmp_path):
+@pytest.mark.parametrize(
+    "judge, code, said",
+    [
+        ("http://127.0.0.1:{port}", 1, "genrm rl: stopped: no reward server answered at http://127.0.0.1:{port}"),
+        ("sglang:judge@http://127.0.0.1:{port}/v1", 1,
+         "genrm rl: stopped: no judge endpoint answered at http://127.0.0.1:{port}/v1 "
+         "(http://127.0.0.1:{port}/health: ConnectError); start the judge's server, or give another judge"),
+        ("transformers:{tmp}/no-judge", 2, "genrm rl: error: checkpoint folder '{tmp}/no-judge' does not exist"),
+    ],
+)  # fmt: skip
+def test_rl_against_a_judge_that_is_not_there_stops_before_training(tmp_path, judge, code, said):
     import time
 
+    port = _free_port()
+    judge, said = (text.format(port=port, tmp=tmp_path) for text in (judge, said))
     start = time.monotonic()
-    judge = f"http://127.0.0.1:{_free_port()}"
     done = _genrm("rl", "--config", "recipes/rl_tiny_cpu.yaml", "--judge", judge, "--output_dir",
                   str(tmp_path / "policy"), "--model_name_or_path", str(tmp_path / "tiny-policy"))  # fmt: skip
     took = time.monotonic() - start
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "genrm rl: stopped: no reward server answered at http://127.0.0.1:" in done.stderr
+    assert done.returncode == code and "Traceback" not in done.stderr
+    assert said in done.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "tiny-policy").exists() and took < 50  # nothing built, no step trained (55 s before)
 
 

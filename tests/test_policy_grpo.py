@@ -95,7 +95,7 @@ def test_an_unreachable_server_gives_no_reward_and_then_stops_the_run(tiny_polic
     # stops the run before anything is built: test_cli)
     import policy_rl.grpo
 
-    monkeypatch.setattr(policy_rl.grpo, "probe_reward_server", lambda *args, **kwargs: None)
+    monkeypatch.setattr(policy_rl.grpo, "probe_judge", lambda *args, **kwargs: None)
     out = tmp_path / "rl"
     args = ["rl", "--config", "recipes/rl_tiny_cpu.yaml", "--model_name_or_path", str(tiny_policy),
             "--output_dir", str(out), "--judge", f"http://127.0.0.1:{_free_port()}", "--max_steps", "5"]  # fmt: skip
