@@ -259,3 +259,7 @@ def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_step_and_the_run_resumes_th
     # the tied output embeddings are not reported missing from the checkpoint
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "missing keys" in r.getMessage()]
     assert any("tied to the input embeddings" in r.getMessage() for r in caplog.records)
+    # the last line names every file the run left, and its checkpoint folder
+    (saved,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"saved the model to {out}: ")]
+    files = sorted(p.name for p in out.iterdir() if p.is_file())
+    assert all(name in saved for name in files) and "log_history.json" in files and "checkpoint-3" in saved

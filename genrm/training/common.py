@@ -274,8 +274,20 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
     out = save_judge(trainer, tokenizer, Path(trainer.args.output_dir), data.merge_lora)
     if data.plot:
         plot_curves(trainer.state.log_history, plot_keys, out / "training_curves.png", title)
-    logger.info("saved the model to %s", out)
+    logger.info("saved the model to %s: %s", out, written_files(out))
     return out
+
+
+def written_files(out: Path) -> str:
+    """What a run left in its output folder ``out``, for its last line: each file by name, the curves and the
+    training log first, then the checkpoint folders counted."""
+    files = sorted(p.name for p in out.iterdir() if p.is_file())
+    first = [n for n in files if n in ("training_curves.png", "log_history.json")]
+    rest = [n for n in files if n not in first]
+    folders = [p.name for p in out.iterdir() if p.is_dir()]
+    named = ", ".join([*first, *rest])
+    return named + (f"; {len(folders)} folders ({', '.join(sorted(folders)[:3])}{', ...' if len(folders) > 3 else ''})"
+                    if folders else "")  # fmt: skip
 
 
 def records_dataset(

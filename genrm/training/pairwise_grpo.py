@@ -281,6 +281,8 @@ def position_figures(outcomes: Sequence[GroupOutcome]) -> dict[str, float]:
 
 
 def _save(judge: _Judge, args: SwapGRPOArguments, history: list[dict[str, float]]) -> Path:
+    from genrm.training.common import written_files
+
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     model = judge.model
@@ -290,5 +292,5 @@ def _save(judge: _Judge, args: SwapGRPOArguments, history: list[dict[str, float]
     model.save_pretrained(str(out))
     judge.processor.save_pretrained(str(out))
     (out / "log_history.json").write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
-    logger.info("saved the judge to %s", out)
+    logger.info("saved the judge to %s: %s", out, written_files(out))
     return out
