@@ -9,12 +9,15 @@ Everything after ``rl`` goes to ``trl.TrlParser``; ``genrm rl --help`` lists its
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from genrm.cli.paths import input_file, output_dir
-from genrm.cli.recipes import read_recipe, recipe_parser
+from genrm.cli.recipes import FieldStore, read_recipe, recipe_parser, resume_problem, stored_command, truthy
 from genrm.methods.registry import DEFAULT_METHOD
 
 _EXAMPLE = "genrm rl --config recipes/rl_tiny_cpu.yaml --max_steps 10"
@@ -30,15 +33,60 @@ def rl_parser() -> Any:
     return recipe_parser((PolicyRLArguments, GRPOConfig, ModelConfig), "genrm rl", _EXAMPLE)
 
 
+def _own_type() -> type:
+    from policy_rl.grpo import PolicyRLArguments
+
+    return PolicyRLArguments
+
+
+_STORE = stored_command(FieldStore(Path(__file__).with_name("rl.fields.json"), "genrm rl", _own_type), rl_parser)
+
+
+def _precheck(values: dict[str, Any]) -> str | None:
+    """What is wrong with the prompts and the policy a recipe names, before TRL is imported; then the judge is asked
+    (:func:`policy_rl.grpo.probe_judge`: it raises JudgeDown when it does not answer)."""
+    from genrm.engine.checkpoints import reachable_checkpoint
+    from policy_rl.grpo import probe_judge
+
+    own = {field.name: field.default for field in dataclasses.fields(_own_type())}
+    settings = {**own, **values}
+    try:
+        input_file(str(settings["train_file"]))
+    except argparse.ArgumentTypeError as exc:
+        return f"train_file: {exc}"
+    problem = resume_problem(values)
+    if problem:
+        return problem
+    model = values.get("model_name_or_path")
+    if model is None:
+        return "model_name_or_path is required (a policy checkpoint folder or a hub id)"
+    if not (truthy(settings["build_tiny_policy"]) and not Path(str(model)).exists()):
+        try:
+            reachable_checkpoint(str(model))
+        except (FileNotFoundError, ValueError) as exc:
+            return f"model_name_or_path: {exc}"
+    key_env = settings["judge_api_key_env"]
+    try:
+        probe_judge(str(settings["judge"]), os.environ.get(str(key_env)) if key_env else None)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _cmd_rl(args: argparse.Namespace) -> int:
-    from policy_rl.grpo import run_rl
     from policy_rl.method_reward import JudgeDown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    read = read_recipe(rl_parser, args.rest, "genrm rl", _EXAMPLE)
+    try:
+        read = read_recipe(rl_parser, args.rest, "genrm rl", _EXAMPLE, _STORE, _precheck)
+    except JudgeDown as exc:
+        print(f"genrm rl: stopped: {exc}", file=sys.stderr)
+        return 1
     if read is None:
         return 2
     rl_args, training, model = read
+    from policy_rl.grpo import run_rl
+
     try:
         run_rl(rl_args, training, model)
     except (ValueError, FileNotFoundError) as exc:  # bad prompts, a judge setting of no known form, a bad recipe

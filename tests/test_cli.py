@@ -496,7 +496,10 @@ def test_a_recipe_mistake_is_one_line_and_the_cheap_ones_come_before_trl_is_impo
     assert cheap_s < 4.0  # about 0.5 s on 2 cores: no torch, no TRL (16-23 s when they came first)
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("max_step: 20\nlearning_rat: 0.1\n")
+    start = time.monotonic()
     typo = _genrm(*command, "--config", str(recipe))
+    if command != ["pairs", "train"]:  # its parser imports no TRL config: quick either way
+        assert time.monotonic() - start < 4.0  # about 0.7 s: the stored fields, not TRL's parser (6 s)
     (line,) = typo.stderr.strip().splitlines()
     assert typo.returncode == 2 and f"recipe {recipe} has keys that genrm {' '.join(command)} does not take" in line
     assert "'max_step' (did you mean 'max_steps'?)" in line
@@ -504,6 +507,37 @@ def test_a_recipe_mistake_is_one_line_and_the_cheap_ones_come_before_trl_is_impo
     recipe.write_text("- a list\n")
     listed = _genrm(*command, "--config", str(recipe))
     assert listed.returncode == 2 and "is not a mapping of fields" in listed.stderr
+
+
+# each recipe command, its recipe and its flag that makes a tiny model where the model's folder is missing
+_RECIPES = {("train", "sft"): ("recipes/sft_tiny_cpu.yaml", "--build_tiny_model"),
+            ("train", "rlvr"): ("recipes/rlvr_tiny_cpu.yaml", "--build_tiny_model"),
+            ("rl",): ("recipes/rl_tiny_cpu.yaml", "--build_tiny_policy")}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(_RECIPES))
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [(["--max_stepz", "3"], "takes no option '--max_stepz' (did you mean '--max_steps'?)"),
+     (["--train_file", "{tmp}/nope.jsonl"], "train_file: no such file: '{tmp}/nope.jsonl'"),
+     (["--model_name_or_path", "{tmp}/no-model", "{tiny}", "false"],
+      "model_name_or_path: checkpoint folder '{tmp}/no-model' does not exist"),
+     (["--resume_from_checkpoint", "last", "--output_dir", "{tmp}/fresh"],
+      "resume_from_checkpoint: {tmp}/fresh holds no checkpoint-N folder to resume from")],
+)  # fmt: skip
+def test_a_recipe_settings_mistake_is_one_line_exit_2_in_about_a_second(command, given, said, tmp_path):
+    import time
+
+    recipe, tiny = _RECIPES[command]
+    given = [arg.format(tmp=tmp_path, tiny=tiny) for arg in given]
+    start = time.monotonic()
+    done = _genrm(*command, "--config", recipe, *given)
+    took = time.monotonic() - start
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and line.startswith(f"genrm {' '.join(command)}: error: ")
+    assert said.format(tmp=tmp_path) in line, line
+    assert took < 4.0  # 0.6-0.9 s on 2 cores: checked before TRL is imported (6-50 s when it came first)
+    assert not (tmp_path / "no-model").exists()
 
 
 def test_a_reward_server_url_given_to_score_says_what_score_takes():

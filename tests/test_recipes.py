@@ -84,3 +84,56 @@ def test_a_cpu_recipe_trains_in_fp32(path, monkeypatch):
     monkeypatch.chdir(ROOT)
     _, training, _ = _parser(path.name).parse_args_and_config(args=["--config", str(path)])
     assert training.use_cpu and not training.bf16 and not training.fp16
+
+
+def _stores():
+    from genrm.cli import recipes
+    from genrm.cli.main import make_parser
+
+    make_parser()  # every command's module declares its store when it is imported
+    return recipes.STORED_COMMANDS
+
+
+def test_the_stored_fields_of_every_recipe_command_are_those_of_its_parser():
+    import json
+
+    from genrm.cli.recipes import FieldStore, short_help
+
+    stores = _stores()
+    assert {store.command for store, _ in stores} == {"genrm train sft", "genrm train rlvr", "genrm rl"}
+    for store, make_parser in stores:
+        parser = make_parser()
+        stored, now = store.load(), FieldStore.describe(parser)
+        written = json.loads(store.path.read_text(encoding="utf-8"))[store.command]
+        if written["versions"] != now["versions"]:  # stored under other releases of TRL: its parser is used instead
+            assert stored is None
+            continue
+        # python -m genrm.cli.recipes stores them again, after a change of a command's fields or of TRL
+        assert stored == now, f"{store.path} is not current for {store.command}"
+        assert store.help(stored) == short_help(parser)  # --help reads the same from the store as from TRL's parser
+
+
+def test_a_store_of_other_versions_or_other_own_fields_is_not_used(tmp_path, monkeypatch):
+    import dataclasses
+    import json
+
+    from genrm.cli import recipes
+
+    store, make_parser = _stores()[0]
+    copy = recipes.FieldStore(tmp_path / "fields.json", store.command, store.own)
+    copy.write(make_parser())
+    assert copy.load() is not None
+    stored = json.loads(copy.path.read_text())
+    stored[store.command]["versions"]["trl"] = "0.0.1"
+    copy.path.write_text(json.dumps(stored))
+    assert copy.load() is None  # TRL's parser is made instead: its fields may differ
+
+    copy.write(make_parser())
+
+    @dataclasses.dataclass
+    class Grown:
+        a_new_field: int = 0
+
+    grown = recipes.FieldStore(copy.path, store.command, lambda: Grown)
+    assert grown.load() is None  # a command whose own fields changed since the store was written
+    assert recipes.FieldStore(tmp_path / "none.json", store.command, store.own).load() is None

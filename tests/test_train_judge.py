@@ -195,7 +195,8 @@ def test_a_vision_language_judge_learns_from_the_images_and_reloads(tmp_path):
     assert generated.shape[1] > batch["input_ids"].shape[1]
 
 
-def test_rlvr_of_a_vision_language_judge_on_a_batch_mixing_inputs_with_and_without_images(tmp_path, monkeypatch):
+def test_rlvr_of_a_vision_language_judge_on_a_batch_mixing_inputs_with_and_without_images(tmp_path, monkeypatch,
+                                                                                         capsys):  # fmt: skip
     from transformers.models.clip import modeling_clip
 
     with open("datasets/judge_synth/train.jsonl", encoding="utf-8") as source:
@@ -222,6 +223,10 @@ def test_rlvr_of_a_vision_language_judge_on_a_batch_mixing_inputs_with_and_witho
     assert len(shown) >= 2 and set(shown) == {2}, shown
     logged = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
     assert logged and "rewards/format_reward_func/mean" in logged[0]
+    printed = capsys.readouterr()
+    steps = [line for line in (printed.out + printed.err).splitlines() if line.startswith("step 1/1  reward ")]
+    assert len(steps) == 1 and " format " in steps[0] and " content " in steps[0] and " no spread " in steps[0]
+    assert "{'loss'" not in printed.out + printed.err  # the step is one line, not TRL's dict of every figure
 
 
 def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_step_and_the_run_resumes_there(tmp_path, tiny_judge_dir,

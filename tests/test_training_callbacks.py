@@ -63,3 +63,26 @@ def test_trls_deprecated_names_are_not_warned_about_and_other_warnings_are():
         warnings.warn("`is_gradient_checkpointing` is deprecated (v6).", FutureWarning, stacklevel=1)
         warnings.warn("`something_else` is deprecated", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["`something_else` is deprecated"]
+
+
+def test_a_grpo_step_is_one_line_with_the_reward_each_function_the_kl_and_the_no_spread_share():
+    from genrm.training.step_log import step_line
+
+    logs = {"loss": 0.0123, "grad_norm": 1.2, "learning_rate": 1e-5, "num_tokens": 1234.0, "epoch": 0.1,
+            "completions/mean_length": 87.3, "rewards/format_reward_func/mean": 0.95,
+            "rewards/format_reward_func/std": 0.1, "rewards/content_reward_func/mean": 0.41, "reward": 1.36,
+            "reward_std": 0.2, "frac_reward_zero_std": 0.25, "kl": 0.0031, "entropy": 0.5}  # fmt: skip
+    assert step_line(12, 240, logs) == (
+        "step 12/240  reward 1.36  format 0.95  content 0.41  kl 0.0031  no spread 25%  length 87  loss 0.0123"
+        "  lr 1e-05"
+    )
+    assert (
+        step_line(240, 240, {"train_runtime": 812.3, "train_loss": 0.011})
+        == "trained 240 steps in 812 s, mean loss 0.011"
+    )
+    sft = step_line(5, 0, {"loss": 2.3, "mean_token_accuracy": 0.71, "learning_rate": 2e-5, "loss_nan": float("nan")})
+    assert sft == "step 5  loss 2.3  token accuracy 71%  lr 2e-05"
+    # a reward server that failed on some samples is said in the line (those samples carry no reward)
+    failed = step_line(3, 10, {"reward": 0.5, "rewards/rubric_reward/mean": 0.5, "rubric_reward/judge_failed": 0.125})
+    assert failed == "step 3/10  reward 0.5  rubric 0.5  judge failed 12%"
+    assert step_line(4, 10, {"eval_loss": 0.5, "eval_runtime": 3.0}) == "step 4/10 evaluation  loss 0.5"

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
-from genrm.cli.recipes import read_recipe, recipe_parser
+from genrm.cli.recipes import FieldStore, read_recipe, recipe_parser, resume_problem, stored_command, truthy
 
 _EXAMPLES = {"sft": "genrm train sft --config recipes/sft_tiny_cpu.yaml",
              "rlvr": "genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml --max_steps 10"}  # fmt: skip
@@ -31,9 +32,48 @@ def train_parser(job: str) -> Any:
     return recipe_parser((JudgeDataArguments, config_type, ModelConfig), f"genrm train {job}", _EXAMPLES[job])
 
 
+def _own_type() -> type:
+    from genrm.training.common import JudgeDataArguments
+
+    return JudgeDataArguments
+
+
+_STORES = {job: stored_command(FieldStore(Path(__file__).with_name("train.fields.json"), f"genrm train {job}",
+                                          _own_type), lambda job=job: train_parser(job))
+           for job in _EXAMPLES}  # fmt: skip
+
+
+def _precheck(values: dict[str, Any]) -> str | None:
+    """What is wrong with the files a judge-training recipe names, before TRL is imported: the base model (unless
+    the tiny one is made there) and the data files."""
+    from genrm.cli.paths import input_file
+    from genrm.engine.checkpoints import reachable_checkpoint
+
+    for key in ("train_file", "eval_file"):
+        if values.get(key) is not None:
+            try:
+                input_file(str(values[key]))
+            except argparse.ArgumentTypeError as exc:
+                return f"{key}: {exc}"
+    problem = resume_problem(values)
+    if problem:
+        return problem
+    model = values.get("model_name_or_path")
+    if model is None:
+        return "model_name_or_path is required (a checkpoint folder or a hub id)"
+    if truthy(values.get("build_tiny_model", False)):
+        return None
+    try:
+        reachable_checkpoint(str(model))
+    except (FileNotFoundError, ValueError) as exc:
+        return f"model_name_or_path: {exc}"
+    return None
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    read = read_recipe(lambda: train_parser(args.job), args.rest, f"genrm train {args.job}", _EXAMPLES[args.job])
+    read = read_recipe(lambda: train_parser(args.job), args.rest, f"genrm train {args.job}", _EXAMPLES[args.job],
+                       _STORES[args.job], _precheck)  # fmt: skip
     if read is None:
         return 2
     if args.job == "sft":  # imported once the recipe is read: torch and TRL take seconds

@@ -49,14 +49,15 @@ _STRING_CHARACTERS = re.compile(r"\[\^(?:\\0-\\x1f)?\\\"\\\\(?:\\r\\n)?\]")
 _JSON_STRING_CHARACTERS = {True: r"[^\0-\x1f\"\\]", False: r"[^\0-\x1f\"\\\ud800-\udfff]"}
 
 
+_MISSING = "sending a judge its answer grammar needs XGrammar: pip install 'genrm[local]' (or xgrammar)"
+
+
 @functools.lru_cache(maxsize=256)
 def _ebnf(schema_json: str, portable: bool) -> str:
     try:
         import xgrammar
     except ImportError:
-        raise ValueError(
-            "sending a judge its answer grammar needs XGrammar: pip install 'genrm[local]' (or xgrammar)"
-        ) from None
+        raise ValueError(_MISSING) from None
     grammar = str(xgrammar.Grammar.from_json_schema(schema_json, **GRAMMAR_OPTIONS))
     return _STRING_CHARACTERS.sub(lambda _: _JSON_STRING_CHARACTERS[portable], grammar)
 
@@ -70,5 +71,9 @@ def answer_ebnf(schema: dict[str, Any], portable: bool = True) -> str:
 
 def require_xgrammar() -> None:
     """Raise ValueError now, naming the install, when XGrammar is missing (so an engine that needs it is refused
-    when it is made, not at its first answer)."""
-    answer_ebnf({"type": "object"})
+    when it is made, not at its first answer). Only looked up, not imported: the import takes torch (seconds), and
+    a command that only asks an engine's health needs none of it."""
+    import importlib.util
+
+    if importlib.util.find_spec("xgrammar") is None:
+        raise ValueError(_MISSING)

@@ -212,9 +212,9 @@ def _with_pixels(record: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     return {**record, IMAGES_COLUMN: images}
 
 
-def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
+def resume_point(resume: str | bool | None, output_dir: str, say: bool = True) -> str | None:
     """The checkpoint a run resumes from: ``resume_from_checkpoint`` as given (a ``checkpoint-N`` folder), or for
-    ``last`` (or ``true``) the last one saved in ``output_dir``; None to start afresh.
+    ``last`` (or ``true``) the last one saved in ``output_dir``; None to start afresh. ``say``: log which.
 
     Raises ValueError naming what is missing: no checkpoint in ``output_dir``, or a folder that does not exist.
     """
@@ -227,7 +227,8 @@ def resume_point(resume: str | bool | None, output_dir: str) -> str | None:
         if last is None:
             raise ValueError(f"resume_from_checkpoint: {output_dir} holds no checkpoint-N folder to resume from "
                              "(save_strategy: steps and save_steps write them)")  # fmt: skip
-        logger.info("resuming from %s", last)
+        if say:
+            logger.info("resuming from %s", last)
         return str(last)
     if not Path(str(resume), "trainer_state.json").is_file():
         raise ValueError(f"resume_from_checkpoint: {resume!r:.200} is not a checkpoint folder a trainer saved "
@@ -240,9 +241,9 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
     dir. ``data`` is any arguments object with ``merge_lora`` and ``plot`` (the judge's or the policy's), and
     optionally ``stop_after_s`` (:func:`genrm.training.callbacks.stop_after`).
 
-    Every run warns when GRPO's groups have no reward spread for several logs in a row, and saves a checkpoint on
-    Ctrl-C (:mod:`genrm.training.callbacks`); an interrupted run raises KeyboardInterrupt once the checkpoint is saved,
-    saying where it is and how to resume."""
+    Every run logs one line a step (:mod:`genrm.training.step_log`), warns when GRPO's groups have no reward spread
+    for several logs in a row, and saves a checkpoint on Ctrl-C (:mod:`genrm.training.callbacks`); an interrupted
+    run raises KeyboardInterrupt once the checkpoint is saved, saying where it is and how to resume."""
     from genrm.training.callbacks import (
         InterruptCheckpoint,
         NoSpreadWarning,
@@ -250,6 +251,7 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
         stop_after,
         ties_output_embeddings,
     )
+    from genrm.training.step_log import compact_progress
 
     seconds = getattr(data, "stop_after_s", None)
     if seconds is not None:
@@ -257,6 +259,7 @@ def train_and_save(trainer: Any, tokenizer: Any, data: Any, plot_keys: Sequence[
     interrupt = InterruptCheckpoint()
     trainer.add_callback(interrupt.callback)
     trainer.add_callback(NoSpreadWarning().callback)
+    compact_progress(trainer)
     trainer_log, note = logging.getLogger("transformers.trainer"), TiedWeightsNote()
     if ties_output_embeddings(trainer.model):
         trainer_log.addFilter(note)

@@ -35,6 +35,7 @@ from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, read_judgement
 from genrm.methods.pairwise.rewards import consistency, correctness, group_advantages, total_reward
 from genrm.methods.pairwise.swap import swapped_prefix
+from genrm.training.step_log import step_line
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ def run_swap_grpo(args: SwapGRPOArguments) -> Path:
             warnings.simplefilter("ignore", UserWarning)  # counts updates all the same
             schedule.step()
         if step % args.logging_steps == 0:
-            logger.info("step %d: %s", step, json.dumps(history[-1]))
+            logger.info("%s", step_line(step, steps, history[-1]))
     return _save(judge, args, history)
 
 
