@@ -9,7 +9,6 @@ Everything after ``rl`` goes to ``trl.TrlParser``; ``genrm rl --help`` lists its
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from genrm.cli.paths import input_file, output_dir
-from genrm.cli.recipes import FieldStore, read_recipe, recipe_parser, resume_problem, stored_command, truthy
+from genrm.cli.recipes import FieldStore, own_defaults, read_recipe, recipe_parser, run_files_problem, stored_command
 from genrm.methods.registry import DEFAULT_METHOD
 
 _EXAMPLE = "genrm rl --config recipes/rl_tiny_cpu.yaml --max_steps 10"
@@ -45,26 +44,12 @@ _STORE = stored_command(FieldStore(Path(__file__).with_name("rl.fields.json"), "
 def _precheck(values: dict[str, Any]) -> str | None:
     """What is wrong with the prompts and the policy a recipe names, before TRL is imported; then the judge is asked
     (:func:`policy_rl.grpo.probe_judge`: it raises JudgeDown when it does not answer)."""
-    from genrm.engine.checkpoints import reachable_checkpoint
     from policy_rl.grpo import probe_judge
 
-    own = {field.name: field.default for field in dataclasses.fields(_own_type())}
-    settings = {**own, **values}
-    try:
-        input_file(str(settings["train_file"]))
-    except argparse.ArgumentTypeError as exc:
-        return f"train_file: {exc}"
-    problem = resume_problem(values)
+    settings = {**own_defaults(_own_type()), **values}
+    problem = run_files_problem(settings, ("train_file",), "build_tiny_policy")
     if problem:
         return problem
-    model = values.get("model_name_or_path")
-    if model is None:
-        return "model_name_or_path is required (a policy checkpoint folder or a hub id)"
-    if not (truthy(settings["build_tiny_policy"]) and not Path(str(model)).exists()):
-        try:
-            reachable_checkpoint(str(model))
-        except (FileNotFoundError, ValueError) as exc:
-            return f"model_name_or_path: {exc}"
     key_env = settings["judge_api_key_env"]
     try:
         probe_judge(str(settings["judge"]), os.environ.get(str(key_env)) if key_env else None)

@@ -282,17 +282,39 @@ def _settings_fine(fields: set[str], flags: set[str], command: str, rest: list[s
     return True
 
 
-def resume_problem(values: dict[str, Any]) -> str | None:
-    """What is wrong with the checkpoint ``resume_from_checkpoint`` names in ``values`` (:func:`recipe_values`), or
-    None: for a recipe command's ``precheck``."""
+def run_files_problem(settings: dict[str, Any], data_keys: tuple[str, ...], tiny_key: str) -> str | None:
+    """What is wrong with the files a training recipe names in ``settings`` (:func:`recipe_values` over the command's
+    own defaults), or None, for a recipe command's ``precheck``: a data file of ``data_keys`` that cannot be read, a
+    ``resume_from_checkpoint`` with no checkpoint, a ``model_name_or_path`` that is neither a model folder nor a hub
+    model (unless ``tiny_key`` is set and the folder is missing: the command makes the tiny model there)."""
+    from genrm.engine.checkpoints import reachable_checkpoint
     from genrm.training.common import resume_point
 
-    resume = values.get("resume_from_checkpoint")
+    for key in data_keys:
+        if settings.get(key) is not None:
+            try:
+                input_file(str(settings[key]))
+            except argparse.ArgumentTypeError as exc:
+                return f"{key}: {exc}"
     try:
-        resume_point(resume, str(values.get("output_dir", "")), say=False)
+        resume_point(settings.get("resume_from_checkpoint"), str(settings.get("output_dir", "")), say=False)
     except ValueError as exc:
         return str(exc)
+    model = settings.get("model_name_or_path")
+    if model is None:
+        return "model_name_or_path is required (a checkpoint folder or a hub id)"
+    if truthy(settings.get(tiny_key, False)) and not Path(str(model)).exists():
+        return None
+    try:
+        reachable_checkpoint(str(model))
+    except (FileNotFoundError, ValueError) as exc:
+        return f"model_name_or_path: {exc}"
     return None
+
+
+def own_defaults(own: type) -> dict[str, Any]:
+    """The defaults of the dataclass ``own`` (a recipe command's own fields), under :func:`recipe_values`."""
+    return {f.name: f.default for f in dataclasses.fields(own) if f.default is not dataclasses.MISSING}
 
 
 def truthy(value: Any) -> bool:

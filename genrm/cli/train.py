@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.cli.recipes import FieldStore, read_recipe, recipe_parser, resume_problem, stored_command, truthy
+from genrm.cli.recipes import FieldStore, own_defaults, read_recipe, recipe_parser, run_files_problem, stored_command
 
 _EXAMPLES = {"sft": "genrm train sft --config recipes/sft_tiny_cpu.yaml",
              "rlvr": "genrm train rlvr --config recipes/rlvr_tiny_cpu.yaml --max_steps 10"}  # fmt: skip
@@ -44,30 +44,10 @@ _STORES = {job: stored_command(FieldStore(Path(__file__).with_name("train.fields
 
 
 def _precheck(values: dict[str, Any]) -> str | None:
-    """What is wrong with the files a judge-training recipe names, before TRL is imported: the base model (unless
-    the tiny one is made there) and the data files."""
-    from genrm.cli.paths import input_file
-    from genrm.engine.checkpoints import reachable_checkpoint
-
-    for key in ("train_file", "eval_file"):
-        if values.get(key) is not None:
-            try:
-                input_file(str(values[key]))
-            except argparse.ArgumentTypeError as exc:
-                return f"{key}: {exc}"
-    problem = resume_problem(values)
-    if problem:
-        return problem
-    model = values.get("model_name_or_path")
-    if model is None:
-        return "model_name_or_path is required (a checkpoint folder or a hub id)"
-    if truthy(values.get("build_tiny_model", False)):
-        return None
-    try:
-        reachable_checkpoint(str(model))
-    except (FileNotFoundError, ValueError) as exc:
-        return f"model_name_or_path: {exc}"
-    return None
+    """What is wrong with the files a judge-training recipe names, before TRL is imported: the data files, the
+    checkpoint to resume and the base model (unless the tiny one is made there)."""
+    settings = {**own_defaults(_own_type()), **values}
+    return run_files_problem(settings, ("train_file", "eval_file"), "build_tiny_model")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
