@@ -108,7 +108,7 @@ def test_the_stored_fields_of_every_recipe_command_are_those_of_its_parser():
         if written["versions"] != now["versions"]:  # stored under other releases of TRL: its parser is used instead
             assert stored is None
             continue
-        # python -m genrm.cli.recipes stores them again, after a change of a command's fields or of TRL
+        # python -m genrm.cli.store_fields stores them again, after a change of a command's fields or of TRL
         assert stored == now, f"{store.path} is not current for {store.command}"
         assert store.help(stored) == short_help(parser)  # --help reads the same from the store as from TRL's parser
 

@@ -127,7 +127,7 @@ class FieldStore:
     command's own dataclass (cheap to import): a stored list whose own fields differ, or that was made under other
     versions of :data:`FIELD_PACKAGES`, is not used, and the command falls back to TRL's parser.
 
-    ``python -m genrm.cli.recipes`` writes every command's list again; a test checks that each is current."""
+    ``python -m genrm.cli.store_fields`` writes every command's list again; a test checks that each is current."""
 
     path: Path
     command: str
@@ -379,20 +379,3 @@ def stored_command(store: FieldStore, make_parser: Callable[[], Any]) -> FieldSt
     """Declare that ``store`` keeps the fields of the parser ``make_parser()`` (see :data:`STORED_COMMANDS`)."""
     STORED_COMMANDS.append((store, make_parser))
     return store
-
-
-def store_all() -> list[FieldStore]:
-    """Store the fields of every recipe command of the ``genrm`` command (its plug-ins included) again."""
-    from genrm.cli.main import make_parser
-
-    make_parser()  # imports every command's module, so that each declares its store
-    for store, make in STORED_COMMANDS:
-        store.write(make())
-    return [store for store, _ in STORED_COMMANDS]
-
-
-if __name__ == "__main__":  # python -m genrm.cli.recipes: after a change of a recipe command's fields or of TRL
-    from genrm.cli import recipes  # the module the commands declare their stores in (this one runs as __main__)
-
-    for written in recipes.store_all():
-        print(f"stored the fields of {written.command} in {written.path}")
