@@ -258,7 +258,7 @@ def recipe_values(rest: list[str]) -> dict[str, Any]:
     while index < len(rest):
         arg = rest[index]
         index += 1
-        if not arg.startswith("--") or arg.startswith("--config"):
+        if not arg.startswith("--") or arg == "--config" or arg.startswith("--config="):
             continue
         name, equals, value = arg[2:].partition("=")
         if not equals:
