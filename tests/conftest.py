@@ -20,7 +20,7 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-#: Set to ``cpu`` to run the ``gpu`` tests on the CPU (the GPU command's dry run: ``benchmarks/gpu/run.sh --cpu``).
+#: Set to ``cpu`` to run the ``gpu`` tests on the CPU (the GPU command's dry run: ``studies/gpu/run.sh --cpu``).
 GPU_TESTS_ON = "GENRM_GPU_TESTS_ON"
 
 

@@ -29,7 +29,7 @@ import pytest
 from fake_judge import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "studies").glob("**/README.md"))]
 
 #: Commands not run here: a pattern (searched in the command) and why.
 NOT_RUN: list[tuple[str, str]] = [
@@ -48,9 +48,11 @@ NOT_RUN: list[tuple[str, str]] = [
     ),
     (r"^accelerate launch|recipes/rl_qwen3|recipes/pairs_grpo_qwen3|_qwen3_.*lora", "needs a GPU and a real model"),
     (r"^python benchmarks/", "a benchmark: minutes, run by hand (docs/benchmarks.md)"),
-    (r"^bash benchmarks/gpu/fetch_wheels.sh", "downloads wheels (on a networked machine)"),
-    (r"^bash benchmarks/gpu/run.sh --cpu", "minutes: tests/test_gpu_command.py runs it"),
-    (r"^bash benchmarks/gpu/run.sh", "needs a GPU"),
+    (r"^python studies/.*--device cuda", "a study on a GPU"),
+    (r"^python studies/", "a study: an hour or more, run by hand (its README; tests/test_judge_learning_study.py)"),
+    (r"^bash studies/gpu/fetch_wheels.sh", "downloads wheels (on a networked machine)"),
+    (r"^bash studies/gpu/run.sh --cpu", "minutes: tests/test_gpu_command.py runs it"),
+    (r"^bash studies/gpu/run.sh", "needs a GPU"),
     (
         r"genrm train (sft|rlvr) --config recipes/(sft|rlvr)_tiny_cpu.yaml$",
         "minutes of training (tests/test_train_judge.py runs these recipes)",
@@ -94,7 +96,14 @@ def _commands() -> list[Command]:
             if text.endswith("\\"):
                 pending += text[:-1].strip() + " "
                 continue
-            found.append(Command(page.name, start, (pending + text.strip()).split("  #", 1)[0].strip(), block))
+            found.append(
+                Command(
+                    page.relative_to(ROOT).as_posix(),
+                    start,
+                    (pending + text.strip()).split("  #", 1)[0].strip(),
+                    block,
+                )
+            )
             pending = ""
     return found
 
@@ -109,7 +118,7 @@ def _reason(command: Command) -> str | None:
 def _is_synopsis(command: Command) -> bool:
     if command.text.startswith("curl"):
         return False
-    return command.page == "cli.md" or bool(PLACEHOLDER.search(command.text))
+    return command.page == "docs/cli.md" or bool(PLACEHOLDER.search(command.text))
 
 
 def _genrm_words(text: str) -> list[list[str]]:

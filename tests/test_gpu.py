@@ -2,7 +2,7 @@
 ``model.generate``, XGrammar's masks on device tensors, SFT and RLVR steps with LoRA, and the vision judges.
 
 Every test here is marked ``gpu``: skipped without CUDA, and run on the CPU instead when ``GENRM_GPU_TESTS_ON=cpu``
-(the dry run of ``benchmarks/gpu/run.sh --cpu``, which checks the same code paths without a GPU's kernels). Models are
+(the dry run of ``studies/gpu/run.sh --cpu``, which checks the same code paths without a GPU's kernels). Models are
 randomly initialised from configs built in code, with real architectures' layouts (Qwen3, Qwen3-VL, LLaVA); nothing
 is downloaded.
 """

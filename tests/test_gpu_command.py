@@ -1,4 +1,4 @@
-"""The GPU command's dry run (``bash benchmarks/gpu/run.sh --cpu``): the gpu-marked tests and the GPU benchmark on the
+"""The GPU command's dry run (``bash studies/gpu/run.sh --cpu``): the gpu-marked tests and the GPU benchmark on the
 CPU, through the same script a GPU machine runs, ending in its summary."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_the_gpu_command_runs_its_tests_and_benchmark_on_the_cpu(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(["bash", "benchmarks/gpu/run.sh", "--cpu", "--out", str(tmp_path), "--wheels",
+    done = subprocess.run(["bash", "studies/gpu/run.sh", "--cpu", "--out", str(tmp_path), "--wheels",
                            str(tmp_path / "no-wheels")], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=1200)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -38,11 +38,11 @@ def test_the_gpu_command_runs_its_tests_and_benchmark_on_the_cpu(tmp_path):
 
 def test_the_gpu_command_refuses_what_it_cannot_run(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable}
-    wrong = subprocess.run(["bash", "benchmarks/gpu/run.sh", "--nope"], cwd=ROOT, env=env, capture_output=True,
+    wrong = subprocess.run(["bash", "studies/gpu/run.sh", "--nope"], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=60)  # fmt: skip
     assert wrong.returncode == 2 and "unknown argument --nope" in wrong.stderr
     if not __import__("torch").cuda.is_available():
-        bare = subprocess.run(["bash", "benchmarks/gpu/run.sh", "--out", str(tmp_path)], cwd=ROOT, env=env,
+        bare = subprocess.run(["bash", "studies/gpu/run.sh", "--out", str(tmp_path)], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert bare.returncode == 2 and "no CUDA device (--cpu runs the dry run)" in bare.stderr
 

@@ -1,4 +1,4 @@
-"""The judge-learning study's time budget (``benchmarks/judge_learning.py --budget-s``): steps start only while it
+"""The judge-learning study's time budget (``studies/judge_learning/run.py --budget-s``): steps start only while it
 lasts, training runs get a share of what is left, and a study stopped by it reports what it measured and names what
 it skipped."""
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _study():
-    spec = importlib.util.spec_from_file_location("judge_learning", ROOT / "benchmarks" / "judge_learning.py")
+    spec = importlib.util.spec_from_file_location("judge_learning", ROOT / "studies" / "judge_learning" / "run.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

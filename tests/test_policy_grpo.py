@@ -59,7 +59,7 @@ def _rise(values: list[float]) -> float:
 def test_the_policy_learns_against_the_rule_judge(tiny_policy, tmp_path):
     # The run is seeded and repeats itself exactly on one machine; on another CPU its arithmetic, and so its samples,
     # differ, so the thresholds sit well below what healthy runs reach under other seeds. Measured by
-    # benchmarks/learning_spread.py over seeds 0-19 (first -> last 4 logs): the rule judge's raw essential score
+    # studies/learning_spread/run.py over seeds 0-19 (first -> last 4 logs): the rule judge's raw essential score
     # rose by 0.114 to 0.881 (some seeds settle on one word for every prompt, about +0.15), the reward by 0.083 to
     # 0.903; with the reward replaced by a constant 0 the raw score moved by -0.001.
     out = tmp_path / "rl"

@@ -144,7 +144,7 @@ def test_rlvr_raises_the_format_reward_of_the_sft_judge(sft_run, tmp_path):
     # GRPO on two prompts for 30 steps: small enough for CPU, enough samples per prompt for the reward to move.
     # The run is seeded and repeats itself exactly on one machine; another CPU's arithmetic gives other samples, so
     # the threshold sits well below what healthy runs reach under other seeds. Measured by
-    # benchmarks/learning_spread.py (64 fresh samples at temperature 0.7, before -> after RLVR): 0.234 -> 0.438,
+    # studies/learning_spread/run.py (64 fresh samples at temperature 0.7, before -> after RLVR): 0.234 -> 0.438,
     # 0.703, 0.656, 0.797, 0.859 for seeds 0-4 (rises of +0.20 to +0.63); with every reward a constant 0 the judge
     # does not move (0.234 -> 0.234), and with only the format reward at 0 it still rises (+0.31: the content reward
     # needs readable JSON too), so the test catches a run that learns nothing, not a lost format term alone.
