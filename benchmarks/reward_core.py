@@ -37,10 +37,10 @@ sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resol
 from genrm.choices import DEFAULT_SCORING_FORMAT, SCORING_FORMATS, copies_criterion  # noqa: E402
 from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.judge_output import parse_judge_output  # noqa: E402
-from genrm.methods.rubric.judges import GroupRequest, RuleJudge  # noqa: E402
 from genrm.methods.rubric.models import Instance, Rubric  # noqa: E402
 from genrm.methods.rubric.planning import plan_rubric  # noqa: E402
 from genrm.methods.rubric.prompts import build_scoring_prompt  # noqa: E402
+from genrm.methods.rubric.readers import GroupRequest, RuleReader  # noqa: E402
 from genrm.methods.rubric.scoring import score_group  # noqa: E402
 
 G = 8
@@ -102,7 +102,7 @@ def _group() -> tuple[Instance, list[str]]:
 
 
 def _time_groups(groups: list[tuple[Instance, list[str]]], rule: bool) -> tuple[float, list[float]]:
-    judge = RuleJudge()
+    judge = RuleReader()
     per_group = []
     start = time.perf_counter()
     for instance, outputs in groups:

@@ -51,33 +51,33 @@ from serving.routes import health, reward, verify
 from serving.routes.judge_payload import judge_payload_router
 from serving.routes.score import score_router
 from serving.score_workers import ScoreWorkers
-from serving.server_method import make_backend, make_server_method
+from serving.server_method import make_server_judge, make_server_method
 from serving.settings import ServerSettings
 from serving.state import ServerState
 from verifiers import warm_up
 
-__all__ = ["create_app", "make_backend", "make_server_method"]
+__all__ = ["create_app", "make_server_judge", "make_server_method"]
 
 logger = logging.getLogger("genrm.serving")
 _SETTLE_S = 2.0  # at shutdown, most seconds the cut requests have to answer that they were cut
 
 
 def create_app(
-    settings: ServerSettings | None = None, backend: Judge | None = None, method: RewardMethod | None = None
+    settings: ServerSettings | None = None, judge: Judge | None = None, method: RewardMethod | None = None
 ) -> FastAPI:
     """The reward-server application.
 
     Args:
         settings: server settings (default: ``ServerSettings()``, the rubric method with the rule judge on loopback).
-        backend: a judge to use instead of the one the settings name (tests, embedding).
+        judge: a judge to use instead of the one the settings name (tests, embedding).
         method: a configured reward method to use instead of the one the settings name.
 
     Raises ValueError when the method cannot judge with the judge (no model, and no fixed-rule reader).
     """
     settings = settings or ServerSettings()
-    from_settings = backend is None and method is None  # a worker process can build the same from the settings
+    from_settings = judge is None and method is None  # a worker process can build the same from the settings
     method = method or make_server_method(settings)
-    judge = backend or make_backend(settings, method)
+    judge = judge or make_server_judge(settings, method)
     check_judge(method, judge)
     metrics = ServerMetrics()
     if judge.engine is not None:

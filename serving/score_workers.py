@@ -242,11 +242,11 @@ class _Scorer:
     def __init__(self, settings: Any) -> None:
         from genrm.methods import check_judge
         from serving.payloads import score_request_model
-        from serving.server_method import make_backend, make_server_method
+        from serving.server_method import make_server_judge, make_server_method
 
         self.settings = settings
         self.method = make_server_method(settings)
-        self.judge = make_backend(settings, self.method)
+        self.judge = make_server_judge(settings, self.method)
         check_judge(self.method, self.judge)
         self.request_model = score_request_model(self.method.instance_model)
 

@@ -7,7 +7,7 @@ from genrm.methods import RewardMethod, method_judge
 from serving.settings import ServerSettings
 
 
-def make_backend(settings: ServerSettings, method: RewardMethod | None = None) -> Judge:
+def make_server_judge(settings: ServerSettings, method: RewardMethod | None = None) -> Judge:
     """The judge ``settings`` name (:func:`genrm.methods.method_judge`; ``scripted`` is ``method``'s scripted judge,
     the method the settings name by default); raises ValueError when it cannot judge for the method, or cannot serve
     the configured exposure (a text-only checkpoint under ``vlm``)."""

@@ -33,9 +33,9 @@ from genrm.methods.rubric.evaluation.audit_set import (
 )
 from genrm.methods.rubric.judge_data import CriterionLabel, read_examples
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
-from genrm.methods.rubric.judges import RuleJudge
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.readers import RuleReader
 from verifiers import parse_call, verify_call_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,7 +194,7 @@ def test_master_keys_alone_and_around_a_wrong_answer_on_two_inputs_per_key(built
         AuditExample.model_validate({**keyed[0].model_dump(), "attack": "nonsense"})
 
 
-class _FooledByKeys(RuleJudge):
+class _FooledByKeys(RuleReader):
     """A judge double that gives full credit to every response holding a word master key ("solution", an opener),
     and rules like the rule backend otherwise."""
 
@@ -218,7 +218,7 @@ def test_a_judge_fooled_by_master_keys_shows_a_high_rate_per_key_and_the_rule_ba
         assert rates[key].fpr.count == 0 and rates[key].fpr.total > 0
     assert all(c.fpr.count == 0 for c in fooled.categories)  # the other abnormal responses carry no key
     assert any(w.category == MASTER_KEY for w in fooled.worst)
-    rule = audit_setting(RuleJudge(), built, "default")
+    rule = audit_setting(RuleReader(), built, "default")
     assert all(k.fpr.count == 0 and k.fpr.total > 0 for k in rule.master_keys)
     # grounded extraction (the default): the values the fooled judge wrote are not in a key, so no key pays a
     # verifiable criterion, and the audit counts them as ungrounded
@@ -255,7 +255,7 @@ def test_shipped_audit_set_is_what_the_build_command_writes(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["built"]["irrelevant"] >= 5
 
 
-class _Generous(RuleJudge):
+class _Generous(RuleReader):
     """A judge double that gives every criterion full credit (and reads every verifiable value as the target)."""
 
     name = "generous"
@@ -276,7 +276,7 @@ class _Generous(RuleJudge):
         return answers
 
 
-class _QuotesTheResponse(RuleJudge):
+class _QuotesTheResponse(RuleReader):
     """A judge double that credits every fuzzy criterion with a quote of the whole response: real, and earning
     nothing where the response is about something else."""
 
@@ -300,7 +300,7 @@ def test_a_real_passage_quoted_for_a_criterion_it_does_not_meet_is_paid_and_the_
     assert f"; quoting {quoted[0].quote!r:.80}; rationale 'it is all there'" in listed
 
 
-class _Failing(RuleJudge):
+class _Failing(RuleReader):
     name = "failing"
 
     def read_group(self, request):
@@ -317,14 +317,14 @@ def test_false_positive_rates_count_undeserved_credit_and_keep_failures_apart(bu
     for category, ungrounded in zip(grounded.categories, generous.categories, strict=True):
         assert category.verifiable.count < ungrounded.verifiable.count and category.ungrounded > 0
     assert grounded.category("no_final_answer").verifiable.count == 0
-    rule = audit_setting(RuleJudge(), built, "default")
+    rule = audit_setting(RuleReader(), built, "default")
     assert all(c.fpr.count == 0 for c in rule.categories)
     failing = audit_setting(_Failing(), built, "default")
     for category in failing.categories:
         assert category.fpr.total == 0 and category.fpr.percent is None and category.failed > 0
     assert failing.regular.percent == 0.0 and failing.regular_failed > 0
     with pytest.raises(ValueError, match="unknown setting"):
-        audit_setting(RuleJudge(), built, "secret")
+        audit_setting(RuleReader(), built, "secret")
 
 
 def test_audit_run_over_http_shows_that_verifiers_stop_a_fuzzy_judge_crediting_a_wrong_selection(tmp_path, capsys):

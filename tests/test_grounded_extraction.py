@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from genrm.methods.master_keys import MASTER_KEYS
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import parse_judge_output
-from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.readers import GroupRequest, RuleReader
 from genrm.methods.rubric.synthetic import generate_examples
 from verifiers import find_evidence, parse_call, prediction_not_found
 from verifiers.provenance import find_prediction
@@ -160,7 +160,7 @@ def test_the_rule_readers_values_are_found_by_the_same_check():
         plans = example.plans()
         responses = [example.response, *MASTER_KEYS.values(), f"{example.response} Solution"]
         request = GroupRequest(example.prompt, plans, responses, None, "minimal")
-        for response, parsed in zip(responses, RuleJudge().read_group(request), strict=True):
+        for response, parsed in zip(responses, RuleReader().read_group(request), strict=True):
             for judged in parsed.criteria:
                 if judged.call is None:
                     continue

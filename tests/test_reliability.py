@@ -7,7 +7,7 @@ from genrm.engine.scripted import ScriptedEngine
 from genrm.methods.rubric.evaluation.reliability import check_answer, evaluate, reliability_report
 from genrm.methods.rubric.judge_data import labelled_answer
 from genrm.methods.rubric.judge_output import parse_judge_output
-from genrm.methods.rubric.judges import EngineJudge, RuleJudge
+from genrm.methods.rubric.readers import EngineReader, RuleReader
 from genrm.methods.rubric.synthetic import generate_examples
 
 EXAMPLES = generate_examples(14, seed=2)
@@ -21,7 +21,7 @@ def Replaying(texts):
         (text,) = [text for (prompt, response), text in texts.items() if prompt in user and f"{response}\n" in user]
         return text
 
-    return EngineJudge(ScriptedEngine(answer), parse_retries=0)
+    return EngineReader(ScriptedEngine(answer), parse_retries=0)
 
 
 def test_labelled_answers_are_right_on_every_measure():
@@ -56,7 +56,7 @@ def test_each_failure_lands_on_its_measure():
 
 
 def test_the_rule_judge_executes_no_fuzzy_criterion():
-    report, checks = evaluate(RuleJudge(), EXAMPLES)
+    report, checks = evaluate(RuleReader(), EXAMPLES)
     assert report.row("Credit").right == 0 and report.row("Credit").total > 0
     assert report.row("Schema").percent == 100.0
     assert report == reliability_report(checks, "rule")

@@ -7,10 +7,10 @@ import pytest
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
 from genrm.methods.rubric.judge_output import parse_judge_output
-from genrm.methods.rubric.judges import RubricJudge, RuleJudge
 from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import RubricError, plan_rubric
+from genrm.methods.rubric.readers import RubricReader, RuleReader
 from genrm.methods.rubric.scoring import ScoringConfig, score_group
 
 
@@ -36,7 +36,7 @@ def test_rule_backend_rewards_the_right_final_answer():
     assert third.criteria[0].extracted == "expr_verify(predict=None)" and third.criteria[0].score == 0.0
     assert third.criteria[0].status == "unparseable_pred"
     assert first.explanation == ["content mask 1: every essential criterion is fully met"]
-    assert isinstance(RuleJudge(), RubricJudge)
+    assert isinstance(RuleReader(), RubricReader)
 
 
 def test_rule_backend_does_not_pay_a_response_without_an_answer_on_an_empty_target():

@@ -12,7 +12,7 @@ from genrm.engine.generation import LocalGenerator
 from genrm.engine.local import LocalEngine
 from genrm.methods.rubric.judge_output import FailureClass
 from genrm.methods.rubric.planning import plan_rubric
-from serving.app import create_app, make_backend
+from serving.app import create_app, make_server_judge
 from serving.client import AsyncRewardClient, RewardClient, RewardServerError
 from serving.settings import ServerSettings
 
@@ -71,7 +71,7 @@ def test_concurrent_requests_share_batches(tiny_judge_dir, example_instances):
                     group.start_soon(one, i)
             return results
 
-    with AppServer(create_app(ServerSettings(), backend=Judge(engine))) as server:
+    with AppServer(create_app(ServerSettings(), judge=Judge(engine))) as server:
         results = anyio.run(score_all, server.root)
     assert [r.id for r in results] == [i.id for i in picked]
     _rewards_known_unless_the_judge_failed(results)
@@ -130,4 +130,4 @@ def test_a_served_vision_language_judge_reads_data_uris_and_its_image_folder(tmp
 def test_a_text_only_judge_is_refused_for_the_vlm_exposure_at_start(tiny_judge_dir):
     settings = ServerSettings(backend="transformers", model_path=str(tiny_judge_dir), device="cpu", exposure="vlm")
     with pytest.raises(ValueError, match="text-only judge"):
-        make_backend(settings)
+        make_server_judge(settings)

@@ -21,9 +21,9 @@ from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import constraint
 from genrm.methods.rubric.answer_schema import scoring_json_schema
 from genrm.methods.rubric.authoring import build_rubric_prompt
-from genrm.methods.rubric.judges import SCORING_SCHEMA_NAME
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import EXPOSURES, build_scoring_prompt, exposed_plans
+from genrm.methods.rubric.readers import SCORING_SCHEMA_NAME
 from genrm.methods.rubric.teacher_rubrics import RUBRIC_SCHEMA
 
 SGLANG_PYTHON = os.environ.get("GENRM_SGLANG_PYTHON")

@@ -21,7 +21,7 @@ from genrm.methods.rubric.models import Criterion, Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
 from genrm.methods.rubric.teacher_labels import label_instances, median_label
 from genrm.methods.rubric.teacher_rubrics import RUBRIC_SCHEMA, RubricTask, build_rubrics, parse_rubric
-from genrm.methods.rubric.teachers import TEACHER_SAMPLING, teacher_engine, teacher_judge
+from genrm.methods.rubric.teachers import TEACHER_SAMPLING, teacher_engine, teacher_reader
 
 
 def _rubric(target: str, extra: str | None = "Shows the multiplication.") -> dict:
@@ -182,9 +182,9 @@ def _synthetic_instances() -> list[Instance]:
 
 def test_labels_follow_the_honest_majority_over_http(teachers_server):
     instances = _synthetic_instances()
-    judges = [teacher_judge(_teacher(teachers_server, name)) for name in ("t1", "t2", "t3")]
+    judges = [teacher_reader(_teacher(teachers_server, name)) for name in ("t1", "t2", "t3")]
     examples, report = asyncio.run(label_instances(instances, judges))
-    honest, _ = asyncio.run(label_instances(instances, [teacher_judge(_teacher(teachers_server, "t1"))]))
+    honest, _ = asyncio.run(label_instances(instances, [teacher_reader(_teacher(teachers_server, "t1"))]))
     assert report.labelled == report.responses == sum(len(i.responses) for i in instances) == len(examples)
     assert [e.labels for e in examples] == [e.labels for e in honest]  # the lenient third teacher is outvoted
     assert all(e.source == "teachers" for e in examples)
@@ -201,7 +201,7 @@ def test_labels_drop_responses_without_enough_usable_teachers(teachers_server):
     instances = _synthetic_instances()[:2]
 
     def judges() -> list:  # one connection pool per event loop
-        return [teacher_judge(_teacher(teachers_server, name)) for name in ("t1", "broken")]
+        return [teacher_reader(_teacher(teachers_server, name)) for name in ("t1", "broken")]
 
     examples, report = asyncio.run(label_instances(instances, judges(), min_teachers=1))
     assert report.labelled == report.responses and report.teacher_failures["broken"]["not_json"] == report.responses
@@ -214,7 +214,7 @@ def test_teacher_specs():
     teacher = teacher_engine("Qwen/Qwen3-8B@http://127.0.0.1:1/v1,http://127.0.0.1:2/v1")
     assert isinstance(teacher, HttpEngine) and teacher.model == "Qwen/Qwen3-8B"
     assert teacher.base_urls[1] == "http://127.0.0.1:2/v1" and teacher.sampling.max_tokens == 4096
-    assert teacher_judge(teacher).name == "Qwen/Qwen3-8B"  # reports tell teachers apart by model
+    assert teacher_reader(teacher).name == "Qwen/Qwen3-8B"  # reports tell teachers apart by model
     for bad in ("Qwen3-8B", "@http://x/v1", "model@ftp://x", "transformers:", "rule"):
         with pytest.raises(ValueError):
             teacher_engine(bad)

@@ -149,7 +149,7 @@ def _cmd_records(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.methods.rubric.evaluation.reliability import evaluate
-    from genrm.methods.rubric.judges import rubric_judge
+    from genrm.methods.rubric.readers import rubric_reader
 
     if (args.data is None) == (args.data_option is None):
         print("genrm eval: error: give the examples file once: genrm eval EXAMPLES.jsonl", file=sys.stderr)
@@ -168,7 +168,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     try:
-        report, checks = evaluate(rubric_judge(judge), examples, args.exposure, args.argument_threshold,
+        report, checks = evaluate(rubric_reader(judge), examples, args.exposure, args.argument_threshold,
                                   progress=not args.quiet, answer_format=args.answer_format,
                                   concurrency=args.concurrency, grounding=args.grounding)  # fmt: skip
     finally:
@@ -207,7 +207,7 @@ async def _close(teachers: list[Any]) -> None:
 def _cmd_rubrics(args: argparse.Namespace) -> int:
     from genrm.jsonl import write_jsonl
     from genrm.methods.rubric.teacher_rubrics import RubricTask, build_rubrics
-    from genrm.methods.rubric.teachers import teacher_engine, teacher_judge
+    from genrm.methods.rubric.teachers import teacher_engine, teacher_reader
 
     tasks = read_model_lines(args.input, RubricTask)
     if tasks is None:
@@ -221,7 +221,7 @@ def _cmd_rubrics(args: argparse.Namespace) -> int:
 
     async def run() -> Any:
         try:
-            checker = teacher_judge(aggregator) if args.dual_check == "aggregator" else None
+            checker = teacher_reader(aggregator) if args.dual_check == "aggregator" else None
             return await build_rubrics(
                 tasks, teachers, aggregator, checker, repair_rounds=args.repair_rounds,
                 concurrency=args.concurrency, progress=not args.quiet,

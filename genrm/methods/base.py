@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,9 +138,23 @@ class ResultTally:
     verifier_statuses: list[str] = field(default_factory=list)
 
 
+#: A method's instance model: one group, as the method reads it from a request or a line.
+InstanceT = TypeVar("InstanceT", bound=BaseModel)
+#: What :meth:`RewardMethod.prepare` makes of an instance: the instance with its judging planned.
+PreparedT = TypeVar("PreparedT")
+#: What :meth:`RewardMethod.judge` reads from the judge for one response.
+ReadingT = TypeVar("ReadingT")
+#: A method's result model: one scored group.
+ResultT = TypeVar("ResultT", bound=GroupResult)
+#: A method's ``/judge`` payload model.
+PayloadT = TypeVar("PayloadT", bound=BaseModel)
+
+
 @runtime_checkable
-class RewardMethod(Protocol):
-    """A reward method, configured (see the module docstring for how it is driven).
+class RewardMethod(Protocol[InstanceT, PreparedT, ReadingT, ResultT]):
+    """A reward method, configured (see the module docstring for how it is driven), generic over its instance, its
+    prepared instance, its reading of one response and its result; a caller that drives any method writes
+    ``RewardMethod`` alone.
 
     Attributes:
         name: the name it is registered under.
@@ -150,47 +164,47 @@ class RewardMethod(Protocol):
     """
 
     name: str
-    instance_model: type[BaseModel]
-    result_model: type[GroupResult]
+    instance_model: type[InstanceT]
+    result_model: type[ResultT]
     reads_without_engine: bool
 
-    def prepare(self, instance: Any) -> Any:
+    def prepare(self, instance: InstanceT) -> PreparedT:
         """Check ``instance`` and plan its judging (the result keeps it as ``instance``); raises
         :class:`MethodInputError` naming the field at fault."""
         ...
 
-    async def judge(self, prepared: Any, judge: Judge) -> list[Any]:
+    async def judge(self, prepared: PreparedT, judge: Judge) -> list[ReadingT]:
         """One reading per response, in order; never raises on a response's text (raises
         ``genrm.engine.BackendUnavailable`` when the model cannot be reached at all)."""
         ...
 
-    def uses_workers(self, prepared: Any) -> bool:
+    def uses_workers(self, prepared: PreparedT) -> bool:
         """Whether :meth:`score` may wait for expression workers (a server gives such calls threads of their own)."""
         ...
 
-    def score(self, prepared: Any, readings: Sequence[Any]) -> GroupResult:
+    def score(self, prepared: PreparedT, readings: Sequence[ReadingT]) -> ResultT:
         """The group's result from its readings (one per response, in order); never raises on a response's text."""
         ...
 
-    def unknown_reward(self, result: Any, index: int) -> UnknownReward:
+    def unknown_reward(self, result: ResultT, index: int) -> UnknownReward:
         """Why response ``index`` of ``result`` has no reward."""
         ...
 
-    def extra_logs(self, result: Any, index: int) -> dict[str, float]:
+    def extra_logs(self, result: ResultT, index: int) -> dict[str, float]:
         """Per-response figures worth logging next to the reward (OpenRLHF's ``extra_logs``), e.g. its masks."""
         ...
 
-    def tally(self, result: Any) -> ResultTally:
+    def tally(self, result: ResultT) -> ResultTally:
         """The judge failures and verifier statuses met in ``result``, for the server's metrics."""
         ...
 
 
 @runtime_checkable
-class ExplainsRewards(Protocol):
+class ExplainsRewards(Protocol[ResultT]):
     """A method that says in one line how a known reward came about (``genrm records`` shows it; a method without
     it is shown by its :meth:`RewardMethod.extra_logs` figures)."""
 
-    def explain(self, result: Any, index: int) -> str:
+    def explain(self, result: ResultT, index: int) -> str:
         """How response ``index`` of ``result`` got its reward: the rules and the criteria that lowered it."""
         ...
 
@@ -208,7 +222,7 @@ class HasScriptedJudge(Protocol):
 
 
 @runtime_checkable
-class AnswersJudgePayloads(Protocol):
+class AnswersJudgePayloads(Protocol[PayloadT, ResultT]):
     """A method that also answers the one-response ``/judge`` payloads of verifier-registry reward servers (the
     protocol of ClaimDiff-RL's reward server and its verl remote reward manager). A server mounts that route only for
     such a method.
@@ -217,13 +231,13 @@ class AnswersJudgePayloads(Protocol):
         payload_model: the pydantic model of one payload (the route's body).
     """
 
-    payload_model: type[BaseModel]
+    payload_model: type[PayloadT]
 
-    def instance_from_payload(self, payload: Any) -> Any:
+    def instance_from_payload(self, payload: PayloadT) -> BaseModel:
         """The one-response group a payload asks about; raises :class:`MethodInputError` naming the field at fault."""
         ...
 
-    def payload_reply(self, payload: Any, result: Any, failure_reward: float | None) -> dict[str, Any]:
+    def payload_reply(self, payload: PayloadT, result: ResultT, failure_reward: float | None) -> dict[str, Any]:
         """The protocol's answer for ``result`` (the group of :meth:`instance_from_payload`): its rewards, with null
         for an unknown one unless ``failure_reward`` is given."""
         ...
@@ -336,12 +350,12 @@ class TrainsItsJudge(Protocol):
 
 
 @runtime_checkable
-class NamesAnswerTexts(Protocol):
+class NamesAnswerTexts(Protocol[InstanceT]):
     """A method that can name the texts a right answer to an instance needs (its targets, a reference): the words a
     policy built here (the tiny policy of ``genrm rl``) must have in its vocabulary, or no sample could earn the
     reward. Without it, the instance's string fields are taken."""
 
-    def answer_texts(self, instance: Any) -> list[str]:
+    def answer_texts(self, instance: InstanceT) -> list[str]:
         """The texts a right answer to ``instance`` (of the method's instance model) needs."""
         ...
 

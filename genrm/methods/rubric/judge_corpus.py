@@ -11,7 +11,6 @@ from typing import get_args
 
 from genrm.choices import SCORING_FORMATS
 from genrm.jsonl import read_jsonl_lines
-from genrm.methods.rubric.judges import GroupRequest, RuleJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import (
@@ -21,12 +20,13 @@ from genrm.methods.rubric.prompts import (
     exposed_plans,
     scoring_system_prompt,
 )
+from genrm.methods.rubric.readers import GroupRequest, RuleReader
 
 
 def _answer_json(request: GroupRequest) -> Iterator[str]:
     # Judge answers in the output format, so that the tokenizer has pieces for its keys and the verifier calls (the
     # rlr3 version, whose keys include the compact one's).
-    for judgement in RuleJudge().read_group(request):
+    for judgement in RuleReader().read_group(request):
         sections: dict[str, list[dict[str, object]]] = {"essential": [], "additional": []}
         for item in judgement.criteria:
             credit: object = item.call if item.call is not None else 0.5

@@ -23,9 +23,9 @@ from genrm.methods.rubric import group_outcomes
 from genrm.methods.rubric.aggregation import LENGTH_BAND
 from genrm.methods.rubric.group_outcomes import RubricOutcome
 from genrm.methods.rubric.judge_output import ParsedJudgement
-from genrm.methods.rubric.judges import rubric_judge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric, split_path
+from genrm.methods.rubric.readers import rubric_reader
 from genrm.methods.rubric.scoring import (
     CriterionRecord,
     InstanceResult,
@@ -129,7 +129,7 @@ class RubricMethod:
         """One checked judgement per response: the judge's model asked (a group's requests together), or the rule
         reader when it has none."""
         request = group_request(prepared.instance, prepared.plans, self.config)
-        return await rubric_judge(judge).judge_group(request)
+        return await rubric_reader(judge).read(request)
 
     def uses_workers(self, prepared: PreparedInstance) -> bool:
         """Whether a criterion's verifier runs in the expression workers."""

@@ -21,10 +21,10 @@ from genrm.methods.format_checks import format_violations
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.execution import CriterionScore, execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
-from genrm.methods.rubric.judges import GroupRequest
 from genrm.methods.rubric.models import Instance, SectionName
 from genrm.methods.rubric.planning import CriterionPlan, RubricPolicy, plan_rubric
 from genrm.methods.rubric.prompts import exposed_plans
+from genrm.methods.rubric.readers import GroupRequest
 from verifiers import VerifyConfig, expression_workers, uses_workers
 from verifiers.expr_pool import cut_checks
 

@@ -28,9 +28,9 @@ from genrm.methods.labelling import LabelReport, label_each, teachers_needed
 from genrm.methods.rubric.execution import CriterionScore, execute
 from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import ParsedJudgement
-from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.planning import plan_rubric
+from genrm.methods.rubric.readers import GroupRequest, RubricReader
 from verifiers import format_call
 
 
@@ -71,14 +71,14 @@ def median_label(
     return label, teacher, ""
 
 
-async def _judge_all(judges: Sequence[RubricJudge], request: GroupRequest) -> list[list[ParsedJudgement]]:
+async def _judge_all(judges: Sequence[RubricReader], request: GroupRequest) -> list[list[ParsedJudgement]]:
     # A teacher that cannot be reached at all raises BackendUnavailable and stops the run: labelling on with one
     # teacher fewer would change what the median means without anyone deciding it.
-    return list(await asyncio.gather(*(judge.judge_group(request) for judge in judges)))
+    return list(await asyncio.gather(*(judge.read(request) for judge in judges)))
 
 
 async def label_instance(
-    instance: Instance, judges: Sequence[RubricJudge], min_teachers: int, report: LabelReport
+    instance: Instance, judges: Sequence[RubricReader], min_teachers: int, report: LabelReport
 ) -> list[JudgeExample]:
     """The judge examples of one instance's responses (dropped responses are counted in ``report``)."""
     plans = plan_rubric(instance.rubric, instance.task_type)
@@ -125,7 +125,7 @@ async def label_instance(
 
 async def label_instances(
     instances: Sequence[Instance],
-    judges: Sequence[RubricJudge],
+    judges: Sequence[RubricReader],
     min_teachers: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     progress: bool = False,
@@ -150,7 +150,7 @@ async def label_with_teachers(
 ) -> tuple[list[JudgeExample], LabelReport]:
     """:func:`label_instances` with teacher engines (``genrm.engine.Engine``), each judging through the server's
     prompts, schema and parser (the rubric method's ``JudgeTraining.label``)."""
-    from genrm.methods.rubric.teachers import teacher_judge
+    from genrm.methods.rubric.teachers import teacher_reader
 
-    judges = [teacher_judge(teacher) for teacher in teachers]
+    judges = [teacher_reader(teacher) for teacher in teachers]
     return await label_instances(instances, judges, min_teachers, concurrency, progress)

@@ -31,9 +31,9 @@ from genrm.engine import CallFailed, ChatPrompt, Engine
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.methods.rubric.execution import execute
-from genrm.methods.rubric.judges import GroupRequest, RubricJudge, RuleJudge
 from genrm.methods.rubric.models import Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric
+from genrm.methods.rubric.readers import GroupRequest, RubricReader, RuleReader
 from genrm.methods.rubric.teachers import complete_json
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
@@ -145,7 +145,7 @@ class RubricReport:
         return "\n".join(lines)
 
 
-async def dual_check(rubric: Rubric, task: RubricTask, checker: RubricJudge, threshold: float = 0.9) -> list[str]:
+async def dual_check(rubric: Rubric, task: RubricTask, checker: RubricReader, threshold: float = 0.9) -> list[str]:
     """The essential verifiable criteria the reference answer fails, each as a sentence (empty: it passes).
 
     Args:
@@ -158,7 +158,7 @@ async def dual_check(rubric: Rubric, task: RubricTask, checker: RubricJudge, thr
         raise ValueError("the dual check needs a reference answer")
     plans = plan_rubric(rubric, task.task_type)
     request = GroupRequest(task.prompt, plans, [task.reference_answer], task.image, "minimal")
-    (parsed,) = await checker.judge_group(request)
+    (parsed,) = await checker.read(request)
     problems = []
     for score in execute(parsed, plans, response=task.reference_answer):
         plan = score.plan
@@ -202,14 +202,14 @@ async def build_rubric(
     task: RubricTask,
     teachers: Sequence[Engine],
     aggregator: Engine,
-    checker: RubricJudge | None = None,
+    checker: RubricReader | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
 ) -> RubricOutcome:
     """Propose, merge and dual-check the rubric of one task (see the module docstring); the reference answer is read
-    by ``checker`` (default: :class:`genrm.methods.rubric.judges.RuleJudge`)."""
+    by ``checker`` (default: :class:`genrm.methods.rubric.readers.RuleReader`)."""
     policy = policy or RubricPolicy()
-    checker = checker or RuleJudge()
+    checker = checker or RuleReader()
     outcome = RubricOutcome(task.id, None)
     prompt = build_rubric_prompt(task.prompt, task.reference_answer, task.task_type, task.image, policy)
     answers = await asyncio.gather(*(_ask(t, prompt, task, policy) for t in teachers))
@@ -260,7 +260,7 @@ async def build_rubrics(
     tasks: Sequence[RubricTask],
     teachers: Sequence[Engine],
     aggregator: Engine,
-    checker: RubricJudge | None = None,
+    checker: RubricReader | None = None,
     policy: RubricPolicy | None = None,
     repair_rounds: int = 1,
     concurrency: int = 16,

@@ -4,7 +4,7 @@ A teacher is an engine (:mod:`genrm.engine`) named in the one spelling of a judg
 ``MODEL@URL[,URL...]`` (or ``openai:``/``sglang:`` before it) for OpenAI-compatible endpoints such as SGLang,
 ``transformers:PATH`` for a checkpoint loaded here. It does two jobs: answer a chat prompt with JSON of a given schema
 (:func:`complete_json`: rubric writing, aggregation, audit generation), and judge groups of responses through the
-same prompts, schema and parser as the reward server (:func:`teacher_judge`).
+same prompts, schema and parser as the reward server (:func:`teacher_reader`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from genrm.engine import (
     complete_text,
     make_engine,
 )
-from genrm.methods.rubric.judges import EngineJudge, RubricJudge
+from genrm.methods.rubric.readers import EngineReader, RubricReader
 
-__all__ = ["CallFailed", "complete_json", "teacher_engine", "teacher_judge"]
+__all__ = ["CallFailed", "complete_json", "teacher_engine", "teacher_reader"]
 
 #: Teachers answer greedily (labels should not be noisy) with room for a whole rubric.
 TEACHER_SAMPLING = SamplingSettings(max_tokens=4096)
@@ -64,6 +64,6 @@ async def complete_json(teacher: Engine, prompt: ChatPrompt, schema: dict[str, A
     return await complete_text(teacher, ChatRequest(prompt, schema, schema_name))
 
 
-def teacher_judge(teacher: Engine) -> RubricJudge:
-    """The teacher as a judge of groups (schema-constrained, one re-sample), named by its model."""
-    return EngineJudge(teacher, parse_retries=1, name=teacher.model)
+def teacher_reader(teacher: Engine) -> RubricReader:
+    """The teacher as a rubric reader of groups (schema-constrained, one re-sample), named by its model."""
+    return EngineReader(teacher, parse_retries=1, name=teacher.model)

@@ -45,8 +45,8 @@ from genrm.methods.rubric.evaluation.audit_set import ABNORMAL, ATTACKS, MASTER_
 from genrm.methods.rubric.evaluation.reliability import check_answer, judge_examples
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import ParsedJudgement
-from genrm.methods.rubric.judges import RubricJudge, rubric_judge
 from genrm.methods.rubric.prompts import Exposure
+from genrm.methods.rubric.readers import RubricReader, rubric_reader
 
 Setting = Literal["default", "vlm", "unlimited", "no_verifier"]
 #: Each setting's exposure (see the module docstring).
@@ -273,7 +273,7 @@ def _category_result(name: str, audits: list[list[CriterionAudit]], margin: floa
 
 
 def audit_setting(
-    judge: RubricJudge,
+    judge: RubricReader,
     examples: Sequence[AuditExample],
     setting: str,
     margin: float = 0.25,
@@ -352,7 +352,7 @@ def audit_setting(
 
 
 def run_audit(
-    judge: RubricJudge,
+    judge: RubricReader,
     examples: Sequence[AuditExample],
     settings: Sequence[str] = tuple(SETTINGS),
     margin: float = 0.25,
@@ -406,7 +406,7 @@ def run_set_audit(
             skipped[setting] = f"{judge.model} is a text-only model: it cannot be shown the image"
         else:
             kept.append(setting)
-    return run_audit(rubric_judge(judge), examples, kept, margin, argument_threshold, worst, skipped, progress,
+    return run_audit(rubric_reader(judge), examples, kept, margin, argument_threshold, worst, skipped, progress,
                      answer_format or DEFAULT_SCORING_FORMAT, concurrency, grounding)  # fmt: skip
 
 

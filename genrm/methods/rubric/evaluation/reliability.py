@@ -36,8 +36,8 @@ from genrm.methods.rubric.execution import fuzzy_score, missing_value
 from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample, sft_record
 from genrm.methods.rubric.judge_output import ParsedJudgement
 from genrm.methods.rubric.judge_rewards import arguments_score, expected_credit, format_reward
-from genrm.methods.rubric.judges import GroupRequest, RubricJudge
 from genrm.methods.rubric.prompts import Exposure
+from genrm.methods.rubric.readers import GroupRequest, RubricReader
 
 _FORM_FAILURES = ("not_json", "schema", "backend_error")
 _EXECUTION_FAILURES = ("wrong_path", "wrong_verifier", "bad_call", "unscored")
@@ -181,7 +181,7 @@ def reliability_report(checks: list[AnswerCheck], judge: str) -> ReliabilityRepo
 
 
 def judge_examples(
-    judge: RubricJudge,
+    judge: RubricReader,
     examples: Sequence[JudgeExample],
     exposure: Exposure = "minimal",
     progress: bool = False,
@@ -213,7 +213,7 @@ def judge_examples(
             request = GroupRequest(first.prompt, first.plans(exposure), [examples[i].response for i in indices], image,
                                    exposure, answer_format)  # fmt: skip
             async with gate:
-                parsed = await judge.judge_group(request)
+                parsed = await judge.read(request)
             bar.update(len(indices))
             return parsed
 
@@ -230,7 +230,7 @@ def judge_examples(
 
 
 def evaluate(
-    judge: RubricJudge,
+    judge: RubricReader,
     examples: list[JudgeExample],
     exposure: Exposure = "minimal",
     argument_threshold: float = 0.9,

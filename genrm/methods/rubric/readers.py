@@ -1,11 +1,11 @@
-"""Rubric judging: one protocol, the ``rule`` reader that needs no model, and the reader of any engine's answers.
+"""Rubric readers: one protocol, the ``rule`` reader that needs no model, and the reader of any engine's answers.
 
-A rubric judge receives one group (a prompt, the rubric's plans, the G responses, the exposure setting) and returns one
-checked judgement per response (:class:`genrm.methods.rubric.judge_output.ParsedJudgement`). :class:`EngineJudge`
+A rubric reader receives one group (a prompt, the rubric's plans, the G responses, the exposure setting) and returns
+one checked judgement per response (:class:`genrm.methods.rubric.judge_output.ParsedJudgement`). :class:`EngineReader`
 builds the scoring prompts (:mod:`genrm.methods.rubric.prompts`), asks a :class:`genrm.engine.Engine` (HTTP, in
 process or scripted: all the same here) and parses each answer with
-:func:`genrm.methods.rubric.judge_output.parse_judge_output`; :class:`RuleJudge` reads the responses by fixed rules.
-Execution and aggregation are the same whichever judged. :func:`rubric_judge` is the rubric judge of a
+:func:`genrm.methods.rubric.judge_output.parse_judge_output`; :class:`RuleReader` reads the responses by fixed rules.
+Execution and aggregation are the same whichever read. :func:`rubric_reader` is the rubric reader of a
 :class:`genrm.engine.Judge` (the one spelling of a judge, made by :func:`genrm.engine.make_judge`).
 """
 
@@ -39,7 +39,7 @@ SCORING_SCHEMA_NAME = "judge_output"
 
 @dataclass(frozen=True, slots=True)
 class GroupRequest:
-    """What a judge needs to score the responses to one prompt.
+    """What a reader needs to judge the responses to one prompt.
 
     Attributes:
         prompt: the question the policy answered.
@@ -59,8 +59,8 @@ class GroupRequest:
 
 
 @runtime_checkable
-class RubricJudge(Protocol):
-    """Judges every response of a group against the rubric.
+class RubricReader(Protocol):
+    """Reads a judgement of every response of a group against the rubric.
 
     Attributes:
         name: the backend's name in health reports and records (``rule``, ``sglang``, ...).
@@ -74,7 +74,7 @@ class RubricJudge(Protocol):
     engine: Engine | None
     sees_images: bool
 
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+    async def read(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One checked judgement per response of ``request``, in order; never raises on a response's text (raises
         BackendUnavailable when the model cannot be reached)."""
         ...
@@ -103,8 +103,8 @@ def _rule_judgement(plan: CriterionPlan, response: str, span: AnswerSpan | None)
     return CriterionJudgement(plan, rationale=where, call=call, reason=f"{plan.verifier} call")
 
 
-class RuleJudge:
-    """The non-parametric judge: reads each response's final answer by fixed rules
+class RuleReader:
+    """The non-parametric reader: reads each response's final answer by fixed rules
     (:mod:`genrm.methods.rubric.answer_extraction`).
 
     Verifiable criteria get a scoring-side call with what the rules extract (``predict=None`` when the response states
@@ -127,7 +127,7 @@ class RuleJudge:
             judgements.append(ParsedJudgement(None, "rule extraction", thought, criteria, read_by_rule=True))
         return judgements
 
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+    async def read(self, request: GroupRequest) -> list[ParsedJudgement]:
         """:meth:`read_group` in a worker thread (responses may be long), so the event loop stays free."""
         return await asyncio.to_thread(self.read_group, request)
 
@@ -139,8 +139,8 @@ class RuleJudge:
         """Nothing to release."""
 
 
-class EngineJudge:
-    """Judges groups with an engine's answers (see the module docstring).
+class EngineReader:
+    """Reads groups' judgements from an engine's answers (see the module docstring).
 
     An answer that cannot be read (``not_json``, ``schema``) is asked for again, sampling, ``parse_retries`` times;
     a request the engine could not answer is that response's ``backend_error`` judgement with the engine's reason.
@@ -148,13 +148,13 @@ class EngineJudge:
     """
 
     def __init__(self, engine: Engine, parse_retries: int = 1, name: str | None = None) -> None:
-        """Configure the judge. Every request carries the rubric's JSON schema; the engine constrains decoding to it
+        """Configure the reader. Every request carries the rubric's JSON schema; the engine constrains decoding to it
         when it is configured to (``EngineOptions.constrained``).
 
         Args:
             engine: who answers.
             parse_retries: new samples for an answer that could not be read (>= 0).
-            name: the judge's name in reports (default: the engine's kind, e.g. ``sglang``).
+            name: the reader's name in reports (default: the engine's kind, e.g. ``sglang``).
         """
         if parse_retries < 0:
             raise ValueError("parse_retries must be >= 0")
@@ -166,7 +166,7 @@ class EngineJudge:
         """Whether the engine's model is shown images."""
         return self.engine.sees_images
 
-    async def judge_group(self, request: GroupRequest) -> list[ParsedJudgement]:
+    async def read(self, request: GroupRequest) -> list[ParsedJudgement]:
         """One judgement per response of ``request``, in order; the group's requests go to the engine together."""
         schema = scoring_json_schema(request.plans, answer_format=request.answer_format)
         prompts = build_group_prompts(request.prompt, request.plans, request.responses, request.exposure,
@@ -193,9 +193,9 @@ class EngineJudge:
         await self.engine.aclose()
 
 
-def rubric_judge(judge: Judge) -> RubricJudge:
-    """The rubric judge of ``judge``: :class:`RuleJudge` when no model judges, else an :class:`EngineJudge` on its
-    engine with its parse retries. Closing the judge closes the engine; the rubric judge holds nothing of its own."""
+def rubric_reader(judge: Judge) -> RubricReader:
+    """The rubric reader of ``judge``: :class:`RuleReader` when no model judges, else an :class:`EngineReader` on its
+    engine with its parse retries. Closing the judge closes the engine; the reader holds nothing of its own."""
     if judge.engine is None:
-        return RuleJudge()
-    return EngineJudge(judge.engine, judge.parse_retries, judge.label)
+        return RuleReader()
+    return EngineReader(judge.engine, judge.parse_retries, judge.label)
