@@ -61,8 +61,8 @@ from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement  # noqa: E402
 from genrm.methods.rubric.method import PreparedInstance, RubricMethod  # noqa: E402
 from genrm.methods.rubric.models import Instance  # noqa: E402
-from verifiers import REGISTRY, format_call  # noqa: E402
-from verifiers.registry import empty_prediction  # noqa: E402
+from verifiers import format_call  # noqa: E402
+from verifiers.registry import REGISTRY, empty_prediction  # noqa: E402
 
 G = 8
 #: The transformers rows: the continuous decode loop (the default), and model.generate batch by batch.

@@ -51,7 +51,6 @@ from genrm.jsonl import read_jsonl_lines  # noqa: E402
 from verifiers import (  # noqa: E402
     VerifyConfig,
     bbox_verify,
-    configure_expr_pool,
     expr_verify,
     list_verify,
     point_verify,
@@ -60,6 +59,7 @@ from verifiers import (  # noqa: E402
     verify_call_result,
     warm_up,
 )
+from verifiers.expressions.pool import configure_expr_pool  # noqa: E402
 
 rng = random.Random(0)
 WORDS = "total revenue export volume net income gross margin fiscal year quarter region sales unit price".split()

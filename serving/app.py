@@ -39,10 +39,11 @@ from genrm import __version__
 from genrm.engine.judge import Judge
 from genrm.methods import RewardMethod, check_judge
 from genrm.methods.base import AnswersJudgePayloads
-from serving.bodies import publish_body_schemas
+from serving.defences.bodies import publish_body_schemas
+from serving.defences.guard import Guard, InFlight
+from serving.defences.score_workers import ScoreWorkers
 from serving.errors import install_handlers
 from serving.gathering import GroupGatherer
-from serving.guard import Guard, InFlight
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.payloads import ErrorResponse, RewardRequest, score_request_model
@@ -50,7 +51,6 @@ from serving.record_log import RecordLog
 from serving.routes import health, reward, verify
 from serving.routes.judge_payload import judge_payload_router
 from serving.routes.score import score_router
-from serving.score_workers import ScoreWorkers
 from serving.server_method import make_server_judge, make_server_method
 from serving.settings import ServerSettings
 from serving.state import ServerState

@@ -99,7 +99,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a backend that cannot serve these settings (a text-only judge for vlm, ...)
             print(f"genrm serve: {exc}", file=sys.stderr)
             return 2
-        from serving.http_protocol import head_timeout_protocol
+        from serving.defences.http_protocol import head_timeout_protocol
 
         if app.state.server.score_workers is not None:  # ready before the first large request, not started by it
             app.state.server.score_workers.start_in_background()

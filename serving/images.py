@@ -15,8 +15,8 @@ instance's image first, under the operator's policy (:class:`ImagePolicy`, from 
 
 Then the bytes are decoded whole (at most ``max_image_bytes`` bytes and ``max_image_pixels`` pixels, and a JPEG of at
 most 100 scans, checked from the header before decoding; in the server, in a worker process with a deadline and a
-memory cap, :mod:`serving.image_workers`), and the judge is sent them as a data URI as they came, or scaled down to
-``judge_image_pixels``: only PNG, JPEG, WebP and GIF are opened, never a format Pillow would guess
+memory cap, :mod:`serving.defences.image_workers`), and the judge is sent them as a data URI as they came, or scaled
+down to ``judge_image_pixels``: only PNG, JPEG, WebP and GIF are opened, never a format Pillow would guess
 (:func:`genrm.engine.images.checked_image_data_uri`). A refused image is
 :class:`ImageRefused`, which the server answers 413 (over a limit) or 422 naming the field; nothing of that request is
 judged. Each distinct image of a request is read once, and recently read data URIs and files are remembered
@@ -260,7 +260,7 @@ Decode = Callable[[bytes, int, "int | None"], str]
 class ImageResolver:
     """Reads image references under an :class:`ImagePolicy` into checked data URIs, remembering recent ones (safe
     from any thread). ``decode`` checks the bytes: in this process by default; the server passes its worker
-    processes' (:class:`serving.image_workers.ImageDecoders`), which bound each decode's time and memory."""
+    processes' (:class:`serving.defences.image_workers.ImageDecoders`), which bound each decode's time and memory."""
 
     def __init__(self, policy: ImagePolicy, cache_bytes: int = CACHE_BYTES, decode: Decode | None = None) -> None:
         self.policy, self.cache_bytes = policy, cache_bytes

@@ -43,7 +43,7 @@ def score_response_model(result_model: type[GroupResult]) -> type[BaseModel]:
         records_omitted=(
             str | None,
             Field(None, description="why every group's records were left out (the answer would have been too "
-                  "large; see serving.answers); null when they are all here"),
+                  "large; see serving.defences.answers); null when they are all here"),
         ),
     )  # fmt: skip
 

@@ -19,25 +19,27 @@ from fastapi.exceptions import RequestValidationError
 from genrm.engine.judge import Judge
 from genrm.methods.base import IMAGE_FIELD, GroupInstance, GroupResult, RewardMethod
 from genrm.methods.run import judge_prepared
+from serving.defences.fair_slots import FairSlots
+from serving.defences.guard import note_groups
+from serving.defences.image_workers import ImageDecoders
+from serving.defences.judge_cost import plan_request
+from serving.defences.score_workers import ScoreWorkers, WorkerDied
 from serving.errors import RequestError
-from serving.fair_slots import FairSlots
 from serving.group_checks import WHERE, check_limits, mark_replaced, prepare_safely
-from serving.guard import note_groups
-from serving.image_workers import ImageDecoders
 from serving.images import ImageRefused, ImageResolver
-from serving.judge_cost import plan_request
 from serving.metrics import ServerMetrics
 from serving.openrlhf import SpecialTail
 from serving.record_log import RecordLog
-from serving.score_workers import ScoreWorkers, WorkerDied
 from serving.settings import ServerSettings
-from verifiers import VerifyConfig, tenant
+from verifiers import VerifyConfig
+from verifiers.expressions.pool import tenant
 
 _THREADS = 40  # threads for in-process work (anyio's default for all threads together)
 # Threads for scoring that may wait for expression workers. A waiting thread only sleeps, and the pool's fair queue,
 # not this limiter, must decide who goes next: a limiter's FIFO would put a correct check behind every hostile one.
 _POOLED_THREADS = 256
-# Images read and decoded at once, each by a worker process (serving.image_workers), handed out fairly to requests.
+# Images read and decoded at once, each by a worker process (serving.defences.image_workers), handed out fairly to
+# requests.
 _IMAGE_THREADS = 4
 # CPU work (parsing, preparing, reading, scoring, serialising) at once, and at once for one request. Under the GIL a
 # request runs no faster on more threads, and with one thread each, a cheap request that comes while heavy ones run
@@ -150,7 +152,8 @@ class ServerState:
 
     async def check_judge_cost(self, prepared: Sequence[Any], where: list[Any], tenant: str) -> None:
         """Refuse (413) a request whose groups would ask the judge more calls or bytes than the settings allow
-        (:mod:`serving.judge_cost`), as soon as the groups planned so far pass it; nothing of it has been sent."""
+        (:mod:`serving.defences.judge_cost`), as soon as the groups planned so far pass it; nothing of it has been
+        sent."""
         if self.judge.engine is None:
             return
         settings = self.settings
@@ -197,9 +200,10 @@ class ServerState:
         return results
 
     async def score_in_worker(self, tenant: str, raw: bytes) -> bytes:
-        """The answer to the ``/v1/score`` body ``raw``, scored in a worker process (:mod:`serving.score_workers`)
-        as request ``tenant``: its images read here, its groups counted and logged here. Raises what the in-process
-        path raises for the same body, and 503 when the worker passed its deadline or died."""
+        """The answer to the ``/v1/score`` body ``raw``, scored in a worker process
+        (:mod:`serving.defences.score_workers`) as request ``tenant``: its images read here, its groups counted and
+        logged here. Raises what the in-process path raises for the same body, and 503 when the worker passed its
+        deadline or died."""
         outcome = await self._in_worker(tenant, raw, None)
         if outcome[0] == "images":  # read here, by the server's image workers, then sent again with them
             references = [reference for _, reference in outcome[1]]

@@ -1,8 +1,8 @@
 """Expressions whose check runs past any deadline, for tests that need a check to hold its worker.
 
-A power tower (``10^{10^{10^{10}}}``) is no longer one: the expression worker refuses an exact power too large to
-compute at once (``verifiers._power_guard``). A finite sum of ten million exact terms is summed term by term by sympy
-(measured: still running after 45 s, under 250 MB).
+A power tower (``10^{10^{10^{10}}}``) is not one: the expression worker refuses an exact power too large to compute
+at once (``verifiers.expressions.power_guard``). A finite sum of ten million exact terms is summed term by term by
+sympy (measured: still running after 45 s, under 250 MB).
 """
 
 

@@ -14,7 +14,8 @@ from genrm.methods.rubric.answer_extraction import (
     extract_time,
     final_answer_span,
 )
-from verifiers import REGISTRY, verify_call_result
+from verifiers import verify_call_result
+from verifiers.registry import REGISTRY
 
 LONG = "We look at the figure and compare its parts with what the question asks for. " * 4
 

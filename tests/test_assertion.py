@@ -16,9 +16,9 @@ from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
-from verifiers import expr_verify, find_evidence, format_call, verify_call_result
+from verifiers import expr_verify, format_call, verify_call_result
 from verifiers.assertion import asserted_view, is_refusal, states_absence
-from verifiers.provenance import find_prediction
+from verifiers.provenance import find_evidence, find_prediction
 
 VIEWS = [
     ("I don't think the answer is 12.", "I do"),

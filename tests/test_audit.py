@@ -36,7 +36,8 @@ from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgemen
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.readers import RuleReader
-from verifiers import parse_call, verify_call_result
+from verifiers import verify_call_result
+from verifiers.calls import parse_call
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_SET = ROOT / "datasets" / "judge_synth" / "test.jsonl"

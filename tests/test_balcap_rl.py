@@ -14,7 +14,7 @@ from fake_judge import FakeJudgeServer
 from genrm.cli import main
 from genrm.methods.balcap.models import BalCapInstance
 from genrm.methods.columns import decoupled_advantages, summed_advantages
-from verifiers import holds_content
+from verifiers.provenance import holds_content
 
 pytestmark = pytest.mark.slow
 

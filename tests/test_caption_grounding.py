@@ -22,8 +22,7 @@ from genrm.methods.claimdiff.models import ClaimDiffInstance
 from genrm.methods.claimdiff.rewards import REWARD_MODES
 from serving.app import create_app
 from serving.settings import ServerSettings
-from verifiers import find_claim, holds_content
-from verifiers.provenance import OPENER_WORDS
+from verifiers.provenance import OPENER_WORDS, find_claim, holds_content
 
 REFERENCE = "A red car. Two dogs. A green bench."
 CAPTION = "A red car. Two dogs."

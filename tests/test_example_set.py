@@ -9,7 +9,7 @@ from conftest import EXAMPLE_SET
 from genrm.methods.rubric.answer_extraction import final_answer_span
 from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.planning import plan_rubric
-from verifiers import REGISTRY
+from verifiers.registry import REGISTRY
 
 EXPECTED = {
     row["id"]: row["expect"]

@@ -13,8 +13,9 @@ from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.readers import GroupRequest, RuleReader
 from genrm.methods.rubric.synthetic import generate_examples
-from verifiers import find_evidence, parse_call, prediction_not_found
-from verifiers.provenance import find_prediction
+from verifiers.calls import parse_call
+from verifiers.provenance import find_evidence, find_prediction
+from verifiers.registry import prediction_not_found
 
 FOUND = [
     ("expression", "3/4", r"The share is $\frac{3}{4}$."),

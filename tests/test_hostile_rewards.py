@@ -32,7 +32,7 @@ from policy_rl.data import policy_record
 from policy_rl.method_reward import INSTANCE_COLUMN, MethodReward
 from policy_rl.scorers import JudgeScorer
 from policy_rl.verl_reward import compute_score_batch, verl_row
-from serving.score_workers import scored_inline
+from serving.defences.score_workers import scored_inline
 from serving.settings import ServerSettings
 
 LONG = "I looked at this for a while and thought about what the question asks for, but " * 3

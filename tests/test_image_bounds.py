@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from genrm.engine.images import MAX_JPEG_SCANS, ImageError, ImageTooLarge, checked_image_data_uri
-from serving.fair_slots import FairSlots
-from serving.image_workers import ImageDecoders
+from serving.defences.fair_slots import FairSlots
+from serving.defences.image_workers import ImageDecoders
 
 
 def _encoded(image: Image.Image, kind: str, **options) -> bytes:

@@ -1,5 +1,5 @@
-"""Two-stage LaTeX parsing (verifiers._latex_parsing): the same expressions as ANTLR's default mode, LL only after an
-SLL error, errors still raised."""
+"""Two-stage LaTeX parsing (verifiers.expressions.latex_parsing): the same expressions as ANTLR's default mode, LL
+only after an SLL error, errors still raised."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from latex2sympy2_extended import latex2sympy  # noqa: E402
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy  # noqa: E402
 from math_verify import parser as mv_parser  # noqa: E402
 
-from verifiers._latex_parsing import enable_two_stage_parsing  # noqa: E402
+from verifiers.expressions.latex_parsing import enable_two_stage_parsing  # noqa: E402
 
 CASES = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "math_verify_cases.jsonl"
 # Needs LL's full context: SLL reports an error on it.

@@ -15,7 +15,8 @@ from genrm.methods.rubric.judge_output import parse_judge_output
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import plan_rubric
 from genrm.methods.rubric.prompts import exposed_plans
-from verifiers import REGISTRY, parse_call
+from verifiers.calls import parse_call
+from verifiers.registry import REGISTRY
 
 RUBRIC = Rubric.model_validate(
     {

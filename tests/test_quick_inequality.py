@@ -1,6 +1,6 @@
-"""The numeric proof of inequality before simplify (verifiers._quick_inequality): it tells wrong answers apart, never
-claims that equal ones differ, steps aside where one point proves nothing, and leaves Math-Verify's verdicts as they
-were."""
+"""The numeric proof of inequality before simplify (verifiers.expressions.quick_inequality): it tells wrong answers
+apart, never claims that equal ones differ, steps aside where one point proves nothing, and leaves Math-Verify's
+verdicts as they were."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ pytest.importorskip("math_verify")
 import sympy  # noqa: E402
 from math_verify import grader, parse, verify  # noqa: E402
 
-from verifiers._quick_inequality import certainly_nonzero, enable_quick_inequality  # noqa: E402
+from verifiers.expressions.quick_inequality import certainly_nonzero, enable_quick_inequality  # noqa: E402
 
 CASES = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "math_verify_cases.jsonl"
 x, y = sympy.symbols("x y", real=True)
@@ -107,7 +107,7 @@ def test_math_verify_gives_the_same_verdicts_on_its_own_cases_and_groups(unpatch
 
     before = _verdicts(pairs)
     enable_quick_inequality()
-    import verifiers._quick_inequality as quick
+    import verifiers.expressions.quick_inequality as quick
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(quick, "certainly_nonzero", counting)

@@ -12,10 +12,10 @@ import pytest
 from PIL import Image
 from test_serving_app import GROUP, served
 
+from serving.defences.score_workers import INLINE_BODY_BYTES, INLINE_WORK, scored_inline
+from serving.defences.worker_processes import WorkerDied, WorkerProcesses
 from serving.record_log import read_records
-from serving.score_workers import INLINE_BODY_BYTES, INLINE_WORK, scored_inline
 from serving.settings import ServerSettings
-from serving.worker_processes import WorkerDied, WorkerProcesses
 
 pytestmark = pytest.mark.anyio
 
@@ -97,6 +97,30 @@ async def test_a_request_that_needs_more_memory_than_its_worker_may_take_is_a_41
     (detail,) = refused.json()["detail"]
     assert detail["type"] == "memory" and "256 MiB (score_worker_memory_mb)" in detail["msg"]
     assert later.status_code == 200 and later.json()["groups"][0]["rewards"][:3] == [1.0, 0.0, 0.0]
+
+
+_NEAR_CAP_CHILD = """
+import resource, sys
+from serving.defences.score_workers import near_memory_cap
+from serving.defences.worker_processes import process_bytes
+free = near_memory_cap()
+size = process_bytes(0)
+resource.setrlimit(resource.RLIMIT_AS, (size + 32 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+near = near_memory_cap(64 * 2**20)
+far = near_memory_cap(16 * 2**20)
+print(free, near, far)
+"""
+
+
+def test_an_error_met_near_the_workers_memory_cap_is_taken_for_the_cap():
+    # under its address-space cap an allocation refused in native code can raise another error than MemoryError;
+    # the worker tells it by how near the cap it is (32 MiB left: within 64, not within 16; no cap: never)
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NEAR_CAP_CHILD], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "False"]
 
 
 async def test_a_light_request_never_waits_behind_a_heavy_one_and_one_past_its_slice_is_scored_among_the_heavy(

@@ -6,7 +6,7 @@ import json
 import pytest
 from test_serving_app import GROUP, served
 
-from serving.answers import ANSWER_FLOOR_BYTES, answer_limit, bounded_answer
+from serving.defences.answers import ANSWER_FLOOR_BYTES, answer_limit, bounded_answer
 from serving.record_log import read_records
 from serving.settings import ServerSettings
 

@@ -310,15 +310,15 @@ def test_a_client_that_leaves_has_its_work_stopped_and_nothing_of_it_logged(tmp_
 
 
 async def test_judge_cost_planning_stops_once_the_request_is_over_the_limit(monkeypatch):
-    import serving.judge_cost
+    import serving.defences.judge_cost
 
-    planned, real = [], serving.judge_cost.planned_cost
+    planned, real = [], serving.defences.judge_cost.planned_cost
 
     async def counted(*args, **kwargs):
         planned.append(1)
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(serving.judge_cost, "planned_cost", counted)
+    monkeypatch.setattr(serving.defences.judge_cost, "planned_cost", counted)
     backend = Judge(ScriptedEngine(lambda request: "{}"))
     groups = [dict(GROUP, id=f"g{k}") for k in range(50)]
     async with served(ServerSettings(max_judge_calls=1), backend=backend) as http:

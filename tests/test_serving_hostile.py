@@ -12,7 +12,7 @@ from test_serving_app import GROUP, served
 
 from serving.record_log import fence_damaged_lines, read_records
 from serving.settings import ServerSettings
-from verifiers.expr_pool import ExprOutcome
+from verifiers.expressions.pool import ExprOutcome
 
 pytestmark = pytest.mark.anyio
 
@@ -183,7 +183,7 @@ EXPR_GROUP = {
 async def test_no_free_expression_worker_is_never_a_score():
     busy = ExprOutcome("busy", False, "no expression worker was free within 30 s (server busy)")
     label = json.dumps({k: v for k, v in EXPR_GROUP.items() if k != "responses"})
-    with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=busy):
+    with mock.patch("verifiers.expressions.pool.ExprWorkerPool.check", return_value=busy):
         async with served() as http:
             scored = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})
             calls = {"reference": "expr_verify(target='9\\\\pi')", "prediction": "expr_verify(predict='9\\\\pi')"}
@@ -208,10 +208,10 @@ async def test_a_target_that_cannot_be_checked_is_a_rubric_error_not_a_score(mon
     label = json.dumps({k: v for k, v in EXPR_GROUP.items() if k != "responses"})
     monkeypatch.setattr(verifiers.expr, "_READ_WHOLE", OrderedDict())  # no target is known to read yet
     async with served() as http:
-        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=unreadable):
+        with mock.patch("verifiers.expressions.pool.ExprWorkerPool.check", return_value=unreadable):
             refused = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})  # found when the rubric is read
         assert (await http.post("/v1/score", json={"groups": [EXPR_GROUP]})).status_code == 200  # read: remembered
-        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=unreadable):
+        with mock.patch("verifiers.expressions.pool.ExprWorkerPool.check", return_value=unreadable):
             scored = await http.post("/v1/score", json={"groups": [EXPR_GROUP]})  # found when a response is scored
             reward = await http.post("/get_reward", json={"query": ["Q: \\boxed{9\\pi}"], "prompts": ["Q: "],
                                                           "labels": [label]})  # fmt: skip
@@ -234,6 +234,6 @@ async def test_the_expression_checks_of_a_group_run_concurrently():
     async with served() as http:
         # the target is read once by the real workers (and remembered), so only the responses' checks meet below
         assert (await http.post("/v1/score", json={"groups": [EXPR_GROUP]})).status_code == 200
-        with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", check):
+        with mock.patch("verifiers.expressions.pool.ExprWorkerPool.check", check):
             scored = await http.post("/v1/score", json={"groups": [group]})
     assert scored.status_code == 200 and scored.json()["groups"][0]["rewards"] == [1.0, 0.0, 1.0, 0.0]

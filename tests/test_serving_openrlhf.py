@@ -160,7 +160,7 @@ def test_openrlhf_own_executor_gets_genrm_scores_rewards(path, tmp_path):
 
 
 def test_a_flood_of_refusals_is_logged_at_a_bounded_rate(caplog):
-    from serving.guard import RefusalLog
+    from serving.defences.guard import RefusalLog
 
     now = [0.0]
     log = RefusalLog(rate=5.0, clock=lambda: now[0])

@@ -344,8 +344,8 @@ def test_a_target_that_is_not_a_string_still_raises():
 
 
 def test_warm_up_without_waiting_returns_at_once_and_starts_the_workers():
-    from verifiers import configure_expr_pool, warm_up
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers import warm_up
+    from verifiers.expressions.pool import configure_expr_pool, get_expr_pool
 
     configure_expr_pool()  # a fresh pool, not yet started
     pool = get_expr_pool()

@@ -2,15 +2,9 @@
 
 import pytest
 
-from verifiers import (
-    BadCallError,
-    TargetError,
-    UnknownVerifierError,
-    VerifyConfig,
-    parse_call,
-    verify_call,
-    verify_call_result,
-)
+from verifiers import VerifyConfig, verify_call, verify_call_result
+from verifiers.calls import parse_call
+from verifiers.result import BadCallError, TargetError, UnknownVerifierError
 
 
 @pytest.mark.parametrize(

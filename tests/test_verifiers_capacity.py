@@ -8,7 +8,7 @@ import pytest
 from slow_expressions import SLOW, slow_sum
 
 from verifiers import VerifyConfig, run_verifier
-from verifiers.expr_pool import ExprWorkerPool, tenant
+from verifiers.expressions.pool import ExprWorkerPool, tenant
 
 
 def _slow(k: int) -> str:
@@ -56,10 +56,10 @@ def test_a_correct_answer_waiting_for_a_busy_worker_is_busy_or_right_never_a_zer
 def test_busy_is_not_a_verdict_on_the_response():
     from unittest import mock
 
-    from verifiers.expr_pool import ExprOutcome
+    from verifiers.expressions.pool import ExprOutcome
 
     busy = ExprOutcome("busy", False, "no expression worker was free within 0 s (server busy)")
-    with mock.patch("verifiers.expr_pool.ExprWorkerPool.check", return_value=busy):
+    with mock.patch("verifiers.expressions.pool.ExprWorkerPool.check", return_value=busy):
         result = run_verifier("expr_verify", {"target": "9\\pi"}, {"predict": "9\\pi"})
     assert result.status == "busy" and not result.is_verdict
 

@@ -10,16 +10,9 @@ from unittest import mock
 import pytest
 from slow_expressions import SLOW
 
-from verifiers import (
-    VerifierError,
-    VerifyConfig,
-    averify_call_result,
-    format_call,
-    run_verifier,
-    text_verify,
-    verify_call_result,
-)
-from verifiers.expr_pool import ExprWorkerPool, get_expr_pool
+from verifiers import VerifyConfig, averify_call_result, format_call, run_verifier, text_verify, verify_call_result
+from verifiers.expressions.pool import ExprWorkerPool, get_expr_pool
+from verifiers.result import VerifierError
 
 DEADLINE = 1.0
 SLACK = 0.75  # process kill, pipe close and scheduling on a loaded two-core machine
@@ -142,7 +135,7 @@ def test_event_loop_keeps_running_during_a_hostile_check():
 def test_worker_that_cannot_start_gives_status_error():
     pool = ExprWorkerPool(size=1)
     launcher = mock.Mock(**{"launch.side_effect": OSError("no python here")})
-    with mock.patch("verifiers.expr_pool.make_launcher", return_value=launcher):
+    with mock.patch("verifiers.expressions.pool.make_launcher", return_value=launcher):
         outcome = pool.check("x", "x", 6, 1.0)
     assert outcome.status == "error" and "no python here" in outcome.reason
     pool.close()
@@ -162,7 +155,7 @@ def test_a_check_handed_a_dead_worker_runs_again_on_a_fresh_one():
 
 @pytest.mark.parametrize("target_read, status", [(False, "unparseable_target"), (True, "timeout")])
 def test_a_check_that_kills_its_worker_twice_is_judged_as_one_that_ran_out(target_read, status):
-    from verifiers.expr_pool import _Call
+    from verifiers.expressions.pool import _Call
 
     real_wait, deaths = _Call.wait, []
 

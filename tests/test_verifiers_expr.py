@@ -154,7 +154,7 @@ def test_prediction_over_the_bound_is_unparseable():
 def test_fast_path_agrees_with_math_verify(target, predict):
     """Plain numbers are compared in-process; the answer must be the one Math-Verify gives in the worker."""
     assert parse_number(target) is not None and parse_number(predict) is not None
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers.expressions.pool import get_expr_pool
 
     outcome = get_expr_pool().check(target, predict, 6, 10.0)
     assert outcome.status == "ok"
@@ -251,7 +251,7 @@ def test_plain_numbers_written_out_read_alike_in_math_verify(target, predict):
     """What Math-Verify is given for a plain number (when the other side is an expression) means what the fast path
     read: on two plain numbers, Math-Verify on their written-out forms gives the fast path's verdict."""
     from verifiers.expr import _written_out
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers.expressions.pool import get_expr_pool
     from verifiers.result import PredictionError, TargetError
 
     (target_out, target_places), (pred_out, pred_places) = (

@@ -13,8 +13,8 @@ from unittest import mock
 import pytest
 from slow_expressions import SLOW
 
-from verifiers.expr_pool import ExprWorkerPool
-from verifiers.expr_processes import SubprocessLauncher, ZygoteLauncher
+from verifiers.expressions.pool import ExprWorkerPool
+from verifiers.expressions.processes import SubprocessLauncher, ZygoteLauncher
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the zygote needs Linux")
 
@@ -78,7 +78,7 @@ def test_nothing_outlives_a_server_killed_with_sigkill():
     program = textwrap.dedent(
         """
         import time
-        from verifiers.expr_pool import ExprWorkerPool, tenant
+        from verifiers.expressions.pool import ExprWorkerPool, tenant
         import threading
         pool = ExprWorkerPool(size=2)
         assert pool.wait_until_idle(120)
@@ -104,7 +104,7 @@ def test_the_subprocess_launcher_serves_where_no_zygote_can():
     pool = ExprWorkerPool(size=1)
     launcher = SubprocessLauncher(memory_mb=2048, start_timeout_s=120.0)
     try:
-        with mock.patch("verifiers.expr_pool.make_launcher", return_value=launcher):
+        with mock.patch("verifiers.expressions.pool.make_launcher", return_value=launcher):
             assert pool.wait_until_idle(120)
         assert (pool.check("x^2", "x*x", 6, 5.0).status, pool.check("5", SLOW, 6, 0.5).status) == (
             "ok",
@@ -139,7 +139,7 @@ def test_cut_checks_end_at_once_and_leave_the_pool_whole():
 
     from slow_expressions import slow_sum
 
-    from verifiers.expr_pool import _FairQueue
+    from verifiers.expressions.pool import _FairQueue
 
     pool = ExprWorkerPool(size=2, verdicts=0)
     try:

@@ -7,8 +7,8 @@ from unittest import mock
 
 import pytest
 
-from verifiers.expr_pool import ExprWorkerPool
-from verifiers.expr_verdicts import ExprOutcome, VerdictMemo
+from verifiers.expressions.pool import ExprWorkerPool
+from verifiers.expressions.verdicts import ExprOutcome, VerdictMemo
 
 EQUAL = ExprOutcome("ok", True, "read both as 2")
 KEY = ("x^2", "x*x", 6)
@@ -161,7 +161,7 @@ def test_a_pool_that_remembers_nothing_runs_every_check():
 
 
 def test_the_environment_sets_how_many_verdicts_are_remembered(monkeypatch):
-    from verifiers.expr_pool import configure_expr_pool, get_expr_pool
+    from verifiers.expressions.pool import configure_expr_pool, get_expr_pool
 
     monkeypatch.setenv("GENRM_EXPR_VERDICTS", "0")
     try:

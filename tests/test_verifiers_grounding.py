@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers import TargetError, VerifyConfig, bbox_verify, point_verify, run_verifier
+from verifiers import VerifyConfig, bbox_verify, point_verify, run_verifier
 from verifiers.matching import matched_score
+from verifiers.result import TargetError
 
 BOX = [0, 0, 100, 100]
 

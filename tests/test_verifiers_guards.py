@@ -1,6 +1,7 @@
 """Checks that no deadline could end are refused at once, with the verdict the deadline would give, and nothing
-else is touched: exact powers, factorials and binomial coefficients too large to compute (``verifiers._power_guard``)
-and brackets nested past what the parser reads in time (``verifiers._expr_worker.MAX_NESTING``).
+else is touched: exact powers, factorials and binomial coefficients too large to compute
+(``verifiers.expressions.power_guard``) and brackets nested past what the parser reads in time
+(``verifiers.expressions.worker.MAX_NESTING``).
 
 The deadline here is 60 s: a refusal that did not come from a guard would take that long and say so in its reason,
 so the reasons below can only match when a guard answered."""
@@ -13,9 +14,10 @@ import pytest
 from genrm.methods.rubric.method import score_instance
 from genrm.methods.rubric.models import Instance
 from genrm.methods.rubric.scoring import ScoringConfig
-from verifiers import VerifyConfig, format_call, tenant, verify_call_result
-from verifiers._expr_worker import MAX_NESTING, nesting
-from verifiers._power_guard import MAX_POWER_BITS, power_bits
+from verifiers import VerifyConfig, format_call, verify_call_result
+from verifiers.expressions.pool import tenant
+from verifiers.expressions.power_guard import MAX_POWER_BITS, power_bits
+from verifiers.expressions.worker import MAX_NESTING, nesting
 
 LONG = VerifyConfig(deadline_s=60.0)
 GUARDED = "cannot be compared within any deadline"

@@ -2,7 +2,8 @@
 
 import pytest
 
-from verifiers import TargetError, VerifyConfig, list_verify, run_verifier
+from verifiers import VerifyConfig, list_verify, run_verifier
+from verifiers.result import TargetError
 
 
 @pytest.mark.parametrize(

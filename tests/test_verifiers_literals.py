@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
-from verifiers import BadCallError, format_call, parse_call, verify_call, verify_call_result
+from verifiers import format_call, verify_call, verify_call_result
+from verifiers.calls import parse_call
 from verifiers.literals import read_literal
+from verifiers.result import BadCallError
 
 # Python's escape letters, each with LaTeX commands that begin with it.
 ESCAPE_LETTER_COMMANDS = {

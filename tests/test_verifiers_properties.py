@@ -6,8 +6,11 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verifiers import REGISTRY, BadCallError, VerifyConfig, VerifyResult, parse_call, verify_call_result
-from verifiers.expr_pool import get_expr_pool
+from verifiers import VerifyConfig, VerifyResult, verify_call_result
+from verifiers.calls import parse_call
+from verifiers.expressions.pool import get_expr_pool
+from verifiers.registry import REGISTRY
+from verifiers.result import BadCallError
 
 STATUSES = {"ok", "unparseable_pred", "timeout", "unparseable_target", "bad_call", "error"}
 CONFIG = VerifyConfig(deadline_s=1.0)

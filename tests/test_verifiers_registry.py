@@ -3,7 +3,9 @@
 import pytest
 
 import verifiers
-from verifiers import REGISTRY, BadCallError, get_spec, render_specs, run_verifier
+from verifiers import run_verifier
+from verifiers.registry import REGISTRY, get_spec, render_specs
+from verifiers.result import BadCallError
 
 SEED_SIGNATURES = {
     "text_verify": ("text_verify(target: str = None, candidates: List[str] = None, use_latex: bool = False, "

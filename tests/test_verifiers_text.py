@@ -2,7 +2,8 @@
 
 import pytest
 
-from verifiers import TargetError, VerifyConfig, run_verifier, text_verify
+from verifiers import VerifyConfig, run_verifier, text_verify
+from verifiers.result import TargetError
 
 LONG = "The quick brown fox jumps over the lazy dog while the cat watches from the old wooden fence nearby"
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from verifiers import TargetError, run_verifier, time_verify
+from verifiers import run_verifier, time_verify
+from verifiers.result import TargetError
 
 
 @pytest.mark.parametrize(

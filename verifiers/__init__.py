@@ -15,72 +15,31 @@ Two ways in:
 
 Every check is bounded by a deadline (2 s by default, ``VerifyConfig.deadline_s``) from any thread or event loop.
 Importing this package never imports torch, sympy or scipy; the last two load when first needed.
+
+The rest is in its modules: the registry of signatures (``verifiers.registry``), call strings (``verifiers.calls``),
+statuses and errors (``verifiers.result``), where a value or a quote is in a response (``verifiers.provenance``),
+and the expression workers behind ``expr_verify`` (``verifiers.expressions``).
 """
 
 from verifiers.api import bbox_verify, expr_verify, list_verify, point_verify, text_verify, time_verify
-from verifiers.calls import (
-    ParsedCall,
-    averify_call_result,
-    format_call,
-    parse_call,
-    verify_call,
-    verify_call_result,
-)
-from verifiers.config import DEFAULT_CONFIG, VerifyConfig
-from verifiers.expr_pool import configure_expr_pool, expression_workers, tenant, warm_up
-from verifiers.provenance import find_claim, find_evidence, holds_content
-from verifiers.registry import (
-    REGISTRY,
-    VerifierSpec,
-    get_spec,
-    prediction_not_found,
-    render_specs,
-    run_verifier,
-    uses_workers,
-)
-from verifiers.result import (
-    BadCallError,
-    PredictionError,
-    Status,
-    TargetError,
-    UnknownVerifierError,
-    VerifierError,
-    VerifyResult,
-)
+from verifiers.calls import averify_call_result, format_call, verify_call, verify_call_result
+from verifiers.config import VerifyConfig
+from verifiers.expressions.pool import warm_up
+from verifiers.registry import run_verifier
+from verifiers.result import VerifyResult
 
 __all__ = [
-    "DEFAULT_CONFIG",
-    "REGISTRY",
-    "BadCallError",
-    "ParsedCall",
-    "PredictionError",
-    "Status",
-    "TargetError",
-    "UnknownVerifierError",
-    "VerifierError",
-    "VerifierSpec",
     "VerifyConfig",
     "VerifyResult",
     "averify_call_result",
     "bbox_verify",
-    "configure_expr_pool",
     "expr_verify",
-    "expression_workers",
-    "find_claim",
-    "find_evidence",
-    "holds_content",
     "format_call",
-    "get_spec",
     "list_verify",
-    "parse_call",
     "point_verify",
-    "prediction_not_found",
-    "render_specs",
     "run_verifier",
-    "tenant",
     "text_verify",
     "time_verify",
-    "uses_workers",
     "verify_call",
     "verify_call_result",
     "warm_up",

@@ -22,7 +22,7 @@ Three paths, tried in order:
    intervals, sets, tuples, equations and inequalities) goes to Math-Verify (Hugging Face's sympy-based parser and
    grader; a formula is read as LaTeX, and Math-Verify's plain-expression extraction, which picks a number out of
    text it cannot parse, is asked only when that finds nothing or for text in words) in a worker process that is
-   killed when the deadline passes (see ``verifiers.expr_pool``), so a hostile
+   killed when the deadline passes (see ``verifiers.expressions.pool``), so a hostile
    expression such as ``10^{10^{10^{10}}}`` yields status ``timeout`` instead of hanging the caller. Math-Verify was
    chosen over bare sympy because it already handles LaTeX normalisation, set/interval/tuple comparison, equations
    (``x = 2`` matches ``2``) and numeric rounding; the fast paths above mirror its number rules. A set or interval
@@ -465,7 +465,7 @@ def _refused_target(target: str, keywords: frozenset[str], config: VerifyConfig)
     key = (value, max(config.float_rounding, places))
     if key in _READ_WHOLE:
         return None
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers.expressions.pool import get_expr_pool
 
     outcome = get_expr_pool().check(value, value, key[1], config.deadline_s, config.worker_wait_s)
     if outcome.status == "unparseable_target":
@@ -532,7 +532,7 @@ def check_expr(
         equal = numbers_equal(target_number, pred_number, config.float_rounding)
         return VerifyResult(float(equal), "ok", f"plain numbers {'equal' if equal else 'different'}", "expr_verify")
 
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers.expressions.pool import get_expr_pool
 
     # a number in scientific notation is compared to the places it states (2e-8 is not 10^{-8}), at least as many
     # as configured

@@ -105,8 +105,8 @@ class VerifierSpec:
     task_types: frozenset[str] = frozenset()
     """The default task types (besides ``general``, which allows every verifier) whose rubrics may use it."""
     uses_workers: bool = False
-    """Whether a check may wait for the expression worker pool (``verifiers.expr_pool``): such checks are the ones
-    worth running concurrently, and the ones a server keeps apart from the cheap in-process checks."""
+    """Whether a check may wait for the expression worker pool (``verifiers.expressions.pool``): such checks are the
+    ones worth running concurrently, and the ones a server keeps apart from the cheap in-process checks."""
 
     @property
     def arity(self) -> int | None:

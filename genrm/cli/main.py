@@ -83,7 +83,7 @@ def _run_examples(config: object, as_json: bool) -> int:
 
 
 def _cmd_verifiers(args: argparse.Namespace) -> int:
-    from verifiers import REGISTRY, render_specs
+    from verifiers.registry import REGISTRY, render_specs
 
     names = args.only or list(REGISTRY)
     unknown = [name for name in names if name not in REGISTRY]

@@ -12,10 +12,10 @@ which of its settings that audit compares (:class:`genrm.methods.base.ResponseAu
 attribute).
 
 **Grounding** (the ``grounded_claims`` option of claimdiff and balcap, on by default): what a judge says a caption
-claims is looked for in that caption (:func:`verifiers.find_claim`), and a claim not found is not counted
+claims is looked for in that caption (:func:`verifiers.provenance.find_claim`), and a claim not found is not counted
 (:class:`UngroundedClaim` in the records says which and why); a caption with no content word (punctuation, white
-space, a bare opener, lone letters: :func:`verifiers.holds_content`) is not sent to the judge and earns nothing
-(:func:`ask_with_content`).
+space, a bare opener, lone letters: :func:`verifiers.provenance.holds_content`) is not sent to the judge and earns
+nothing (:func:`ask_with_content`).
 
 Not here: what a method asks its judge, or how it turns answers into rewards.
 """
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.methods.base import MAX_RESPONSES, UNGROUNDED, ResultTally
 from genrm.methods.config import check_open_exposure
-from verifiers import holds_content
+from verifiers.provenance import holds_content
 
 _Reading = TypeVar("_Reading")
 

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from genrm.methods.base import AnswersJudgePayloads, MethodInputError
-from serving.bodies import request_tenant
+from serving.defences.bodies import request_tenant
 from serving.errors import RequestError
 from serving.state import State
 

@@ -17,12 +17,12 @@ from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import GroupInstance, GroupResult
 from genrm.methods.columns import refuse_advantage_penalty
-from serving.bodies import body_openapi, json_body, request_tenant
-from serving.disconnect import watch_disconnect
+from serving.defences.bodies import body_openapi, json_body, request_tenant
+from serving.defences.disconnect import watch_disconnect
+from serving.defences.guard import note_groups
 from serving.errors import RequestError
 from serving.gathering import Gathered, GatherFull
 from serving.group_checks import check_group_count, check_limits, prepare_groups
-from serving.guard import note_groups
 from serving.openrlhf import QueryError, openrlhf_groups
 from serving.payloads import ErrorResponse, RewardRequest, RewardResponse, json_response
 from serving.state import ServerState, State

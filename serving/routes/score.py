@@ -3,20 +3,20 @@
 The request and response bodies are made from the method's own models (:func:`serving.payloads.score_request_model`),
 so the OpenAPI schema shows the method's instance (the rubric's, for the rubric method) and its records. A request
 that is more than a few ms of work is scored in a worker process when the server has them
-(:mod:`serving.score_workers`). The module
+(:mod:`serving.defences.score_workers`). The module
 does not use postponed annotations: FastAPI reads the body's type from the route's signature.
 """
 
 from fastapi import APIRouter, Request, Response
 
 from genrm.methods.base import RewardMethod
-from serving.answers import answer_limit, bounded_answer
-from serving.bodies import body_bytes, body_openapi, request_tenant, validated_body
-from serving.disconnect import unless_client_leaves
+from serving.defences.answers import answer_limit, bounded_answer
+from serving.defences.bodies import body_bytes, body_openapi, request_tenant, validated_body
+from serving.defences.disconnect import unless_client_leaves
+from serving.defences.guard import note_groups
+from serving.defences.score_workers import scored_inline
 from serving.group_checks import WHERE, check_group_count
-from serving.guard import note_groups
 from serving.payloads import score_request_model, score_response_model
-from serving.score_workers import scored_inline
 from serving.state import State
 
 

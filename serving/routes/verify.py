@@ -9,7 +9,10 @@ from fastapi import APIRouter, Response
 from serving.errors import RequestError
 from serving.payloads import ErrorResponse, VerifyRequest, VerifyResponse, json_response
 from serving.state import State
-from verifiers import VerifierError, parse_call, uses_workers, verify_call_result
+from verifiers import verify_call_result
+from verifiers.calls import parse_call
+from verifiers.registry import uses_workers
+from verifiers.result import VerifierError
 
 router = APIRouter()
 

@@ -3,10 +3,10 @@ on by default).
 
 A judge can pay a caption for assertions it never made: a caption of one colon "asserted" ``a red car`` (verified),
 and its precision is 1. Each of the caption's assertions is looked for in the caption, and each of the reference's in
-the reference, with :func:`verifiers.find_claim` (content words, stemmed; more than half of them and every number
-must be there). An assertion not found is **not counted**: it is left out of the caption's assertions (precision) or
-the reference's (recall), and the record names it and says why. A judge answer none of whose reference assertions is
-in the reference is a failed judgement (``ungrounded``): recall would have nothing to count.
+the reference, with :func:`verifiers.provenance.find_claim` (content words, stemmed; more than half of them and every
+number must be there). An assertion not found is **not counted**: it is left out of the caption's assertions
+(precision) or the reference's (recall), and the record names it and says why. A judge answer none of whose reference
+assertions is in the reference is a failed judgement (``ungrounded``): recall would have nothing to count.
 
 A caption with no content word at all is not sent to the judge and earns nothing
 (:func:`genrm.methods.captions.ask_with_content`).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from genrm.methods.balcap.models import BalCapAnswer
 from genrm.methods.captions import UngroundedClaim
-from verifiers import find_claim
+from verifiers.provenance import find_claim
 
 
 def grounded_answer(answer: BalCapAnswer, caption: str, reference: str) -> tuple[BalCapAnswer, list[UngroundedClaim]]:

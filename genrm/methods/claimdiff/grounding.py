@@ -2,10 +2,10 @@
 
 A judge can credit or blame a caption for a claim it never made: "caption A says a red frisbee" of a caption that
 names no frisbee, ruled supported by the image, pays caption A for the judge's invention. Each claim the judge
-attributes to a caption is looked for in that caption with :func:`verifiers.find_claim` (content words, stemmed; more
-than half of them and every number must be there), and a difference with a claim not found is **not counted**: it
-is left out of the differences, errors, judgments and hallucinations the reward is computed from, and the record
-names it and says why.
+attributes to a caption is looked for in that caption with :func:`verifiers.provenance.find_claim` (content words,
+stemmed; more than half of them and every number must be there), and a difference with a claim not found is **not
+counted**: it is left out of the differences, errors, judgments and hallucinations the reward is computed from, and the
+record names it and says why.
 
 Not looked for, because they state what a caption leaves out rather than what it says:
 
@@ -18,8 +18,8 @@ Not looked for, because they state what a caption leaves out rather than what it
   difference in the caption.
 
 A caption with no content word at all (punctuation, white space, a bare opener, lone letters) describes nothing: it
-gets the floor of the reward range whatever the judge says (:func:`verifiers.holds_content`). A claim of a lone letter
-is still looked for, as any claim with content is.
+gets the floor of the reward range whatever the judge says (:func:`verifiers.provenance.holds_content`). A claim of
+a lone letter is still looked for, as any claim with content is.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import re
 
 from genrm.methods.captions import UngroundedClaim
 from genrm.methods.claimdiff.models import DiffAnswer, Difference, HallMissAnswer, HallMissDifference
-from verifiers import find_claim, holds_content
+from verifiers.provenance import find_claim, holds_content
 
 _SAYING = r"(?:mention|state|say|said|describe|specif|include|refer|note|cover|address|identif)\w*"
 _SILENCE = re.compile(

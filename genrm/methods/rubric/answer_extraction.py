@@ -73,9 +73,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from verifiers import format_call, get_spec, verify_call_result
+from verifiers import format_call, verify_call_result
 from verifiers.assertion import asserted_view, states_absence, written_view
-from verifiers.registry import call_keywords
+from verifiers.registry import call_keywords, get_spec
 from verifiers.sentences import qualifying_words
 from verifiers.text import bracket_depths
 

@@ -33,7 +33,7 @@ from genrm.choices import (
 )
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import REGISTRY
+from verifiers.registry import REGISTRY
 
 DEFAULT_MAX_THOUGHT_CHARS = 400
 DEFAULT_MAX_RATIONALE_CHARS = 200

@@ -11,7 +11,7 @@ from genrm.engine.types import ChatPrompt
 from genrm.methods.rubric.models import Rubric
 from genrm.methods.rubric.planning import RubricPolicy
 from genrm.methods.rubric.prompts import ROLE
-from verifiers import REGISTRY, render_specs
+from verifiers.registry import REGISTRY, render_specs
 
 _PRINCIPLES = """Checklist principles:
 - Atomic: each item checks exactly one key point or one sub-question.

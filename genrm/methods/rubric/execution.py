@@ -32,7 +32,11 @@ from genrm.methods.base import UNGROUNDED
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.judge_output import CriterionJudgement, ParsedJudgement
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import VerifierError, VerifyConfig, find_evidence, parse_call, prediction_not_found, run_verifier
+from verifiers import VerifyConfig, run_verifier
+from verifiers.calls import parse_call
+from verifiers.provenance import find_evidence
+from verifiers.registry import prediction_not_found
+from verifiers.result import VerifierError
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ from genrm.methods.rubric.judge_output import FUZZY_CREDITS
 from genrm.methods.rubric.models import SECTIONS, Rubric
 from genrm.methods.rubric.planning import CriterionPlan, plan_rubric
 from genrm.methods.rubric.prompts import Exposure, build_scoring_prompt, exposed_plans
-from verifiers import VerifierError, parse_call
+from verifiers.calls import parse_call
+from verifiers.result import VerifierError
 
 
 class CriterionLabel(BaseModel):

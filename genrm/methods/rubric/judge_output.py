@@ -34,7 +34,8 @@ from rapidfuzz.distance import Levenshtein
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.models import SECTIONS, JudgedCriterion, JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan, looks_like_call
-from verifiers import UnknownVerifierError, VerifierError, parse_call
+from verifiers.calls import parse_call
+from verifiers.result import UnknownVerifierError, VerifierError
 
 FailureClass = Literal[
     "not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call", "unscored", "backend_error"

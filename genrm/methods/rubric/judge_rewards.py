@@ -35,7 +35,10 @@ from genrm.methods.rubric.judge_data import CriterionLabel, JudgeExample
 from genrm.methods.rubric.judge_output import FUZZY_CREDITS, CriterionJudgement, ParsedJudgement, parse_judge_output
 from genrm.methods.rubric.models import JudgeOutput
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import VerifierError, get_spec, parse_call, run_verifier
+from verifiers import run_verifier
+from verifiers.calls import parse_call
+from verifiers.registry import get_spec
+from verifiers.result import VerifierError
 
 
 def _empty(value: Any) -> bool:

@@ -34,7 +34,8 @@ from genrm.methods.rubric.scoring import (
     plan_instance,
     score_group,
 )
-from verifiers import uses_workers, warm_up
+from verifiers import warm_up
+from verifiers.registry import uses_workers
 
 # Criterion statuses that are the judge's failure, not a verifier's verdict (genrm.methods.rubric.judge_output).
 _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_path", "wrong_verifier", "bad_call",

@@ -24,8 +24,10 @@ from typing import Any
 
 from genrm.methods.base import MethodInputError
 from genrm.methods.rubric.models import Criterion, Rubric, SectionName
-from verifiers import REGISTRY, VerifierError, parse_call, run_verifier
-from verifiers.registry import empty_prediction
+from verifiers import run_verifier
+from verifiers.calls import parse_call
+from verifiers.registry import REGISTRY, empty_prediction
+from verifiers.result import VerifierError
 
 # A call: an identifier glued to "(" that opens with a keyword (or closes at once), or any "<name>_verify(". Ground
 # truth such as "Arachnids (class Arachnida)" or "f(x) = x^2" stays text.

@@ -50,7 +50,7 @@ from genrm.choices import (
 from genrm.engine.types import ChatPrompt
 from genrm.methods.rubric.models import SECTIONS
 from genrm.methods.rubric.planning import CriterionPlan
-from verifiers import REGISTRY, render_specs
+from verifiers.registry import REGISTRY, render_specs
 
 RESPONSE_OPEN = "<<<CANDIDATE RESPONSE>>>"
 RESPONSE_CLOSE = "<<<END OF CANDIDATE RESPONSE>>>"

@@ -25,8 +25,9 @@ from genrm.methods.rubric.models import Instance, SectionName
 from genrm.methods.rubric.planning import CriterionPlan, RubricPolicy, plan_rubric
 from genrm.methods.rubric.prompts import exposed_plans
 from genrm.methods.rubric.readers import GroupRequest
-from verifiers import VerifyConfig, expression_workers, uses_workers
-from verifiers.expr_pool import cut_checks
+from verifiers import VerifyConfig
+from verifiers.expressions.pool import cut_checks, expression_workers
+from verifiers.registry import uses_workers
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ from genrm.methods.rubric.evaluation.audit_set import (
 )
 from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan, appears_in
-from verifiers import format_call, get_spec, parse_call, verify_call_result
-from verifiers.registry import ValueKind
+from verifiers import format_call, verify_call_result
+from verifiers.calls import parse_call
+from verifiers.registry import ValueKind, get_spec
 
 #: Highest verifier credit a changed value may keep to count as wrong.
 MAX_WRONG_CREDIT = 0.5

@@ -48,7 +48,7 @@ from genrm.methods.rubric.evaluation.audit_set import (
 from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan
 from genrm.methods.rubric.teachers import complete_json
-from verifiers import get_spec
+from verifiers.registry import get_spec
 
 _ANNOTATION = {
     "type": "object",

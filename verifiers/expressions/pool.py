@@ -2,7 +2,7 @@
 
 Symbolic algebra cannot be bounded by input size alone (``10^{10^{10^{10}}}`` is 19 characters), and Python offers
 no safe way to interrupt a thread, while ``SIGALRM`` works only in the main thread of the main interpreter. So each
-check runs in a worker process (``verifiers.expr_processes``); when the answer does not arrive before the deadline,
+check runs in a worker process (``processes``); when the answer does not arrive before the deadline,
 the worker is killed and a fresh one takes its place in the background (forked from a warmed-up zygote on Linux, in
 milliseconds).
 
@@ -40,7 +40,7 @@ to whoever queued first. A process that forks gets a new pool on first use.
 
 A check the pool has decided before (the same target, prediction and rounding: a group's equal answers) is answered
 from memory, and one that is running for another caller is waited for rather than run twice
-(``verifiers.expr_verdicts``).
+(``verdicts``).
 
 Configuration: ``GENRM_EXPR_WORKERS`` (default 2), ``GENRM_EXPR_WORKER_MEMORY_MB`` (default 2048),
 ``GENRM_EXPR_FIRST_SLICE_S`` (default 0.25) and ``GENRM_EXPR_VERDICTS`` (verdicts remembered, default 4096; 0: none)
@@ -60,8 +60,8 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 
-from verifiers.expr_processes import Launcher, Worker, make_launcher
-from verifiers.expr_verdicts import ExprOutcome, VerdictMemo
+from verifiers.expressions.processes import Launcher, Worker, make_launcher
+from verifiers.expressions.verdicts import ExprOutcome, VerdictMemo
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ class ExprWorkerPool:
         memory_mb: address-space limit of each worker in MiB; an expression that needs more gets status timeout.
         start_timeout_s: how long a worker may take to start before the start counts as failed.
         first_slice_s: seconds a check may run before it counts as long (see the module docstring); > 0.
-        verdicts: how many decided checks are remembered (``verifiers.expr_verdicts``); 0 remembers none and runs
+        verdicts: how many decided checks are remembered (``verdicts``); 0 remembers none and runs
             every check, equal ones too.
     """
 

@@ -3,13 +3,13 @@
 Two ways to start a worker, chosen by :func:`make_launcher`:
 
 - **fork from a zygote** (Linux): one helper process imports sympy and Math-Verify and warms them up once, then forks
-  a worker per request in milliseconds (see ``verifiers._expr_worker``). A worker killed at a deadline is back
+  a worker per request in milliseconds (see ``worker``). A worker killed at a deadline is back
   before the next check needs it, so hostile checks cost their deadline and not a second of imports on top.
 - **a fresh interpreter per worker** (``subprocess``; other platforms, or when the zygote cannot start): about a
   second per worker.
 
 Both use ``subprocess`` rather than ``multiprocessing``, so the caller's ``__main__`` is never re-imported. This
-module knows nothing of deadlines, queues or verdicts: that is ``verifiers.expr_pool``.
+module knows nothing of deadlines, queues or verdicts: that is ``pool``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _OWN_GROUP = 0
 
 
 def _worker_command(memory_mb: int, *extra: str) -> list[str]:
-    return [sys.executable, "-u", "-m", "verifiers._expr_worker", "--memory-mb", str(memory_mb), *extra]
+    return [sys.executable, "-u", "-m", "verifiers.expressions.worker", "--memory-mb", str(memory_mb), *extra]
 
 
 def _worker_env() -> dict[str, str]:

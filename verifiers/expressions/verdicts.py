@@ -9,7 +9,7 @@ way runs its own.
 
 Bounded: at most ``entries`` verdicts and ``chars`` characters of keys, the least recently used going first; a
 check longer than ``chars // 64`` characters in all is not remembered. Not covered: the target test of
-``verifiers.expr_pool`` (it has its own memory).
+``pool`` (it has its own memory).
 """
 
 from __future__ import annotations

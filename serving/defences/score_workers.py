@@ -48,9 +48,9 @@ from typing import Any
 
 import anyio
 
-from serving.fair_slots import FairSlots
+from serving.defences.fair_slots import FairSlots
+from serving.defences.worker_processes import WorkerDied, WorkerProcesses, process_bytes
 from serving.group_checks import WHERE
-from serving.worker_processes import WorkerDied, WorkerProcesses, process_bytes
 
 logger = logging.getLogger("genrm.serving")
 
@@ -66,6 +66,10 @@ _LIGHT_READY = 1
 # loop has to be free of the cut request before the worker is no longer trusted.
 # Both are far above what a stop takes (milliseconds) so that a loaded machine is not taken for a stuck worker.
 _STOP_GRACE_S, _STOP_SETTLE_S = 1.0, 1.0
+# An error met this close to the address-space cap is the cap's doing: an allocation refused inside a library's native
+# code can surface as another error than MemoryError (pydantic-core raises AttributeError "This object has no
+# __dict__"), and the request is refused for its memory (413) rather than answered 500.
+_NEAR_CAP_BYTES = 64 * 2**20
 # A worker that holds this much more memory than when it started leaves after its request: the memory a large
 # request took is not given back to the system while the process lives.
 _RETIRE_GROWTH = 256 * 2**20
@@ -166,7 +170,8 @@ def _spawn() -> Any:
 def _serve(connection: Any, settings: Any, nice: int, warm: bool) -> None:
     """A worker at priority ``nice``: build the method and judge from ``settings`` (and start its expression worker
     now when ``warm``, else on its first check), then score each body it is sent."""
-    from verifiers import configure_expr_pool, warm_up
+    from verifiers import warm_up
+    from verifiers.expressions.pool import configure_expr_pool
 
     with contextlib.suppress(OSError):
         os.nice(nice)
@@ -221,10 +226,18 @@ def _recovered() -> bool:
     """After a stopped request: its expression checks' workers replaced and its engine coroutine cancelled; whether
     this worker is whole again (else it leaves, and a fresh one starts)."""
     from genrm.engine.blocking import engine_responsive
-    from verifiers.expr_pool import get_expr_pool
+    from verifiers.expressions.pool import get_expr_pool
 
     get_expr_pool().reclaim()
     return engine_responsive(_STOP_SETTLE_S)
+
+
+def near_memory_cap(margin_bytes: int = _NEAR_CAP_BYTES) -> bool:
+    """Whether this process's address space is within ``margin_bytes`` of its cap (False without one)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return soft != resource.RLIM_INFINITY and process_bytes(0) > soft - margin_bytes
 
 
 def _cap_memory(memory_mb: int) -> None:
@@ -265,12 +278,14 @@ class _Scorer:
         except MemoryError:
             return ("memory",)
         except Exception:  # noqa: BLE001 - the server answers 500 and logs it
+            if near_memory_cap():
+                return ("memory",)
             return ("crash", traceback.format_exc(limit=20))
 
     def _run(self, raw: bytes, images: dict[int, str] | None) -> tuple[Any, ...]:
         from genrm.methods.base import IMAGE_FIELD
-        from serving.answers import answer_limit, bounded_answer
-        from serving.bodies import validated_body
+        from serving.defences.answers import answer_limit, bounded_answer
+        from serving.defences.bodies import validated_body
         from serving.group_checks import check_group_count, check_limits
         from serving.record_log import record_lines
 
@@ -298,7 +313,7 @@ def score_blocking(method: Any, judge: Any, settings: Any, groups: Sequence[Any]
     from genrm.engine import run_blocking
     from genrm.methods.run import judge_prepared
     from serving.group_checks import WHERE, mark_replaced, prepare_safely
-    from verifiers import tenant
+    from verifiers.expressions.pool import tenant
 
     prepared, replaced = prepare_safely(method, groups, WHERE)
     results = []

@@ -1,9 +1,9 @@
 """The expression worker: a child process that checks expression equivalence with Math-Verify.
 
-Started by ``verifiers.expr_processes``, never for direct use, in one of two ways:
+Started by ``processes``, never for direct use, in one of two ways:
 
-- ``python -m verifiers._expr_worker --memory-mb N`` serves one request at a time on stdin/stdout;
-- ``python -m verifiers._expr_worker --memory-mb N --zygote-fd FD`` imports and warms up Math-Verify once, then
+- ``python -m verifiers.expressions.worker --memory-mb N`` serves one request at a time on stdin/stdout;
+- ``python -m verifiers.expressions.worker --memory-mb N --zygote-fd FD`` imports and warms up Math-Verify once, then
   forks a worker for every request on the Unix socket ``FD``; the request carries the worker's two pipe ends
   (``SCM_RIGHTS``), the answer its pid and a pidfd to kill it by. A worker killed at a deadline is replaced in
   milliseconds instead of the second an import of sympy takes. Forked workers die with the zygote
@@ -13,13 +13,13 @@ Protocol of a worker: one JSON request per line (``{"target", "predict", "float_
 (``{"status", "equal", "reason"}``), after a first ``{"ready": true}`` line. Between a request and its answer it writes
 ``{"target": "read"}`` once the target is parsed, so that the parent can tell a target that cannot be read in time (a
 rubric error) from a prediction that cannot (a verdict on the response), and give each phase its own deadline (a target
-that parses but cannot be compared in time is found by the parent, ``verifiers.expr_pool``). Parsed targets are cached:
+that parses but cannot be compared in time is found by the parent, ``pool``). Parsed targets are cached:
 the G responses of a group share theirs. Its address space is capped with ``RLIMIT_AS`` so an expression that explodes
 in memory raises ``MemoryError`` here instead of swapping the machine; the parent kills it when a request passes its
 deadline, which is why its own (signal-based) timeouts are turned off. LaTeX is parsed in ANTLR's two stages
-(``verifiers._latex_parsing``), and a wrong answer is told apart by one exact evaluation before sympy's ``simplify``
-(``verifiers._quick_inequality``). An exact power, factorial or binomial coefficient too large to compute is refused
-before sympy starts it (``verifiers._power_guard``), with the ``timeout`` the deadline would have given.
+(``latex_parsing``), and a wrong answer is told apart by one exact evaluation before sympy's ``simplify``
+(``quick_inequality``). An exact power, factorial or binomial coefficient too large to compute is refused
+before sympy starts it (``power_guard``), with the ``timeout`` the deadline would have given.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
-from verifiers._power_guard import PowerTooLarge
+from verifiers.expressions.power_guard import PowerTooLarge
 from verifiers.sentences import sentence
 from verifiers.text import bracket_depths
 
@@ -126,9 +126,9 @@ class Checker:
     def __init__(self) -> None:
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-        from verifiers._latex_parsing import enable_two_stage_parsing
-        from verifiers._power_guard import enable_power_guard
-        from verifiers._quick_inequality import enable_quick_inequality
+        from verifiers.expressions.latex_parsing import enable_two_stage_parsing
+        from verifiers.expressions.power_guard import enable_power_guard
+        from verifiers.expressions.quick_inequality import enable_quick_inequality
 
         enable_two_stage_parsing()
         enable_quick_inequality()
@@ -159,7 +159,7 @@ class Checker:
 
     def _read_target(self, target: str) -> list[Any]:
         # A target that parses but cannot be compared in time (10^{10^{10^{10}}}) is told apart by the pool, which
-        # compares it with 0 when a check runs out (verifiers.expr_pool): no check pays for that test otherwise.
+        # compares it with 0 when a check runs out (verifiers.expressions.pool): no check pays for that test otherwise.
         gold = self._targets.get(target)
         if gold is None:
             gold = self._read(target)
@@ -292,7 +292,9 @@ def _answer(checker: Checker, line: str, target_read: Callable[[], None]) -> dic
         return checker.check(target, predict, rounding, target_read)
     except MemoryError:
         return {"status": "timeout", "reason": "the expression exceeded the worker's memory limit"}
-    except PowerTooLarge as exc:  # what the deadline would end, ended before it starts (verifiers._power_guard)
+    except (
+        PowerTooLarge
+    ) as exc:  # what the deadline would end, ended before it starts (verifiers.expressions.power_guard)
         return {"status": "timeout", "reason": f"the expression cannot be compared within any deadline: {exc}"}
     except RecursionError:
         return {"status": "unparseable_pred", "reason": "the expression is nested too deeply to compare"}

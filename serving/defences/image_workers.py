@@ -7,8 +7,8 @@ image that needs more memory fails in its worker instead of growing the server. 
 multiprocessing's fork server, which imports Pillow once: a killed worker is replaced in tens of milliseconds, and the
 server's own threads are never forked.
 
-Which request goes next is not decided here: the server's fair slots (:class:`serving.fair_slots.FairSlots`) admit
-one decode per worker, round-robin over requests.
+Which request goes next is not decided here: the server's fair slots (:class:`serving.defences.fair_slots.FairSlots`)
+admit one decode per worker, round-robin over requests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from genrm.engine.images import ImageError, ImageTooLarge, checked_image_data_uri
-from serving.worker_processes import WorkerDied, WorkerProcesses, process_bytes
+from serving.defences.worker_processes import WorkerDied, WorkerProcesses, process_bytes
 
 _PRELOAD = ["genrm.engine.images", "PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "PIL.WebPImagePlugin",
             "PIL.GifImagePlugin"]  # fmt: skip

@@ -13,7 +13,7 @@ a difference holding a float (``0.1 x`` against ``x/10`` is zero to sympy but no
 (``UnevaluatedExpr``), an undefined function, a sum, an integral or a limit goes to ``simplify`` untouched.
 
 Not covered: Math-Verify's other comparisons (numbers, sets, relations), which are unchanged. Applied only in the
-expression worker (``verifiers._expr_worker``); when the library's internals are not as expected nothing is changed.
+expression worker (``worker``); when the library's internals are not as expected nothing is changed.
 """
 
 from __future__ import annotations

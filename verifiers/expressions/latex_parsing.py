@@ -9,7 +9,7 @@ two-stage parsing). The latex2sympy2_extended error listener raises on every rep
 recovered from an error is ever used. This is ANTLR's own knob, not a new parser.
 
 Not covered: anything after the parse (sympy conversion and comparison are Math-Verify's, unchanged). Applied only in
-the worker process (``verifiers._expr_worker``); when the library's internals are not as expected, nothing is changed
+the worker process (``worker``); when the library's internals are not as expected, nothing is changed
 and the worker parses as before. Warming ANTLR's prediction DFA on a generated corpus before serving was measured
 and left out: on unseen answers its gain was within the noise, for seconds of start-up.
 """
