@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from genrm.cli import main
 from genrm.engine import Judge
 from genrm.engine.scripted import ScriptedEngine
-from genrm.evaluation.pairs import derangement, evaluate_pairs, images_for
+from genrm.methods.pairwise.evaluation import derangement, evaluate_pairs, images_for
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.prompts import CRITERIA, TAGS, pair_request
 from genrm.methods.pairwise.reading import read_judgement

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from genrm.cli import main
+from genrm.methods.pairwise.grpo import SwapGRPOArguments, _Judge, _update, score_group
 from genrm.methods.pairwise.models import PairExample
 from genrm.methods.pairwise.scene_judge import tagged_answer
-from genrm.training.pairwise_grpo import SwapGRPOArguments, _Judge, _update, score_group
 
 PAIRS = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "pairs" / "pairs.jsonl"
 PAIR = PairExample.model_validate_json(PAIRS.read_text().splitlines()[0])  # red image, label A

@@ -16,7 +16,7 @@ from fake_judge import FakeJudgeServer
 from genrm.cli.main import main
 from genrm.engine import ChatPrompt, ChatRequest, Judge
 from genrm.engine.scripted import ScriptedEngine
-from genrm.evaluation.pairs import evaluate_pairs
+from genrm.methods.pairwise.evaluation import evaluate_pairs
 from genrm.methods.pairwise.judge_training import PairTrace, sft_record
 from genrm.methods.pairwise.mmrb2 import read_benchmark, read_pairs, task_of
 from genrm.methods.pairwise.models import MAX_IMAGES, PairExample

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genrm.cli.pairs import pairs_train_parser
 from genrm.cli.train import train_parser
+from genrm.methods.pairwise.commands import pairs_train_parser
 from policy_rl.cli import rl_parser
 
 RECIPES = sorted((Path(__file__).resolve().parents[1] / "recipes").glob("*.yaml"))

@@ -292,7 +292,6 @@ def make_parser() -> argparse.ArgumentParser:
     from genrm.cli.audit import register as register_audit
     from genrm.cli.captions import register as register_captions
     from genrm.cli.data import register as register_data
-    from genrm.cli.pairs import register as register_pairs
     from genrm.cli.records import register as register_records
     from genrm.cli.train import register as register_train
 
@@ -300,7 +299,6 @@ def make_parser() -> argparse.ArgumentParser:
     register_train(sub)
     register_audit(sub)
     register_captions(sub)
-    register_pairs(sub)
     register_records(sub)
     _register_plugins(sub)
     return parser

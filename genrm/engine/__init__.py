@@ -3,9 +3,9 @@ usage, failure) out, asynchronously, batched, bounded and retried. It knows noth
 
 - :mod:`genrm.engine.types`: the request, the reply, the :class:`Engine` protocol;
 - :mod:`genrm.engine.spec`: which judge, in one spelling (:class:`JudgeSpec`), and its options (value objects);
-- :mod:`genrm.engine.factory`: the one factory that builds a judge's engine (:func:`make_engine`);
 - :mod:`genrm.engine.checkpoints`: which checkpoint folder or hub id a name means, and a run's last checkpoint;
-- :mod:`genrm.engine.judge`: a judge, with its engine or none (``rule``), as reward methods are handed it;
+- :mod:`genrm.engine.judge`: a judge, with its engine or none (``rule``), as reward methods are handed it, and the
+  one factory that builds a judge's engine (:func:`make_engine`);
 - :mod:`genrm.engine.http`: OpenAI-compatible endpoints (SGLang, vLLM, hosted teachers), over
   :mod:`genrm.engine.endpoint` (replicas, retries, time budgets);
 - :mod:`genrm.engine.local`: a checkpoint in process, over :mod:`genrm.engine.generation` (XGrammar, prefix cache,
@@ -20,8 +20,7 @@ Importing this package imports neither an HTTP client nor a model library.
 
 from genrm.engine.asking import Reader, ask, complete_text
 from genrm.engine.blocking import run_blocking
-from genrm.engine.factory import make_engine
-from genrm.engine.judge import Judge, make_judge
+from genrm.engine.judge import Judge, make_engine, make_judge
 from genrm.engine.spec import EngineOptions, JudgeSpec
 from genrm.engine.types import (
     BackendUnavailable,

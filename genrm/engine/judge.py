@@ -1,4 +1,6 @@
-"""Who judges: a model behind an engine, or no model at all (``rule``).
+"""Who judges: a model behind an engine, or no model at all (``rule``), and the one factory that builds a judge's
+engine from its spec and options by its backend's row (:mod:`genrm.engine.backends`; light on purpose: the HTTP
+client and the model libraries are imported only when an engine of theirs is built).
 
 Every reward method is handed a :class:`Judge`. With an engine, the method asks it (:func:`genrm.engine.ask`); without
 one, a method that has fixed-rule readers uses them, and one that has none refuses the judge when it is set up. This
@@ -9,9 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genrm.engine.factory import make_engine
+from genrm.engine.backends import backend
 from genrm.engine.spec import EngineOptions, JudgeSpec
 from genrm.engine.types import Engine
+
+
+def make_engine(spec: JudgeSpec, options: EngineOptions | None = None) -> Engine:
+    """The engine of ``spec``, configured by ``options``.
+
+    Raises:
+        ValueError: ``spec`` is the rule judge (no model to run), or a checkpoint that cannot be loaded.
+        OSError: a checkpoint that cannot be read.
+    """
+    return backend(spec.backend).make_engine(spec, options or EngineOptions())
 
 
 @dataclass

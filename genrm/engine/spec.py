@@ -14,7 +14,7 @@ Every command, the server, the teachers and the policy's reward functions name a
   probe (``/health``).
 
 How the engine behaves (sampling, time limits, batching, device) is :class:`EngineOptions`;
-:func:`genrm.engine.factory.make_engine` builds it. Value objects only: this module imports no engine, so any module
+:func:`genrm.engine.judge.make_engine` builds it. Value objects only: this module imports no engine, so any module
 may name a judge without pulling one in.
 """
 

@@ -13,7 +13,7 @@ same name (:data:`TASKS`). The label is ``chosen`` (the released files' key; ``h
 benchmark's README shows, is read when ``chosen`` is absent); ``prompt_source`` becomes the pair's source, for the
 per-source breakdown. The benchmark's other keys (annotations, metadata, model names) are not used and are ignored,
 so a later release that adds keys still reads. Scoring follows the benchmark's own: each pair judged in both orders,
-accuracy over the judgements made, failed ones left out (:mod:`genrm.evaluation.pairs`).
+accuracy over the judgements made, failed ones left out (:mod:`genrm.methods.pairwise.evaluation`).
 """
 
 from __future__ import annotations

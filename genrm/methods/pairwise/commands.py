@@ -22,8 +22,8 @@ _TRAIN_EXAMPLE = "genrm pairs train --config recipes/pairs_grpo_tiny_cpu.yaml"
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from genrm.evaluation.pairs import evaluate_pairs
     from genrm.methods import make_method
+    from genrm.methods.pairwise.evaluation import evaluate_pairs
     from genrm.methods.pairwise.mmrb2 import read_pairs
 
     folders = {str(Path(path).resolve().parent) for path in args.pairs}
@@ -50,13 +50,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def pairs_train_parser() -> Any:
     """The ``trl.TrlParser`` of ``genrm pairs train`` (recipe keys and ``--flags`` of ``SwapGRPOArguments``)."""
-    from genrm.training.pairwise_grpo import SwapGRPOArguments
+    from genrm.methods.pairwise.grpo import SwapGRPOArguments
 
     return recipe_parser((SwapGRPOArguments,), "genrm pairs train", _TRAIN_EXAMPLE)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from genrm.training.pairwise_grpo import run_swap_grpo
+    from genrm.methods.pairwise.grpo import run_swap_grpo
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     read = read_recipe(pairs_train_parser, args.rest, "genrm pairs train", _TRAIN_EXAMPLE)
