@@ -70,6 +70,15 @@ def _mypy(source: str, tmp_path: Path) -> tuple[str, int]:
     return done.stdout + done.stderr, done.returncode
 
 
+def test_the_declarations_name_every_built_in_method():
+    from genrm.methods.registry import BUILTIN
+
+    # a built-in method added to the registry must be declared above with its types
+    declared = {target.rsplit(":", 1)[1] for target in BUILTIN.values()}
+    assert declared == {name for name in declared if f"{name}," in DECLARED or f"{name})" in DECLARED}
+    assert len(declared) == DECLARED.count(": RewardMethod[")
+
+
 @pytest.mark.slow
 def test_every_method_is_a_reward_method_of_its_own_types_and_another_reading_type_is_refused(tmp_path):
     out, status = _mypy(DECLARED + WRONG.replace("def typed(", "def wrong("), tmp_path)
