@@ -81,6 +81,7 @@ class Command:
 def _commands() -> list[Command]:
     found = []
     for page in PAGES:
+        name = page.relative_to(ROOT).as_posix()
         lines, inside, block, pending, start = page.read_text(encoding="utf-8").splitlines(), False, 0, "", 0
         for number, line in enumerate(lines, 1):
             if line.startswith("```"):
@@ -96,14 +97,7 @@ def _commands() -> list[Command]:
             if text.endswith("\\"):
                 pending += text[:-1].strip() + " "
                 continue
-            found.append(
-                Command(
-                    page.relative_to(ROOT).as_posix(),
-                    start,
-                    (pending + text.strip()).split("  #", 1)[0].strip(),
-                    block,
-                )
-            )
+            found.append(Command(name, start, (pending + text.strip()).split("  #", 1)[0].strip(), block))
             pending = ""
     return found
 
