@@ -22,7 +22,7 @@ SCORING_FORMATS: tuple[ScoringFormat, ...] = get_args(ScoringFormat)
 DEFAULT_SCORING_FORMAT: ScoringFormat = "compact"
 
 #: The group-wise remapping threshold of the rubric method's rewards (in (0, 1)), unless a setting gives another: the
-#: default of every way in (``genrm score --tau``, the server's ``tau``, ``genrm rl``, TRL's and verl's functions).
+#: default of its option ``tau`` (genrm.methods.rubric.method.RubricOptions).
 DEFAULT_TAU = 0.5
 
 #: Example groups judged at once by default (``genrm eval``, ``genrm audit run``, ``genrm data labels``): their

@@ -17,6 +17,23 @@ from genrm.jsonl import first_error
 
 M = TypeVar("M", bound=BaseModel)
 
+#: Environment variables of settings that are no longer read, and what took each one's place: a variable that is
+#: set is otherwise ignored without a word, and a run would go on with a setting it was not given.
+REMOVED_VARIABLES = {
+    "GENRM_TAU": "the rubric method's option tau, in GENRM_METHOD_OPTIONS (e.g. '{\"tau\": 0.4}')",
+    "GENRM_SGLANG_PORT": "GENRM_ENGINE_PORT",
+    "GENRM_SGLANG_ARGS": "GENRM_ENGINE_ARGS",
+    "GENRM_SGLANG_COMMAND": "GENRM_ENGINE_COMMAND",
+}
+
+
+def refuse_removed_variables(environ: Mapping[str, str]) -> None:
+    """Raise ValueError naming the first variable of :data:`REMOVED_VARIABLES` set in ``environ``, and its
+    replacement."""
+    for variable, replacement in REMOVED_VARIABLES.items():
+        if variable in environ:
+            raise ValueError(f"{variable} is no longer read: use {replacement}")
+
 
 def field_default(model: type[BaseModel], name: str) -> Any:
     """The default of ``model``'s field ``name`` (KeyError for a name it has not)."""

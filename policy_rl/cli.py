@@ -107,8 +107,7 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     data.add_argument("instances", metavar="INSTANCES.jsonl", type=input_file,
                       help="instance JSONL (responses are ignored)")  # fmt: skip
-    data.add_argument("-o", "--output", "--out", required=True, metavar="DIR", type=output_dir,
-                      help="dataset folder to write (--out: an older spelling)")  # fmt: skip
+    data.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir, help="dataset folder to write")
     data.add_argument("--system-prompt", help="a system message put before every prompt")
     data.add_argument("--method", default=DEFAULT_METHOD, help=f"the reward method whose instances these are "
                       f"({DEFAULT_METHOD})")  # fmt: skip

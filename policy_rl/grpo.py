@@ -61,7 +61,6 @@ class PolicyRLArguments:
     judge_image_pixels: int = field(
         default=judge_default("judge_image_pixels"), metadata={"help": judge_help("judge_image_pixels")}
     )
-    tau: float | None = field(default=default("tau"), metadata={"help": describe("tau")})
     system_prompt: str | None = field(default=None, metadata={"help": "system message before every prompt"})
     vision: bool = field(default=False, metadata={"help": "feed each instance's image to the policy (VLM policies)"})
     decoupled: bool = field(
@@ -84,7 +83,7 @@ class PolicyRLArguments:
 def build_method(args: PolicyRLArguments) -> RewardMethod:
     """The reward method the arguments name, configured (its settings validated as every entry point's:
     :class:`genrm.methods.settings.RewardSettings`). Raises ValueError naming a bad setting."""
-    names = ("method", "method_options", "exposure", "tau")
+    names = ("method", "method_options", "exposure")
     return reward_settings({name: getattr(args, name) for name in names}).make()
 
 

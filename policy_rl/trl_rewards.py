@@ -12,7 +12,8 @@
   run from the trainer's process: ``rule`` (the default: verifiable criteria only), ``transformers:PATH`` (a
   checkpoint), ``sglang:MODEL@URL`` or ``openai:MODEL@URL`` (a judge endpoint);
 - ``GENRM_JUDGE_API_KEY``: the server's bearer token; ``GENRM_JUDGE_DEVICE``: ``auto``, ``cpu`` or ``cuda``;
-- ``GENRM_TAU``: the rubric method's remapping threshold (0.5); ``GENRM_EXPOSURE``: what a model judge sees of the
+- ``GENRM_METHOD_OPTIONS``: the rubric method's options as JSON (``{"tau": 0.4}``: its remapping threshold, 0.5 by
+  default), read when ``GENRM_METHOD`` is unset or ``rubric``; ``GENRM_EXPOSURE``: what a model judge sees of the
   targets (``minimal``).
 - ``GENRM_IMAGE_DIR``: the folder the instances' image paths are read from by a judge spec run here, which sends the
   judge their bytes (never the path); a reward server reads images itself.
@@ -68,8 +69,11 @@ def _reward() -> MethodReward:
     # Made once per process: a judge loaded, or a connection pool to the server.
     from genrm.methods.settings import reward_settings_from_env
 
-    # The rubric method whatever GENRM_METHOD names (that is method_reward's, which may run beside this one).
-    settings = reward_settings_from_env(os.environ).model_copy(update={"method": "rubric", "method_options": {}})
+    # The rubric method whatever GENRM_METHOD names (that is method_reward's, which may run beside this one); the
+    # options are the rubric's only when GENRM_METHOD names it too.
+    settings = reward_settings_from_env(os.environ)
+    if settings.method != "rubric":
+        settings = settings.model_copy(update={"method": "rubric", "method_options": {}})
     method = settings.make()
     return MethodReward(method, _scorer(method), name="rubric_reward")
 

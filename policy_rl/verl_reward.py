@@ -47,8 +47,8 @@ in the reward kwargs, in which case it gets that value (advantage 0 under ``norm
 instances' image paths are read from by a judge run here, which sends their bytes; ``judge_image_pixels``, the most
 pixels of an image that judge is shown, 0: no limit), ``api_key_env`` (the variable holding the key),
 ``unknown_reward``, the reward settings as every entry point takes them
-(:class:`genrm.methods.settings.RewardSettings`: ``method``, default ``rubric``, ``method_options``, ``exposure``,
-``tau``) and ``aggregation``.
+(:class:`genrm.methods.settings.RewardSettings`: ``method``, default ``rubric``, ``method_options``, the rubric
+method's ``tau`` among them, and ``exposure``) and ``aggregation``.
 """
 
 from __future__ import annotations
@@ -108,7 +108,6 @@ def compute_score_batch(
     *,
     judge: str = judge_default("judge"),
     api_key_env: str | None = None,
-    tau: float | None = default("tau"),
     unknown_reward: float | None = None,
     method: str = default("method"),
     method_options: Mapping[str, Any] | None = None,
@@ -117,15 +116,17 @@ def compute_score_batch(
     image_dir: str | None = None,
     judge_image_pixels: int = judge_default("judge_image_pixels"),
     judge_device: str = judge_default("judge_device"),
-    **_: Any,
+    **others: Any,
 ) -> list[dict[str, float]]:
     """verl's batch reward function: one ``{"score": ..., ...}`` per response, in the batch's order, each group
     (found by key, see the module docstring, wherever its rows are) scored together by the reward method;
     ``aggregation`` (``weighted_mean`` or ``normalize_then_sum``) for a method with reward columns."""
     if aggregation not in _AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {', '.join(_AGGREGATIONS)}; got {aggregation!r:.40}")
+    if "tau" in others:  # verl hands on reward kwargs of its own too, so the rest pass unread: this one would mislead
+        raise ValueError("verl's reward kwargs: tau is the rubric method's option: set method_options.tau")
     # verl hands the options as a config mapping
-    settings = {"method": method, "method_options": dict(method_options or {}), "exposure": exposure, "tau": tau}
+    settings = {"method": method, "method_options": dict(method_options or {}), "exposure": exposure}
     where = "verl's reward kwargs"
     judging = judge_settings({"judge": judge, "image_dir": image_dir, "judge_image_pixels": judge_image_pixels,
                               "judge_device": judge_device}, where, api_key_env)  # fmt: skip
@@ -176,7 +177,7 @@ _GROUPED_RECIPE = (
 
 
 def _needs_group(kwargs: Mapping[str, Any]) -> bool:
-    known = {k: kwargs[k] for k in ("method", "method_options", "exposure", "tau") if k in kwargs}
+    known = {k: kwargs[k] for k in ("method", "method_options", "exposure") if k in kwargs}
     if "method_options" in known:  # verl hands the options as a config mapping
         known["method_options"] = dict(known["method_options"] or {})
     return _method_needs_group(json.dumps(known, sort_keys=True))

@@ -8,12 +8,8 @@ import signal
 import sys
 from typing import Any
 
-#: Option spellings of ``genrm serve`` from before its options were generated from the settings, still accepted.
-_ALIASES = {
-    "judge_urls": ["--judge-url"], "model_path": ["--model"], "judge_max_tokens": ["--max-tokens"],
-    "mem_fraction_static": ["--mem-fraction"], "special_tokens": ["--special-token"], "group_wait_s": ["--group-wait"],
-    "engine_port": ["--sglang-port"], "engine_args": ["--sglang-args"], "engine_command": ["--sglang-command"],
-}  # fmt: skip
+#: The judge's options as ``genrm score``, ``eval`` and ``audit run`` spell them (genrm.cli.judging), taken here too.
+_JUDGE_SPELLINGS = {"judge_urls": ["--judge-url"], "model_path": ["--model"], "judge_max_tokens": ["--max-tokens"]}
 _SWITCH_INTERVAL_S = 0.001
 #: Settings taken from the environment or the YAML file only: a secret on a command line is visible to every user.
 _NOT_OPTIONS = ("judge_api_key",)
@@ -31,8 +27,8 @@ def register(sub: Any) -> None:
         "environment variables, then these options. With no model it serves the rule backend on 127.0.0.1:8000.",
     )
     serve.add_argument("--config", metavar="YAML", help="settings file (keys: the ServerSettings field names)")
-    # One option per field of ServerSettings (its description as help); older spellings kept as aliases.
-    add_settings_options(serve, ServerSettings, aliases=_ALIASES, skip=_NOT_OPTIONS)
+    # One option per field of ServerSettings (its description as help).
+    add_settings_options(serve, ServerSettings, aliases=_JUDGE_SPELLINGS, skip=_NOT_OPTIONS)
     serve.set_defaults(handler=_cmd_serve)
 
 

@@ -27,6 +27,7 @@ from genrm.engine.backends import DEFAULT_BACKEND, backend, spec_forms
 from genrm.engine.images import DEFAULT_IMAGE_BUDGET
 from genrm.methods.config import MethodConfig
 from genrm.methods.settings import RewardSettings
+from genrm.settings_model import refuse_removed_variables
 from serving.images import ImagePolicy
 from serving.launcher import LAUNCHES, SGLangLaunch, VLLMLaunch
 from verifiers import VerifyConfig
@@ -34,8 +35,6 @@ from verifiers import VerifyConfig
 #: The engine's own defaults, which the judge settings take (declared once, in genrm.engine.spec.EngineOptions).
 _ENGINE = EngineOptions()
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
-#: Settings' names from when SGLang was the only server launched, still read (YAML, environment, arguments).
-_OLDER_NAMES = {"sglang_port": "engine_port", "sglang_args": "engine_args", "sglang_command": "engine_command"}
 
 
 class ServerSettings(BaseSettings, RewardSettings):
@@ -268,17 +267,8 @@ class ServerSettings(BaseSettings, RewardSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _launch_settings_in_their_older_names(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        for old, new in _OLDER_NAMES.items():
-            # the environment source reads only the fields' own names: an older variable would be ignored unsaid
-            if f"GENRM_{old.upper()}" in os.environ:
-                raise ValueError(f"GENRM_{old.upper()} is the older name of GENRM_{new.upper()}: rename it")
-            if old in data:
-                if new in data:
-                    raise ValueError(f"{old} is the older name of {new}; give one of them")
-                data = {**{k: v for k, v in data.items() if k != old}, new: data[old]}
+    def _no_removed_variable(cls, data: Any) -> Any:
+        refuse_removed_variables(os.environ)  # the environment source reads only the fields' own names
         return data
 
     @field_validator("backend")
@@ -353,7 +343,7 @@ class ServerSettings(BaseSettings, RewardSettings):
 
     def method_config(self) -> MethodConfig:
         """The common settings of the reward method: ``exposure``, the format check and the verifiers' bounds (the
-        method's own are :meth:`method_settings`)."""
+        method's own are ``method_options``)."""
         verify = VerifyConfig(deadline_s=self.verifier_deadline_s, worker_wait_s=self.verifier_budget_s)
         return MethodConfig(exposure=self.exposure, check_format=self.check_format, verify=verify)
 

@@ -127,7 +127,7 @@ def test_the_scalar_reward_and_b_capscore():
     "options, message",
     [
         ({"w_prec": 0, "w_rec": 0, "w_ling": 0}, "w_prec, w_rec, w_ling"),
-        ({"w_rec": -1}, "w_prec, w_rec, w_ling"),
+        ({"w_rec": -1}, "the balcap option w_rec: Input should be greater than or equal to 0"),
         ({"length_low": 3, "length_high": 2}, "length_low, length_high"),
         ({"ling_scale": "percent"}, "ling_scale: Input should be 'affine' or 'tenths'"),
         ({"length_rule": "cut"}, "length_rule: Input should be 'mask', 'linear' or 'none'"),

@@ -134,7 +134,7 @@ def test_a_judge_that_finds_no_difference_is_read_in_either_format(winner):
 def test_options_and_settings_that_mean_nothing_are_refused():
     with pytest.raises(ValueError, match="takes no option colour; it takes mode"):
         make_method("claimdiff", options={"colour": 1})
-    with pytest.raises(ValueError, match="answer_format must be one of json, blocks"):
+    with pytest.raises(ValueError, match="the claimdiff option answer_format: Input should be 'json' or 'blocks'"):
         make_method("claimdiff", options={"answer_format": "xml"})
     with pytest.raises(ValueError, match="the unlimited exposure means nothing"):
         make_method("claimdiff", MethodConfig(exposure="unlimited"))

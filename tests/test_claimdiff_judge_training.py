@@ -108,7 +108,7 @@ def test_the_checked_f1_asks_a_judge_with_the_image_which_predictions_are_real_a
     assert unknown == [None]  # the check failed (a scene the judge does not know): no reward, not a 0
     method = make_method("claimdiff", options={"f1_judge": "scripted"})
     assert method.judge_training().reward_funcs[1].__name__ == "checked_f1_reward_func"
-    with pytest.raises(ValueError, match="f1_judge must be a judge spec"):
+    with pytest.raises(ValueError, match="the claimdiff option f1_judge: Input should be a valid string"):
         make_method("claimdiff", options={"f1_judge": 3})
 
 

@@ -155,9 +155,9 @@ def test_format_part_and_final_mix():
 @pytest.mark.parametrize(
     "options,message",
     [
-        ({"mode": "best"}, "unknown claimdiff mode 'best'"),
-        ({"severity_weights": {1: 1, 2: 1}}, "severity_weights must give a positive weight"),
-        ({"max_error_diff": 0}, "max_error_diff is out of range"),
+        ({"mode": "best"}, "mode\n  Input should be 'normalized_diff', 'normalized_a_only'"),
+        ({"severity_weights": {1: 1, 2: 1}}, "severity_weights\n  Value error, must give a positive weight to each"),
+        ({"max_error_diff": 0}, "max_error_diff\n  Input should be greater than 0"),
         ({"min_reward": 1, "max_reward": 0}, "below min_reward"),
     ],
 )

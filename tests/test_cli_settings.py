@@ -1,5 +1,5 @@
 """Command-line options generated from a settings model: one per field, typed from the annotation, only what was
-given passed on; `genrm serve` takes every ServerSettings field and the older spellings."""
+given passed on; `genrm serve` takes every ServerSettings field, in its one spelling."""
 
 import argparse
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 from genrm.cli.settings import add_settings_options, given_settings
-from serving.cli import _ALIASES, _NOT_OPTIONS
+from serving.cli import _JUDGE_SPELLINGS, _NOT_OPTIONS
 from serving.settings import ServerSettings
 
 
@@ -26,13 +26,13 @@ class Example(BaseModel):
 
 def _parse(*argv: str) -> dict:
     parser = argparse.ArgumentParser()
-    names = add_settings_options(parser, Example, aliases={"urls": ["--url"]})
+    names = add_settings_options(parser, Example)
     return given_settings(parser.parse_args(list(argv)), names)
 
 
 def test_options_are_typed_from_the_annotations_and_only_given_ones_pass():
     assert _parse() == {}
-    given = _parse("--port", "9", "--ratio", "0.25", "--mode", "b", "--no-flag", "--url", "u1", "--urls", "u2",
+    given = _parse("--port", "9", "--ratio", "0.25", "--mode", "b", "--no-flag", "--urls", "u1", "--urls", "u2",
                    "--path", "p", "--secret", "s", "--extra", '{"k": 1}')  # fmt: skip
     assert given == {"port": 9, "ratio": 0.25, "mode": "b", "flag": False, "urls": ["u1", "u2"], "path": "p",
                      "secret": "s", "extra": {"k": 1}}  # fmt: skip
@@ -46,7 +46,7 @@ def test_bad_values_are_usage_errors(argv, capsys):
     assert stopped.value.code == 2
 
 
-def test_genrm_serve_has_an_option_for_every_setting_and_the_older_spellings():
+def test_genrm_serve_has_an_option_for_every_setting_and_no_other_spelling():
     from genrm.cli import make_parser
 
     parser = make_parser()
@@ -54,8 +54,8 @@ def test_genrm_serve_has_an_option_for_every_setting_and_the_older_spellings():
     dests = {action.dest for action in serve._actions}
     assert set(ServerSettings.model_fields) - set(_NOT_OPTIONS) <= dests
     assert "judge_api_key" not in dests  # secrets come from the environment or the YAML file
-    argv = ["serve", "--judge-url", "http://a/v1", "--judge-url", "http://b/v1", "--model", "m", "--max-tokens", "64",
-            "--group-wait", "3", "--launch", "--backend", "sglang"]  # fmt: skip
+    argv = ["serve", "--judge-urls", "http://a/v1", "--judge-urls", "http://b/v1", "--model-path", "m",
+            "--judge-max-tokens", "64", "--group-wait-s", "3", "--launch", "--backend", "sglang"]  # fmt: skip
     args = parser.parse_args(argv)
     assert (args.judge_urls, args.model_path, args.judge_max_tokens, args.group_wait_s, args.launch) == (
         ["http://a/v1", "http://b/v1"],
@@ -64,7 +64,15 @@ def test_genrm_serve_has_an_option_for_every_setting_and_the_older_spellings():
         3.0,
         True,
     )
-    assert all(flag.startswith("--") for flags in _ALIASES.values() for flag in flags)
+    flags = {flag for action in serve._actions for flag in action.option_strings}
+    generated = {"--" + name.replace("_", "-") for name in dests} | {f"--no-{n.replace('_', '-')}" for n in dests}
+    shared = {flag for spellings in _JUDGE_SPELLINGS.values() for flag in spellings}
+    assert flags - generated == {"-h"} | shared == {"-h", "--judge-url", "--model", "--max-tokens"}
+    args = parser.parse_args(["serve", "--model", "m", "--max-tokens", "8", "--judge-url", "http://a/v1"])
+    assert (args.model_path, args.judge_max_tokens, args.judge_urls) == ("m", 8, ["http://a/v1"])
+    for older in ("--sglang-port", "--mem-fraction", "--group-wait", "--special-token"):  # nor a prefix of one
+        with pytest.raises(SystemExit):
+            parser.parse_args(["serve", older, "x"])
 
 
 def test_the_judge_setting_takes_the_one_spelling_and_refuses_a_second_one():

@@ -51,36 +51,63 @@ def test_the_registry_knows_the_built_in_methods_and_refuses_unknown_names_and_o
     assert isinstance(method, RubricMethod) and isinstance(method, RewardMethod) and method.config.tau == 0.3
     with pytest.raises(ValueError, match="unknown reward method 'nope'; known: rubric"):
         make_method("nope")
-    with pytest.raises(ValueError, match="takes only the options tau, answer_format, .*, length_high; got colour"):
+    with pytest.raises(ValueError, match="the rubric method takes no option colour; it takes tau, answer_format, .*"):
         make_method("rubric", options={"colour": "red"})
 
 
-def test_tau_is_the_rubric_methods_option_and_each_commands_tau_a_shorthand_for_it(monkeypatch):
+def test_tau_is_the_rubric_methods_option_and_every_way_in_gives_it_there(monkeypatch):
     from genrm.choices import DEFAULT_TAU
-    from genrm.methods.config import options_with_tau
+    from genrm.methods.rubric.method import RubricOptions
     from policy_rl import trl_rewards
     from policy_rl.grpo import PolicyRLArguments, build_method
+    from policy_rl.verl_reward import compute_score_batch
     from serving.server_method import make_server_method
 
     assert make_method("rubric").config.tau == DEFAULT_TAU
-    assert options_with_tau({"answer_format": "brief"}, 0.3) == {"answer_format": "brief", "tau": 0.3}
-    assert options_with_tau({"tau": 0.3}, None) == {"tau": 0.3} and options_with_tau(None, None) == {}
-    with pytest.raises(ValueError, match="tau is given twice: 0.3 and 0.4"):
-        options_with_tau({"tau": 0.4}, 0.3)
-    with pytest.raises(ValueError, match="the rubric option tau must be a number, not 'half'"):
+    assert make_method("rubric", options=RubricOptions(tau=0.3)).config.tau == 0.3  # a value of the model as it is
+    with pytest.raises(ValueError, match="^the rubric option tau: Input should be a valid number"):
         make_method("rubric", options={"tau": "half"})
-    # the server's, genrm rl's and TRL's shorthands reach the method; a method without tau takes none unless asked
-    assert make_server_method(ServerSettings(tau=0.3)).config.tau == 0.3
+    with pytest.raises(ValueError, match="^the rubric option tau: Input should be less than 1"):
+        make_method("rubric", options={"tau": 1.0})
+    # the server's, genrm rl's and TRL's method options reach the method; a method without tau refuses it
+    assert make_server_method(ServerSettings(method_options={"tau": 0.3})).config.tau == 0.3
     assert make_server_method(ServerSettings(method="claimdiff")).name == "claimdiff"
     with pytest.raises(ValueError, match="the claimdiff method takes no option tau"):
-        make_server_method(ServerSettings(method="claimdiff", tau=0.3))
-    assert build_method(PolicyRLArguments(tau=0.7)).config.tau == 0.7
-    monkeypatch.setenv("GENRM_TAU", "0.2")
+        make_server_method(ServerSettings(method="claimdiff", method_options={"tau": 0.3}))
+    assert build_method(PolicyRLArguments(method_options='{"tau": 0.7}')).config.tau == 0.7
+    monkeypatch.setenv("GENRM_METHOD_OPTIONS", '{"tau": 0.2}')
     trl_rewards._reward.cache_clear()
     try:
         assert trl_rewards._reward().method.config.tau == 0.2
     finally:
         trl_rewards._reward.cache_clear()
+    # the shorthands are gone: a variable set would be ignored without a word, so it is refused, naming its place
+    monkeypatch.setenv("GENRM_TAU", "0.2")
+    with pytest.raises(ValueError, match="GENRM_TAU is no longer read: use the rubric method's option tau"):
+        ServerSettings()
+    with pytest.raises(ValueError, match="^verl's reward kwargs: tau is the rubric method's option"):
+        compute_score_batch(["d"], ["x"], ["{}"], None, tau=0.3)
+
+
+def test_every_method_declares_its_options_and_genrm_methods_lists_them(capsys):
+    from genrm.methods.options import MethodOptions
+    from genrm.methods.registry import describe_method, options_model
+
+    for name in method_names():
+        assert issubclass(options_model(name), MethodOptions)
+    rubric = {option["name"]: option for option in describe_method("rubric")["options"]}
+    assert rubric["tau"] == {"name": "tau", "type": "float", "bounds": "> 0.0, < 1.0", "default": 0.5,
+                             "help": "the remapping threshold (eq. 2-3)"}  # fmt: skip
+    assert rubric["answer_format"]["type"] == "compact|rlr3|brief|evidence"
+    assert main(["methods", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in listed] == method_names() and all(m["summary"] for m in listed)
+    assert main(["methods", "--only", "rouge_l,pairwise"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("rouge_l: ") and "  (no options)" in text
+    assert "  swap (bool; default true): judge each comparison in both orders" in text
+    assert main(["methods", "--only", "nope"]) == 2
+    assert "genrm methods: unknown method(s): nope; known: rubric" in capsys.readouterr().err
 
 
 def test_the_reward_settings_are_one_model_and_every_entry_point_refuses_alike():
@@ -90,10 +117,10 @@ def test_the_reward_settings_are_one_model_and_every_entry_point_refuses_alike()
 
     assert issubclass(ServerSettings, RewardSettings)
     defaults = PolicyRLArguments()
-    assert (defaults.method, defaults.exposure, defaults.tau) == ("rubric", "minimal", None)
+    assert (defaults.method, defaults.exposure, defaults.method_options) == ("rubric", "minimal", None)
     assert reward_settings_from_env({"GENRM_METHOD_OPTIONS": '{"tau": 0.2}'}).make().config.tau == 0.2
     for environ, message in [
-        ({"GENRM_TAU": "2"}, "GENRM_TAU: Input should be less than 1"),
+        ({"GENRM_METHOD": ""}, "GENRM_METHOD: String should have at least 1 character"),
         ({"GENRM_EXPOSURE": "all"}, "GENRM_EXPOSURE: Input should be"),
         ({"GENRM_METHOD_OPTIONS": "[1]"}, "GENRM_METHOD_OPTIONS: must be a JSON object"),
     ]:
@@ -101,8 +128,8 @@ def test_the_reward_settings_are_one_model_and_every_entry_point_refuses_alike()
             reward_settings_from_env(environ)
     with pytest.raises(ValueError, match="^exposure: Input should be"):
         build_method(PolicyRLArguments(exposure="all"))
-    with pytest.raises(ValueError, match="^verl's reward kwargs: tau: Input should be greater than 0"):
-        compute_score_batch(["d"], ["x"], ["{}"], None, tau=0)
+    with pytest.raises(ValueError, match="^verl's reward kwargs: exposure: Input should be"):
+        compute_score_batch(["d"], ["x"], ["{}"], None, exposure="all")
     with pytest.raises(ValueError, match="^method_options: must be a JSON object"):
         reward_settings({"method_options": "{oops"})
     assert build_method(PolicyRLArguments(method_options='{"answer_format": "brief"}')).config.answer_format == "brief"

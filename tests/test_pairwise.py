@@ -236,7 +236,7 @@ def test_the_swap_check_cancels_a_position_bias_that_fools_a_single_order():
     swapped = score_instance(make_method("pairwise"), _reward_instance(ROLLOUTS), biased)
     single = score_instance(make_method("pairwise", options={"swap": False}), _reward_instance(ROLLOUTS), biased)
     assert swapped.rewards == [0.5] * 3 and single.rewards == [1.0] * 3
-    with pytest.raises(ValueError, match="swap must be true or false"):
+    with pytest.raises(ValueError, match="the pairwise option swap: Input should be a valid boolean"):
         make_method("pairwise", options={"swap": "yes"})
     from genrm.methods import MethodConfig
 
@@ -297,7 +297,7 @@ def test_the_open_ended_baseline_asks_the_same_criteria_and_scores_without_the_c
     asked = ScriptedEngine(position_judge)
     score_instance(method, instance, Judge(asked))
     assert len(asked.requests) == 2 and all("<response_claims>" not in r.prompt.system for r in asked.requests)
-    with pytest.raises(ValueError, match="prompt must be one of grounded, open"):
+    with pytest.raises(ValueError, match="the pairwise option prompt: Input should be 'grounded' or 'open'"):
         make_method("pairwise", options={"prompt": "chain"})
     with pytest.raises(ValueError, match="prompt must be one of grounded, open"):
         evaluate_pairs(PAIRS, Judge(engine), prompt="chain")

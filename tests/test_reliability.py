@@ -67,10 +67,10 @@ def test_eval_command_writes_the_table(tmp_path, capsys):
     data = tmp_path / "examples.jsonl"
     data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES))
     out = tmp_path / "table.json"
-    assert main(["eval", "--data", str(data), "--json", str(out), "-q"]) == 0
+    assert main(["eval", str(data), "--json", str(out), "-q"]) == 0
     assert "Sample-level" in capsys.readouterr().out
     assert json.loads(out.read_text())["examples"] == len(EXAMPLES)
-    assert main(["eval", "--data", str(data), "--backend", "transformers", "-q"]) == 2
+    assert main(["eval", str(data), "--backend", "transformers", "-q"]) == 2
 
 
 def test_eval_writes_what_was_right_in_each_answer(tmp_path, capsys):
@@ -176,7 +176,7 @@ def test_eval_of_a_local_checkpoint(tiny_judge_dir, tmp_path, capsys):
     data = tmp_path / "examples.jsonl"
     data.write_text("".join(e.model_dump_json() + "\n" for e in EXAMPLES[:8]))
     out = tmp_path / "table.json"
-    args = ["eval", "--data", str(data), "--backend", "transformers", "--model", str(tiny_judge_dir),
+    args = ["eval", str(data), "--backend", "transformers", "--model", str(tiny_judge_dir),
             "--device", "cpu", "--max-tokens", "512", "--json", str(out), "-q"]  # fmt: skip
     assert main(args) == 0
     table = {row["measure"]: row for row in json.loads(out.read_text())["rows"]}

@@ -109,8 +109,8 @@ def test_inputs_and_options_that_cannot_be_scored_are_refused_naming_them():
     with pytest.raises(MethodInputError) as raised:
         make_method("rubicap", options={"mode": "reference_likert"}).prepare(_instance(reference=None))
     assert raised.value.loc == ("reference",)
-    for options, message in [({"mode": "stars"}, "mode must be one of rubric, direct_likert, reference_likert"),
-                             ({"layout": "grid"}, "layout must be one of per_criterion, all_criteria"),
+    for options, message in [({"mode": "stars"}, "mode: Input should be 'rubric', 'direct_likert' or"),
+                             ({"layout": "grid"}, "layout: Input should be 'per_criterion' or 'all_criteria'"),
                              ({"tau": 1}, "takes no option tau")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             make_method("rubicap", options=options)

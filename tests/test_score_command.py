@@ -57,7 +57,8 @@ def test_stdin_to_stdout_and_exit_code_zero():
 def test_missing_input_is_a_usage_error(tmp_path):
     done = _score(str(tmp_path / "absent.jsonl"))
     assert done.returncode == 2 and "no such file:" in done.stderr and "absent.jsonl" in done.stderr
-    assert _score("-", "--tau", "1.5", stdin="").returncode == 2
+    refused = _score("-", "--method-options", '{"tau": 1.5}', stdin="")
+    assert refused.returncode == 2 and "the rubric option tau: Input should be less than 1" in refused.stderr
 
 
 def test_example_set_scores_without_errors(tmp_path):

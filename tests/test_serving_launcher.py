@@ -51,14 +51,12 @@ def test_settings_launch_the_backends_engine_and_read_the_older_names(monkeypatc
                                                                                      ("--enforce-eager",))  # fmt: skip
     assert settings.judge_urls == ["http://127.0.0.1:31002/v1"] and settings.judge_model == "/models/judge"
     assert ServerSettings(backend="sglang", launch=True, model_path="/m").engine_launch().dtype is None  # auto
-    older = ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=31003, sglang_args=["--x"])
-    assert (older.engine_port, older.engine_args) == (31003, ["--x"])
+    with pytest.raises(ValueError, match="sglang_port\n  Extra inputs are not permitted"):  # one name per setting
+        ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=31003)
     monkeypatch.setenv("GENRM_SGLANG_PORT", "31004")  # not read silently as nothing
-    with pytest.raises(ValueError, match="GENRM_SGLANG_PORT is the older name of GENRM_ENGINE_PORT"):
+    with pytest.raises(ValueError, match="GENRM_SGLANG_PORT is no longer read: use GENRM_ENGINE_PORT"):
         ServerSettings(backend="sglang", launch=True, model_path="/m")
     monkeypatch.delenv("GENRM_SGLANG_PORT")
-    with pytest.raises(ValueError, match="sglang_port is the older name of engine_port"):
-        ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=1, engine_port=2)
     with pytest.raises(ValueError, match=r"launch needs a backend that can be launched \(sglang, vllm\)"):
         ServerSettings(judge="transformers:/m", launch=True)
 

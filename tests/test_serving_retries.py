@@ -95,7 +95,7 @@ def test_a_client_that_times_out_and_resends_gets_its_groups_reward_from_a_real_
         assert {log["group_size"][0] for log in logs} == {4.0} and {log["group_partial"][0] for log in logs} == {0.0}
         return [a.json()["rewards"][0] for a in answers]
 
-    with ServeProcess("--group-size", "4", "--group-wait", "60", "--log-level", "warning") as served:
+    with ServeProcess("--group-size", "4", "--group-wait-s", "60", "--log-level", "warning") as served:
         started = time.monotonic()
         rewards = asyncio.run(run(served.url))
     assert rewards == pytest.approx(expected)

@@ -12,10 +12,10 @@ SCORED = {"groups": [{"id": "g", "rewards": [1.0], "records": [], "error": None,
 
 def test_precedence_yaml_env_overrides(tmp_path, monkeypatch):
     config = tmp_path / "serve.yaml"
-    config.write_text("port: 9001\ntau: 0.4\nmax_groups: 10\n")
-    monkeypatch.setenv("GENRM_TAU", "0.6")
+    config.write_text("port: 9001\nexposure: vlm\nmax_groups: 10\n")
+    monkeypatch.setenv("GENRM_EXPOSURE", "unlimited")
     settings = ServerSettings.load(config, max_groups=20, port=None)
-    assert (settings.port, settings.tau, settings.max_groups) == (9001, 0.6, 20)
+    assert (settings.port, settings.exposure, settings.max_groups) == (9001, "unlimited", 20)
     assert ServerSettings.load(None).port == 8000
 
 
@@ -24,8 +24,8 @@ def test_invalid_settings_name_the_field(tmp_path):
     config.write_text("prot: 9001\n")
     with pytest.raises(ValidationError, match="prot"):
         ServerSettings.load(config)
-    with pytest.raises(ValidationError, match="tau"):
-        ServerSettings(tau=1.5)
+    with pytest.raises(ValidationError, match="port"):
+        ServerSettings(port=70000)
     with pytest.raises(ValueError, match="config file not found"):
         ServerSettings.load(tmp_path / "absent.yaml")
 

@@ -248,12 +248,12 @@ def test_data_rubrics_then_labels_then_eval_commands(teachers_server, tmp_path, 
     assert boxed_right.labels[0].credit == 1.0 and boxed_right.labels[0].call == "expr_verify(predict='96')"
 
     capsys.readouterr()
-    assert main(["eval", "--data", str(out / "test.jsonl"), "--backend", "openai", "--url", url, "--model", "t1",
+    assert main(["eval", str(out / "test.jsonl"), "--backend", "openai", "--url", url, "--model", "t1",
                  "-q"]) == 0  # fmt: skip
     table = capsys.readouterr().out
     assert table.startswith("Reliability of openai on 4 answers")
     assert "| Schema | answer | 4 | 4 | 100.0 |" in table and "| Sample-level | answer | 4 | 4 | 100.0 |" in table
-    assert main(["eval", "--data", str(out / "test.jsonl"), "--backend", "openai", "--model", "t1"]) == 2
+    assert main(["eval", str(out / "test.jsonl"), "--backend", "openai", "--model", "t1"]) == 2
 
 
 def test_data_rubrics_that_keeps_no_rubric_says_so_and_fails(teachers_server, tmp_path, capsys):

@@ -9,7 +9,7 @@ through :class:`genrm.methods.base.JudgeTraining`): teachers count the words, th
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from genrm.methods.base import (
 from genrm.methods.completions import completion_text
 from genrm.methods.config import MethodConfig
 from genrm.methods.labelling import LabelReport, label_each, teachers_needed
+from genrm.methods.options import MethodOptions
 
 SCHEMA = {"type": "object", "properties": {"words": {"type": "integer"}}, "required": ["words"]}
 SYSTEM = 'Count the words. Answer {"words": N}.'
@@ -152,17 +153,19 @@ async def label_counts(
     return examples, report
 
 
+class WordsOptions(MethodOptions):
+    tolerance: float = Field(1.0, gt=0.0, description="words off at which the reward reaches 0")
+
+
 class WordsMethod:
     name = "words"
+    options_model = WordsOptions
     instance_model = WordsInstance
     result_model = WordsResult
     reads_without_engine = False
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
-        options = dict(options or {})
-        self.tolerance = float(options.pop("tolerance", 1.0))
-        if options:
-            raise ValueError(f"the words method takes only tolerance; got {', '.join(options)}")
+    def __init__(self, config: MethodConfig | None = None, options: WordsOptions | None = None) -> None:
+        self.tolerance = (options or WordsOptions()).tolerance
 
     def prepare(self, instance: WordsInstance) -> Prepared:
         if instance.target_words <= 0:

@@ -151,10 +151,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from genrm.methods.rubric.evaluation.reliability import evaluate
     from genrm.methods.rubric.readers import rubric_reader
 
-    if (args.data is None) == (args.data_option is None):
-        print("genrm eval: error: give the examples file once: genrm eval EXAMPLES.jsonl", file=sys.stderr)
-        return 2
-    args.data = args.data or args.data_option
     examples = _read(args.data)
     if args.limit:
         examples = examples[: args.limit]
@@ -502,9 +498,7 @@ def register(sub: Any) -> None:
         description="Judge every labelled example and print the reliability table: schema, criterion slots, "
         "execution, arguments (judged by the verifier), credit, criterion-level and sample-level accuracy.",
     )  # fmt: skip
-    evaluation.add_argument("data", nargs="?", metavar="EXAMPLES.jsonl", type=input_file, help="labelled examples")
-    evaluation.add_argument("--data", dest="data_option", metavar="EXAMPLES.jsonl", type=input_file,
-                            help="the same (an older spelling)")  # fmt: skip
+    evaluation.add_argument("data", metavar="EXAMPLES.jsonl", type=input_file, help="labelled examples")
     judge_backend_options(evaluation)
     evaluation.add_argument("--exposure", choices=EXPOSURES, default="minimal")
     answer_format_option(evaluation)

@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from genrm import __version__
 from genrm.cli.lists import ListValues
@@ -94,6 +94,35 @@ def _cmd_verifiers(args: argparse.Namespace) -> int:
         print(json.dumps([REGISTRY[name].to_dict() for name in names], indent=2))
     else:
         print(render_specs(names))
+    return 0
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from genrm.methods.registry import describe_method, method_names
+
+    names = args.only or method_names()
+    unknown = [name for name in names if name not in method_names()]
+    if unknown:
+        print(f"genrm methods: unknown method(s): {', '.join(unknown)}; known: {', '.join(method_names())}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        described = [describe_method(name) for name in names]
+    except (ValueError, ImportError, AttributeError) as exc:  # a plug-in whose module or options cannot be read
+        print(f"genrm methods: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(described, indent=2))
+        return 0
+    blocks = []
+    for method in described:
+        lines = [f"{method['name']}{' (plug-in)' if method['plugin'] else ''}: {method['summary']}"]
+        for option in method["options"]:
+            kind = option["type"] + (f", {option['bounds']}" if option["bounds"] else "")
+            lines.append(f"  {option['name']} ({kind}; default {json.dumps(option['default'])}): {option['help']}")
+        lines += [] if method["options"] else ["  (no options)"]
+        blocks.append("\n".join(lines))
+    print("\n\n".join(blocks))
     return 0
 
 
@@ -226,6 +255,16 @@ def make_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_verifiers)
 
+    methods = sub.add_parser(
+        "methods",
+        help="list the reward methods with their options",
+        description="List the reward methods (built in, then plug-ins) with each one's options: the keys of "
+        "--method-options, their types, defaults and meaning.",
+    )
+    methods.add_argument("--only", action=ListValues, metavar="NAME", help="only these methods")
+    methods.add_argument("--json", action="store_true", help="print JSON")
+    methods.set_defaults(handler=_cmd_methods)
+
     from genrm.cli.judging import judge_backend_options
     from genrm.cli.settings import add_settings_options
     from genrm.methods.settings import RewardSettings
@@ -242,7 +281,7 @@ def make_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "-o", "--output", default="-", metavar="OUTPUT.jsonl", type=output_file, help="default: standard output"
     )
-    add_settings_options(score, RewardSettings)  # --method, --method-options, --exposure, --tau: declared once
+    add_settings_options(score, RewardSettings)  # --method, --method-options, --exposure: declared once
     judge_backend_options(score)
     score.add_argument("--no-format-check", action="store_true", help="turn off the repetition/language mask")
     score.add_argument("--deadline", type=float, default=2.0, help="verifier time limit in seconds (default: 2)")
@@ -306,7 +345,13 @@ def make_parser() -> argparse.ArgumentParser:
 
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line naming the command and where its help is, without the
-    usage block first (59 lines for ``genrm serve``); its subcommands' parsers are of this class too."""
+    usage block first (59 lines for ``genrm serve``); its subcommands' parsers are of this class too. An option is
+    taken in its own spelling only, not by a prefix of it (argparse's default): ``--out`` is not ``--output``, so a
+    command a user wrote keeps its meaning when an option is added."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print ``PROG: error: MESSAGE (PROG --help ...)`` on standard error and exit 2."""

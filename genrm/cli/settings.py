@@ -1,6 +1,6 @@
 """Command-line options generated from a pydantic settings model, so that a setting is declared once.
 
-Each field ``name`` of the model becomes ``--name-with-dashes`` (plus any older spellings given as aliases), with the
+Each field ``name`` of the model becomes ``--name-with-dashes`` (plus the spellings given as aliases), with the
 field's description as its help and its type read from the annotation: numbers and strings as such, a ``Literal``
 as choices, a ``bool`` as ``--name/--no-name``, a list as a repeatable option, a dict as JSON. Every option defaults
 to None, meaning "not given", so :func:`given_settings` passes on only what the user wrote, and the model's own
@@ -68,8 +68,8 @@ def add_settings_options(
     """Add an option for every field of ``model`` (but ``skip``) to ``parser``; returns the field names added.
 
     Args:
-        aliases: further option strings of a field, e.g. ``{"judge_urls": ["--judge-url"]}`` (kept for commands
-            users already wrote).
+        aliases: further option strings of a field, e.g. ``{"judge_urls": ["--judge-url"]}``: the spelling other
+            commands give the same setting.
     """
     aliases = aliases or {}
     added = []

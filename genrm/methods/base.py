@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.engine.judge import Judge
 from genrm.engine.types import ChatRequest
+from genrm.methods.options import MethodOptions
 from verifiers.result import STATUS_MEANINGS as VERIFIER_STATUS_MEANINGS
 
 #: The most responses one group may hold.
@@ -158,6 +159,8 @@ class RewardMethod(Protocol[InstanceT, PreparedT, ReadingT, ResultT]):
 
     Attributes:
         name: the name it is registered under.
+        options_model: the model of its own settings (:class:`genrm.methods.options.MethodOptions`), which the
+            registry validates them with.
         instance_model: the pydantic model of one group (it has ``id: str`` and ``responses: list[str]``).
         result_model: the pydantic model of one scored group (a :class:`GroupResult`).
         reads_without_engine: whether it can judge with no model (``rule``).
@@ -167,6 +170,12 @@ class RewardMethod(Protocol[InstanceT, PreparedT, ReadingT, ResultT]):
     instance_model: type[InstanceT]
     result_model: type[ResultT]
     reads_without_engine: bool
+
+    @property
+    def options_model(self) -> type[MethodOptions]:
+        """The model of its own settings (a class attribute in practice; read-only here, so that a method's own
+        subclass of :class:`genrm.methods.options.MethodOptions` is one)."""
+        ...
 
     def prepare(self, instance: InstanceT) -> PreparedT:
         """Check ``instance`` and plan its judging (the result keeps it as ``instance``); raises

@@ -1,15 +1,12 @@
 """The settings every reward method is given, whatever it is (a method uses those that apply to it).
 
-Method-specific settings are the method's own (its ``options``, see :func:`genrm.methods.make_method`): the rubric
-method's remapping threshold ``tau`` among them, for which the commands keep a shorthand (``--tau``, ``GENRM_TAU``,
-verl's ``tau``: :func:`options_with_tau`).
+Method-specific settings are the method's own: its options model (:mod:`genrm.methods.options`), validated by
+:func:`genrm.methods.make_method`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from genrm.choices import Exposure, check_exposure
 from genrm.methods.format_checks import FormatConfig
@@ -26,25 +23,6 @@ def check_open_exposure(method: str, exposure: str, shown: str) -> None:
     if exposure not in OPEN_EXPOSURES:
         raise ValueError(f"the {method} method shows its judge {shown}; the {exposure} exposure means nothing for it "
                          f"(use {' or '.join(OPEN_EXPOSURES)})")  # fmt: skip
-
-
-def check_tau(tau: float) -> float:
-    """``tau`` when it is a remapping threshold in (0, 1); raises ValueError otherwise."""
-    if not 0.0 < tau < 1.0:
-        raise ValueError(f"tau must be in (0, 1), got {tau}")
-    return tau
-
-
-def options_with_tau(options: Mapping[str, Any] | None, tau: float | None) -> dict[str, Any]:
-    """A method's ``options`` with ``tau`` among them when one is given: the commands' shorthand for the rubric
-    method's remapping threshold (a method that takes no ``tau`` refuses it, naming its options). Raises ValueError
-    when both give one."""
-    merged = dict(options or {})
-    if tau is not None:
-        if "tau" in merged and merged["tau"] != tau:
-            raise ValueError(f"tau is given twice: {tau} and {merged['tau']} in the method options")
-        merged["tau"] = tau
-    return merged
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,16 @@ the ``genrm.methods`` entry-point group of its package metadata::
     [project.entry-points."genrm.methods"]
     my_method = "my_package.my_method:MyMethod"
 
-An entry is a factory ``factory(config: MethodConfig, options: Mapping[str, Any]) -> RewardMethod`` (a class whose
-constructor takes those two, typically). A method's module is imported only when the method is used.
+An entry is a factory ``factory(config: MethodConfig, options: OptionsModel) -> RewardMethod`` (a class whose
+constructor takes those two, typically) that declares its options model as ``factory.options_model`` (a
+:class:`genrm.methods.options.MethodOptions` subclass): the registry validates a method's options against it, once,
+whatever the way in. A method's module is imported only when the method is used.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -30,6 +33,7 @@ from genrm.methods.base import (
 from genrm.methods.columns import HasRewardColumns, PenalizesAdvantages
 from genrm.methods.config import MethodConfig
 from genrm.methods.group_rewards import RewardsOverGroups
+from genrm.methods.options import MethodOptions, describe_options, validate_options
 
 #: The entry-point group third-party methods register under.
 ENTRY_POINT_GROUP = "genrm.methods"
@@ -61,7 +65,7 @@ CAPABILITIES: tuple[type, ...] = (
     RewardsOverGroups,
 )
 
-MethodFactory = Callable[[MethodConfig, Mapping[str, Any]], RewardMethod]
+MethodFactory = Callable[[MethodConfig, MethodOptions], RewardMethod]
 
 
 @lru_cache(maxsize=1)
@@ -85,14 +89,42 @@ def _factory(name: str) -> MethodFactory:
     return factory  # type: ignore[return-value]
 
 
-def make_method(
-    name: str = DEFAULT_METHOD, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None
-) -> RewardMethod:
-    """The method registered as ``name``, configured with the common ``config`` and its own ``options``.
+def options_model(name: str) -> type[MethodOptions]:
+    """The options model of the method registered as ``name``; raises ValueError for an unknown name or a factory
+    that declares none."""
+    factory = _factory(name)
+    model = getattr(factory, "options_model", None)
+    if not (isinstance(model, type) and issubclass(model, MethodOptions)):
+        raise ValueError(f"the method {name!r} declares no options model: its factory needs an options_model, a "
+                         "subclass of genrm.methods.options.MethodOptions")  # fmt: skip
+    return model
 
-    Raises ValueError for an unknown name or options the method does not take (the message says which).
+
+def describe_method(name: str) -> dict[str, Any]:
+    """What ``genrm methods`` lists of the method registered as ``name``: its ``name``, its ``factory``
+    (``module:attribute``), whether it is a ``plugin``, the first sentence of its module's docstring (``summary``)
+    and its ``options`` (:func:`genrm.methods.options.describe_options`). Raises ValueError for an unknown name."""
+    model = options_model(name)
+    factory = _factory(name)
+    module = sys.modules.get(getattr(factory, "__module__", ""))
+    doc = " ".join(((module.__doc__ if module else None) or factory.__doc__ or "").split())
+    summary = doc.split(": ", 1)[0].split(". ", 1)[0].rstrip(".")
+    return {"name": name, "factory": BUILTIN.get(name) or _plugins()[name], "plugin": name not in BUILTIN,
+            "summary": summary, "options": describe_options(model)}  # fmt: skip
+
+
+def make_method(
+    name: str = DEFAULT_METHOD,
+    config: MethodConfig | None = None,
+    options: Mapping[str, Any] | MethodOptions | None = None,
+) -> RewardMethod:
+    """The method registered as ``name``, configured with the common ``config`` and its own ``options`` (a mapping,
+    validated by the method's options model, or a value of that model).
+
+    Raises ValueError for an unknown name or options the method does not take (one line naming the option).
     """
-    method = _factory(name)(config or MethodConfig(), dict(options or {}))
+    validated = validate_options(name, options_model(name), options)
+    method = _factory(name)(config or MethodConfig(), validated)
     if method.name != name:
         raise ValueError(f"the factory registered as {name!r} made the method {method.name!r}")
     _refuse_half_capabilities(method)

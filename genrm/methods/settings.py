@@ -15,14 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from genrm.choices import DEFAULT_TAU, Exposure
-from genrm.methods.config import MethodConfig, options_with_tau
+from genrm.choices import Exposure
+from genrm.methods.config import MethodConfig
 from genrm.methods.registry import DEFAULT_METHOD, make_method
-from genrm.settings_model import field_default, field_help, validated, validated_env
+from genrm.settings_model import field_default, field_help, refuse_removed_variables, validated, validated_env
 
 #: The environment variable each setting is read from by TRL's reward functions.
-ENVIRONMENT = {"method": "GENRM_METHOD", "method_options": "GENRM_METHOD_OPTIONS", "exposure": "GENRM_EXPOSURE",
-               "tau": "GENRM_TAU"}  # fmt: skip
+ENVIRONMENT = {"method": "GENRM_METHOD", "method_options": "GENRM_METHOD_OPTIONS", "exposure": "GENRM_EXPOSURE"}
 
 
 class RewardSettings(BaseModel):
@@ -35,12 +34,11 @@ class RewardSettings(BaseModel):
         description="the reward method (rubric, claimdiff, balcap, rubicap, pairwise, or a plug-in)",
     )  # fmt: skip
     method_options: dict[str, Any] = Field(
-        default_factory=dict, description="settings of the reward method itself, a JSON object (see its documentation)"
+        default_factory=dict,
+        description="settings of the reward method itself, a JSON object (genrm methods lists each method's), e.g. "
+        '{"tau": 0.4} for the rubric method',
     )
     exposure: Exposure = Field("minimal", description="what a model judge sees of the targets")
-    tau: float | None = Field(
-        None, gt=0.0, lt=1.0, description=f"the rubric method's remapping threshold (default: {DEFAULT_TAU})"
-    )
 
     @field_validator("method_options", mode="before")
     @classmethod
@@ -57,14 +55,10 @@ class RewardSettings(BaseModel):
                 raise ValueError(f"must be a JSON object, not {type(value).__name__}")
         return value
 
-    def method_settings(self) -> dict[str, Any]:
-        """The method's own settings: ``method_options``, with ``tau`` when it is set (the rubric's threshold)."""
-        return options_with_tau(self.method_options, self.tau)
-
     def make(self, config: MethodConfig | None = None) -> Any:
         """The method, configured (``config``: the common settings; by default these settings' exposure). Raises
         ValueError for an unknown method or option."""
-        return make_method(self.method, config or MethodConfig(exposure=self.exposure), self.method_settings())
+        return make_method(self.method, config or MethodConfig(exposure=self.exposure), self.method_options)
 
 
 def default(name: str) -> Any:
@@ -85,4 +79,5 @@ def reward_settings(values: Mapping[str, Any], where: str = "") -> RewardSetting
 
 def reward_settings_from_env(environ: Mapping[str, str]) -> RewardSettings:
     """The settings TRL's reward functions read (:data:`ENVIRONMENT`); raises ValueError naming the variable."""
+    refuse_removed_variables(environ)
     return validated_env(RewardSettings, environ, ENVIRONMENT)

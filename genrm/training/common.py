@@ -12,6 +12,7 @@ from typing import Any
 from genrm.choices import Exposure, check_exposure
 from genrm.jsonl import read_models
 from genrm.methods.base import IMAGES_COLUMN, JudgeTraining
+from genrm.methods.settings import default, describe, reward_settings
 
 logger = logging.getLogger(__name__)
 
@@ -20,15 +21,15 @@ logger = logging.getLogger(__name__)
 class JudgeDataArguments:
     """Where the judge examples are and how they are shown (YAML keys of a recipe, or ``--flags``)."""
 
-    method: str = field(default="rubric", metadata={"help": "the reward method whose judge is trained"})
+    # The method's settings: names, defaults and meaning are genrm.methods.settings.RewardSettings' (one declaration
+    # for every entry point), mirrored here as the fields TRL's parser reads.
+    method: str = field(default=default("method"), metadata={"help": "whose judge is trained: " + describe("method")})
     train_file: str = field(default="datasets/judge_synth/train.jsonl", metadata={"help": "judge examples (JSONL)"})
     eval_file: str | None = field(default=None, metadata={"help": "judge examples for evaluation during training"})
-    exposure: str = field(default="minimal", metadata={"help": "minimal, unlimited, vlm or no_verifier"})
+    exposure: str = field(default=default("exposure"), metadata={"help": describe("exposure")})
     method_options: str = field(
-        default="{}",
-        metadata={"help": 'the method\'s own settings as a JSON object, e.g. {"answer_format": "rlr3"} to train a '
-                  "rubric judge on the answer format that copies each criterion"},
-    )  # fmt: skip
+        default="{}", metadata={"help": describe("method_options") + " (a mapping in a YAML recipe)"}
+    )
     max_examples: int | None = field(default=None, metadata={"help": "use only the first N training examples"})
     build_tiny_model: bool = field(
         default=False,
@@ -53,26 +54,13 @@ class JudgeDataArguments:
         """The exposure, validated."""
         return check_exposure(self.exposure)
 
-    def options(self) -> dict[str, Any]:
-        """``method_options`` read as a JSON object (a recipe may give it as a mapping already); raises ValueError
-        saying what is wrong otherwise."""
-        value = self.method_options
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"method_options is not JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise ValueError(f"method_options must be a JSON object, got {type(value).__name__}")
-        return value
-
     def training(self) -> JudgeTraining:
         """How the method's judge is trained; raises ValueError for an unknown method, one that refuses the exposure
         or an option, or one whose judge has no training."""
-        from genrm.methods import MethodConfig, make_method
         from genrm.methods.base import TrainsItsJudge
 
-        method = make_method(self.method, MethodConfig(exposure=self.checked_exposure()), self.options())
+        values = {"method": self.method, "method_options": self.method_options, "exposure": self.exposure}
+        method = reward_settings(values).make()
         if not isinstance(method, TrainsItsJudge):
             raise ValueError(f"the {method.name} method has no judge training")
         return method.judge_training()

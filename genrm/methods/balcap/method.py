@@ -2,9 +2,9 @@
 (each checked as pointable and true of the image), checks which of the reference's assertions it covers, and scores
 its clarity, fluency and coherency; :mod:`.rewards` turns the answer into three rewards.
 
-Options (``method_options``; the fields of :class:`.rewards.BalCapConfig`): ``w_prec`` (0.1), ``w_rec`` (0.3),
-``w_ling`` (0.3), ``ling_scale`` (``affine``), ``empty_precision`` (0), ``length_rule`` (``mask``), ``length_low``
-(0.5), ``length_high`` (2), ``length_lambda`` (1), ``length_tokenizer`` (none: words and punctuation),
+Options (``method_options``: :class:`.rewards.BalCapConfig`, listed by ``genrm methods``): ``w_prec`` (0.1),
+``w_rec`` (0.3), ``w_ling`` (0.3), ``ling_scale`` (``affine``), ``empty_precision`` (0), ``length_rule`` (``mask``),
+``length_low`` (0.5), ``length_high`` (2), ``length_lambda`` (1), ``length_tokenizer`` (none: words and punctuation),
 ``split_checks`` (false), ``prompt`` (``train``; ``eval`` for b-CapScore), ``grounded_claims`` (true).
 
 Three reward columns (``precision``, ``recall``, ``linguistic``: :class:`genrm.methods.columns.HasRewardColumns`),
@@ -29,13 +29,10 @@ Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
 
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
@@ -50,23 +47,8 @@ from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally,
 from genrm.methods.captions import NO_CONTENT, answer_text, ask_with_content, caption_tally, check_caption_exposure
 from genrm.methods.config import MethodConfig
 
-_OPTIONS = tuple(f.name for f in dataclasses.fields(BalCapConfig))
 #: The reward columns, in the order a trainer lists them.
 COLUMNS = ("precision", "recall", "linguistic")
-
-
-def parse_options(options: Mapping[str, Any]) -> BalCapConfig:
-    """The settings ``options`` give; raises ValueError naming an unknown option or a value out of range."""
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ValueError(f"the balcap method takes no option {', '.join(unknown)}; it takes {', '.join(_OPTIONS)}")
-    try:
-        return TypeAdapter(BalCapConfig).validate_python(dict(options), strict=False)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        if not error["loc"]:  # a range check of the settings, which names its options
-            raise ValueError(error["msg"].removeprefix("Value error, ")) from None
-        raise ValueError(f"balcap option {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
 
 
 @dataclass(frozen=True)
@@ -89,6 +71,7 @@ class BalCapMethod:
     """
 
     name = "balcap"
+    options_model = BalCapConfig
     instance_model = BalCapInstance
     result_model = BalCapResult
     reads_without_engine = False
@@ -101,11 +84,11 @@ class BalCapMethod:
          "eval_prompt": {"prompt": "eval"}, "no_grounding": {"grounded_claims": False}},
     )  # fmt: skip
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: BalCapConfig | None = None) -> None:
         config = config or MethodConfig()
         check_caption_exposure(self.name, config.exposure)
         self.config = config
-        self.settings = parse_options(options or {})
+        self.settings = options or BalCapConfig()
         self.reward_columns = dict(zip(COLUMNS, self.settings.weights, strict=True))
         try:  # at set-up, so that a server or a run with a tokenizer it cannot load stops at once, saying so
             self.counter: TokenCounter = make_counter(self.settings.length_tokenizer)

@@ -39,10 +39,12 @@ Not here: the judge's prompt (:mod:`.prompts`), reading its answer (:mod:`.readi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
 
+from pydantic import Field, model_validator
+
 from genrm.methods.balcap.models import BalCapAnswer
+from genrm.methods.options import MethodOptions
 
 LingScale = Literal["affine", "tenths"]
 LengthRule = Literal["mask", "linear", "none"]
@@ -52,54 +54,47 @@ LENGTH_RULES: tuple[LengthRule, ...] = get_args(LengthRule)
 PROMPT_KINDS: tuple[PromptKind, ...] = get_args(PromptKind)
 
 
-@dataclass(frozen=True)
-class BalCapConfig:
-    """The balcap method's settings (its ``method_options``).
+class BalCapConfig(MethodOptions):
+    """The balcap method's settings (its ``method_options``)."""
 
-    Attributes:
-        w_prec, w_rec, w_ling: the weight of each reward (>= 0, not all 0); the source's 0.1, 0.3, 0.3.
-        ling_scale: how a 1-10 score maps to [0, 1] (module docstring).
-        empty_precision: the precision of a caption with no assertion, in [0, 1].
-        length_rule: ``mask``, ``linear`` or ``none`` (module docstring).
-        length_low, length_high: the band of rho (0 <= low <= high); the source's 0.5 and 2.
-        length_lambda: lambda of the linear rule (>= 0).
-        length_tokenizer: a tokenizer (path or hub id) to count tokens with; None counts words and punctuation marks
-            (:mod:`.lengths`).
-        split_checks: ask the judge for the two tests of an assertion apart (``is_pointable``, ``is_visible``).
-        prompt: ``train`` (the source's A.2 rubric: strict pointability) or ``eval`` (A.4: visible evidence that
-            justifies an inference passes too; b-CapScore's).
-        grounded_claims: count only the assertions found in the caption they are said to come from, and give a
-            caption with no content word nothing without asking the judge (:mod:`.grounding`; not in the source).
-    """
+    w_prec: float = Field(0.1, ge=0.0, description="the weight of precision (the source's 0.1)")
+    w_rec: float = Field(0.3, ge=0.0, description="the weight of recall (the source's 0.3)")
+    w_ling: float = Field(0.3, ge=0.0, description="the weight of linguistic quality (the source's 0.3)")
+    ling_scale: LingScale = Field(
+        "affine", description="how a 1-10 score maps to [0, 1] (genrm.methods.balcap.rewards)"
+    )
+    empty_precision: float = Field(0.0, ge=0.0, le=1.0, description="the precision of a caption with no assertion")
+    length_rule: LengthRule = Field("mask", description="mask, linear or none (genrm.methods.balcap.rewards)")
+    length_low: float = Field(0.5, ge=0.0, description="the low end of the band of rho (the source's 0.5)")
+    length_high: float = Field(2.0, ge=0.0, description="the high end of the band of rho (the source's 2)")
+    length_lambda: float = Field(1.0, ge=0.0, description="lambda of the linear rule")
+    length_tokenizer: str | None = Field(
+        None, min_length=1, max_length=4096,
+        description="a tokenizer (path or hub id) to count tokens with; none counts words and punctuation marks "
+        "(genrm.methods.balcap.lengths)",
+    )  # fmt: skip
+    split_checks: bool = Field(
+        False, description="ask the judge for the two tests of an assertion apart (is_pointable, is_visible)"
+    )
+    prompt: PromptKind = Field(
+        "train",
+        description="train (the source's A.2 rubric: strict pointability) or eval (A.4: visible evidence that "
+        "justifies an inference passes too; b-CapScore's)",
+    )
+    grounded_claims: bool = Field(
+        True,
+        description="count only the assertions found in the caption they are said to come from, and give a caption "
+        "with no content word nothing without asking the judge (genrm.methods.balcap.grounding; not in the source)",
+    )
 
-    w_prec: float = 0.1
-    w_rec: float = 0.3
-    w_ling: float = 0.3
-    ling_scale: LingScale = "affine"
-    empty_precision: float = 0.0
-    length_rule: LengthRule = "mask"
-    length_low: float = 0.5
-    length_high: float = 2.0
-    length_lambda: float = 1.0
-    length_tokenizer: str | None = None
-    split_checks: bool = False
-    prompt: PromptKind = "train"
-    grounded_claims: bool = True
-
-    def __post_init__(self) -> None:
-        for name, allowed in (("ling_scale", LING_SCALES), ("length_rule", LENGTH_RULES), ("prompt", PROMPT_KINDS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"balcap option {name} must be one of {', '.join(allowed)}; "
-                                 f"got {getattr(self, name)!r:.40}")  # fmt: skip
-        weights = self.weights
-        checks = [("w_prec, w_rec, w_ling", min(weights) >= 0 and sum(weights) > 0),
-                  ("empty_precision", 0 <= self.empty_precision <= 1),
-                  ("length_low, length_high", 0 <= self.length_low <= self.length_high),
-                  ("length_lambda", self.length_lambda >= 0)]  # fmt: skip
-        for name, ok in checks:
-            if not ok:
-                values = ", ".join(repr(getattr(self, n.strip())) for n in name.split(","))
-                raise ValueError(f"balcap option {name} out of range: {values}")
+    @model_validator(mode="after")
+    def _weights_and_band(self) -> BalCapConfig:
+        if sum(self.weights) <= 0:
+            raise ValueError("w_prec, w_rec, w_ling are all 0: one must weigh")
+        if self.length_low > self.length_high:
+            raise ValueError(f"length_low, length_high out of order: {self.length_low!r}, "
+                             f"{self.length_high!r}")  # fmt: skip
+        return self
 
     @property
     def weights(self) -> tuple[float, float, float]:

@@ -12,9 +12,11 @@ A judge that cannot see images fails every caption, with the reason; a failed ju
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
 
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
@@ -22,16 +24,24 @@ from genrm.methods.base import ResponseAuditPlan, ResultTally, UnknownReward, ju
 from genrm.methods.baselines.models import BaselineRecord, BaselineResult, PreparedCaptions
 from genrm.methods.captions import CaptionInstance, answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
+from genrm.methods.options import MethodOptions
 from genrm.methods.rubicap.models import LikertScore
 from genrm.methods.rubicap.prompts import likert_requests
 from genrm.methods.rubicap.reading import Reading, read_likert, reader
 from genrm.methods.rubicap.rewards import likert_reward
 
 
+class HolisticOptions(MethodOptions):
+    """The holistic baseline's own settings (its ``method_options``)."""
+
+    reference: bool = Field(True, description="show the judge the reference caption beside the image")
+
+
 class HolisticMethod:
     """The holistic caption baseline (see the module docstring); registered as ``holistic``."""
 
     name = "holistic"
+    options_model = HolisticOptions
     instance_model = CaptionInstance
     result_model = BaselineResult
     reads_without_engine = False
@@ -41,16 +51,10 @@ class HolisticMethod:
         {"with_reference": {}, "image_only": {"reference": False}},
     )
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: HolisticOptions | None = None) -> None:
         config = config or MethodConfig()
         check_caption_exposure(self.name, config.exposure)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"reference"})
-        if unknown:
-            raise ValueError(f"the holistic method takes no option {', '.join(unknown)}; it takes reference")
-        if not isinstance(options.get("reference", True), bool):
-            raise ValueError("holistic option reference must be true or false")
-        self.with_reference: bool = options.get("reference", True)
+        self.with_reference: bool = (options or HolisticOptions()).reference
 
     def prepare(self, instance: CaptionInstance) -> PreparedCaptions:
         """The instance and its captions (``<answer>`` blocks cut out when present)."""

@@ -11,7 +11,7 @@ tokenizes with PTB when Java is there). In [0, 1]; an empty caption gets 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from genrm.engine import Judge
@@ -19,6 +19,7 @@ from genrm.methods.base import ResultTally, UnknownReward
 from genrm.methods.baselines.models import BaselineRecord, BaselineResult, PreparedCaptions
 from genrm.methods.captions import CaptionInstance, answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
+from genrm.methods.options import NoOptions
 
 
 def plain_tokens(text: str) -> str:
@@ -42,14 +43,13 @@ class RougeLMethod:
     """ROUGE-L as a caption reward (see the module docstring); registered as ``rouge_l``."""
 
     name = "rouge_l"
+    options_model = NoOptions
     instance_model = CaptionInstance
     result_model = BaselineResult
     reads_without_engine = True  # nothing to ask: any judge spec (rule included) scores it
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: NoOptions | None = None) -> None:
         check_caption_exposure(self.name, (config or MethodConfig()).exposure)
-        if options:
-            raise ValueError(f"the rouge_l method takes no option; got {', '.join(sorted(options))}")
         try:
             import pycocoevalcap.rouge.rouge  # noqa: F401
         except ImportError:

@@ -2,13 +2,11 @@
 the policy's captions and a reference caption, rules on each against the image, and the rules of :mod:`.rewards`
 turn its rulings into a reward.
 
-Options (``method_options``; every one is a field of :class:`.rewards.ClaimDiffConfig`, plus ``answer_format``):
-``mode`` (``normalized_diff``), ``severity_weighted``, ``severity_weights``, ``judge_severity``,
-``ambiguity_penalty``, ``ambiguity_decay``, ``ambiguity_words_per_free``, ``ambiguity_free``, ``max_error_diff``,
-``reward_scale``, ``min_reward``, ``max_reward``, ``alpha``, ``epsilon``, ``k``, ``d_max``, ``format_ratio``,
-``require_think``, ``grounded_claims`` (on: :mod:`.grounding`), ``answer_format`` (``json`` or ``blocks``, see
-:mod:`.prompts`), and for judge training
-``f1_judge`` (a judge spec: the F1 reward's predictions checked by that judge with the image, :mod:`.checked_f1`).
+Options (``method_options``, :class:`ClaimDiffOptions`; ``genrm methods`` lists them): the reward settings of
+:class:`.rewards.ClaimDiffConfig` (``mode``, severity weights, the hedging penalty, the range, the format part,
+``grounded_claims``: :mod:`.grounding`), ``answer_format`` (``json`` or ``blocks``, see :mod:`.prompts`), and for judge
+training ``f1_judge`` (a judge spec: the F1 reward's predictions checked by that judge with the image,
+:mod:`.checked_f1`).
 
 Choices this method makes where the source leaves room:
 
@@ -33,11 +31,12 @@ Not here: the formulas (:mod:`.rewards`), the prompts (:mod:`.prompts`), reading
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, field_validator
 
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
@@ -53,7 +52,7 @@ from genrm.methods.captions import NO_CONTENT, ask_with_content, caption_tally, 
 from genrm.methods.claimdiff import judge_payload
 from genrm.methods.claimdiff.grounding import grounded_differences
 from genrm.methods.claimdiff.models import ClaimDiffInstance, ClaimDiffRecord, ClaimDiffResult, DiffAnswer
-from genrm.methods.claimdiff.prompts import ANSWER_FORMATS, AnswerFormat, caption_requests
+from genrm.methods.claimdiff.prompts import AnswerFormat, caption_requests
 from genrm.methods.claimdiff.reading import Reading, answer_reader
 from genrm.methods.claimdiff.rewards import (
     ClaimDiffConfig,
@@ -70,8 +69,6 @@ from genrm.methods.claimdiff.rewards import (
 )
 from genrm.methods.config import MethodConfig
 
-_OPTIONS = tuple(f.name for f in dataclasses.fields(ClaimDiffConfig)) + ("answer_format", "f1_judge")
-
 
 @dataclass(frozen=True)
 class PreparedCaptions:
@@ -81,21 +78,26 @@ class PreparedCaptions:
     captions: list[str]
 
 
-def parse_options(options: Mapping[str, Any]) -> tuple[ClaimDiffConfig, AnswerFormat]:
-    """The reward settings and answer form ``options`` give; raises ValueError naming an unknown option or a value
-    out of range."""
-    options = dict(options)
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ValueError(f"the claimdiff method takes no option {', '.join(unknown)}; it takes {', '.join(_OPTIONS)}")
-    options.pop("f1_judge", None)  # judge training's, read by the method
-    answer_format = options.pop("answer_format", "json")
-    if answer_format not in ANSWER_FORMATS:
-        raise ValueError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}; got {answer_format!r:.40}")
-    try:
-        return ClaimDiffConfig(**options), answer_format
-    except TypeError as exc:  # a value of the wrong type (a list for a number)
-        raise ValueError(f"claimdiff options: {exc}") from None
+class ClaimDiffOptions(ClaimDiffConfig):
+    """The claimdiff method's own settings (its ``method_options``): the reward settings, the judge's answer form,
+    and the judge that checks the F1 reward's predictions in judge training."""
+
+    answer_format: AnswerFormat = Field(
+        "json", description="the judge's answer form (genrm.methods.claimdiff.prompts): json or blocks"
+    )
+    f1_judge: str | None = Field(
+        None, min_length=1, max_length=2048,
+        description="judge training: a judge spec (sglang:MODEL@URL, openai:MODEL@URL, transformers:PATH or "
+        "scripted) that checks the F1 reward's predictions with the image (genrm.methods.claimdiff.checked_f1)",
+    )  # fmt: skip
+
+    @field_validator("f1_judge")
+    @classmethod
+    def _a_spec(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("f1_judge must be a judge spec (sglang:MODEL@URL, openai:MODEL@URL, transformers:PATH "
+                             "or scripted)")  # fmt: skip
+        return value
 
 
 class ClaimDiffMethod:
@@ -107,6 +109,7 @@ class ClaimDiffMethod:
     """
 
     name = "claimdiff"
+    options_model = ClaimDiffOptions
     instance_model = ClaimDiffInstance
     result_model = ClaimDiffResult
     reads_without_engine = False
@@ -120,15 +123,13 @@ class ClaimDiffMethod:
          "no_grounding": {"grounded_claims": False}},
     )  # fmt: skip
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: ClaimDiffOptions | None = None) -> None:
         config = config or MethodConfig()
         check_caption_exposure(self.name, config.exposure)
         self.config = config
-        self.rewards, self.answer_format = parse_options(options or {})
-        self.f1_judge = (options or {}).get("f1_judge")
-        if self.f1_judge is not None and (not isinstance(self.f1_judge, str) or not self.f1_judge.strip()):
-            raise ValueError("claimdiff option f1_judge must be a judge spec (sglang:MODEL@URL, openai:MODEL@URL, "
-                             "transformers:PATH or scripted)")  # fmt: skip
+        options = options or ClaimDiffOptions()
+        self.rewards: ClaimDiffConfig = options
+        self.answer_format, self.f1_judge = options.answer_format, options.f1_judge
         self.hall_vs_miss = self.rewards.mode == "hall_vs_miss"
 
     def prepare(self, instance: ClaimDiffInstance) -> PreparedCaptions:

@@ -37,10 +37,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal, get_args
+from dataclasses import dataclass
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field, Strict, field_validator, model_validator
 
 from genrm.methods.captions import answer_text
+from genrm.methods.options import MethodOptions
 
 RewardMode = Literal["normalized_diff", "normalized_a_only", "a_only", "judgment_based", "raw_diff", "hall_vs_miss"]
 """How a judge's differences become a reward (see the module docstring)."""
@@ -67,68 +70,63 @@ _THINK_OPEN, _THINK_CLOSE = re.compile("<think>", re.I), re.compile("</think>", 
 _ANSWER_OPEN, _ANSWER_CLOSE = re.compile("<answer>", re.I), re.compile("</answer>", re.I)
 
 
-@dataclass(frozen=True)
-class ClaimDiffConfig:
-    """The reward settings of the claimdiff method (the source's environment variables, same defaults).
+class ClaimDiffConfig(MethodOptions):
+    """The reward settings of the claimdiff method (the source's environment variables, same defaults); the method's
+    options are these and two more (:class:`genrm.methods.claimdiff.method.ClaimDiffOptions`)."""
 
-    Attributes:
-        mode: one of :data:`REWARD_MODES`.
-        severity_weighted: weight each error by its severity (``USE_SEVERITY_WEIGHTED_REWARD``).
-        severity_weights: weight of severity 1, 2 and 3 (each > 0).
-        judge_severity: ask the judge for each error's severity and use it (``USE_MODEL_JUDGE_SEVERITY``); else it
-            is inferred from the error type.
-        ambiguity_penalty: multiply by the hedging penalty (``USE_AMBIGUITY_PENALTY``).
-        ambiguity_decay: ``c`` of the penalty (>= 0).
-        ambiguity_words_per_free: caption words per hedge that goes unpenalized (> 0).
-        ambiguity_free: a fixed number of free hedges instead (>= 0), or None.
-        max_error_diff: the error count (a_only) or difference (raw_diff) that maps to the worst reward (> 0).
-        reward_scale: multiplies the reward in [0, 1] before it is clipped and mapped (>= 0).
-        min_reward, max_reward: the range the reward is mapped onto.
-        alpha, epsilon, k, d_max: the ``normalized_a_only`` curve (density exponent, floor, absolute decay,
-            differences at which the difficulty bonus is full).
-        format_ratio: weight of the format part against the accuracy part (>= 0; 0: the reward is the accuracy).
-        require_think: the format part asks for ``<think>`` and ``<answer>`` blocks.
-        grounded_claims: leave out a difference whose claim the caption (or the reference) does not make, and give a
-            caption with no content word the floor without asking the judge (:mod:`.grounding`; not in the source).
-    """
+    mode: RewardMode = Field(
+        "normalized_diff", description="how the differences become a reward (genrm.methods.claimdiff.rewards)"
+    )
+    severity_weighted: bool = Field(
+        False, description="weight each error by its severity (USE_SEVERITY_WEIGHTED_REWARD)"
+    )
+    severity_weights: dict[Annotated[int, Strict(False)], float] = Field(  # JSON keys are strings
+        default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS), description="weight of severity 1, 2 and 3 (each > 0)"
+    )
+    judge_severity: bool = Field(
+        False,
+        description="ask the judge for each error's severity and use it (USE_MODEL_JUDGE_SEVERITY); else it is "
+        "inferred from the error type",
+    )
+    ambiguity_penalty: bool = Field(False, description="multiply by the hedging penalty (USE_AMBIGUITY_PENALTY)")
+    ambiguity_decay: float = Field(0.1, ge=0.0, description="c of the hedging penalty")
+    ambiguity_words_per_free: float = Field(90.0, gt=0.0, description="caption words per hedge that goes unpenalized")
+    ambiguity_free: float | None = Field(None, ge=0.0, description="a fixed number of free hedges instead")
+    max_error_diff: float = Field(
+        10.0, gt=0.0, description="the error count (a_only) or difference (raw_diff) that maps to the worst reward"
+    )
+    reward_scale: float = Field(1.0, ge=0.0, description="multiplies the reward in [0, 1] before it is clipped")
+    min_reward: float = Field(0.0, description="the low end of the range the reward is mapped onto")
+    max_reward: float = Field(1.0, description="the high end of the range the reward is mapped onto")
+    alpha: float = Field(2.0, description="normalized_a_only: the density exponent")
+    epsilon: float = Field(0.05, ge=0.0, le=1.0, description="normalized_a_only: the floor")
+    k: float = Field(4.0, gt=0.0, description="normalized_a_only: the absolute decay")
+    d_max: int = Field(
+        10, ge=1, description="normalized_a_only: the differences at which the difficulty bonus is full"
+    )
+    format_ratio: float = Field(
+        0.0, ge=0.0, description="weight of the format part against the accuracy part (0: the reward is the accuracy)"
+    )
+    require_think: bool = Field(False, description="the format part asks for <think> and <answer> blocks")
+    grounded_claims: bool = Field(
+        True,
+        description="leave out a difference whose claim the caption (or the reference) does not make, and give a "
+        "caption with no content word the floor without asking the judge (genrm.methods.claimdiff.grounding; not in "
+        "the source)",
+    )
 
-    mode: RewardMode = "normalized_diff"
-    severity_weighted: bool = False
-    severity_weights: dict[int, float] = field(default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS))
-    judge_severity: bool = False
-    ambiguity_penalty: bool = False
-    ambiguity_decay: float = 0.1
-    ambiguity_words_per_free: float = 90.0
-    ambiguity_free: float | None = None
-    max_error_diff: float = 10.0
-    reward_scale: float = 1.0
-    min_reward: float = 0.0
-    max_reward: float = 1.0
-    alpha: float = 2.0
-    epsilon: float = 0.05
-    k: float = 4.0
-    d_max: int = 10
-    format_ratio: float = 0.0
-    require_think: bool = False
-    grounded_claims: bool = True
-
-    def __post_init__(self) -> None:
-        if self.mode not in REWARD_MODES:
-            raise ValueError(f"unknown claimdiff mode {self.mode!r:.40}; valid: {', '.join(REWARD_MODES)}")
-        weights = {int(k): float(v) for k, v in self.severity_weights.items()}
+    @field_validator("severity_weights")
+    @classmethod
+    def _three_positive_weights(cls, weights: dict[int, float]) -> dict[int, float]:
         if sorted(weights) != [1, 2, 3] or min(weights.values()) <= 0:
-            raise ValueError(f"severity_weights must give a positive weight to each of 1, 2 and 3; got {weights}")
-        object.__setattr__(self, "severity_weights", weights)
-        checks = [("ambiguity_decay", self.ambiguity_decay >= 0), ("ambiguity_words_per_free",
-                  self.ambiguity_words_per_free > 0), ("max_error_diff", self.max_error_diff > 0),
-                  ("reward_scale", self.reward_scale >= 0), ("k", self.k > 0), ("d_max", self.d_max >= 1),
-                  ("format_ratio", self.format_ratio >= 0), ("epsilon", 0 <= self.epsilon <= 1),
-                  ("ambiguity_free", self.ambiguity_free is None or self.ambiguity_free >= 0)]  # fmt: skip
-        for name, ok in checks:
-            if not ok:
-                raise ValueError(f"claimdiff option {name} is out of range: {getattr(self, name)!r}")
+            raise ValueError(f"must give a positive weight to each of 1, 2 and 3; got {weights}")
+        return weights
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> ClaimDiffConfig:
         if self.max_reward < self.min_reward:
             raise ValueError(f"max_reward ({self.max_reward}) is below min_reward ({self.min_reward})")
+        return self
 
     @property
     def max_weight(self) -> float:

@@ -25,13 +25,13 @@ Not here: the prompt (:mod:`.prompts`), reading answers (:mod:`.reading`), the j
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genrm.choices import PairPromptMode
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
 from genrm.methods.base import (
@@ -44,8 +44,9 @@ from genrm.methods.base import (
     judge_failed,
 )
 from genrm.methods.config import MethodConfig, check_open_exposure
+from genrm.methods.options import MethodOptions
 from genrm.methods.pairwise.models import Family, PairExample
-from genrm.methods.pairwise.prompts import check_prompt_mode, pair_request
+from genrm.methods.pairwise.prompts import pair_request
 from genrm.methods.pairwise.reading import PairJudgement, judgement_reader
 
 
@@ -89,6 +90,13 @@ class PreparedPairs:
     instance: PairwiseInstance
 
 
+class PairwiseOptions(MethodOptions):
+    """The pairwise method's own settings (its ``method_options``; the module docstring says what each does)."""
+
+    swap: bool = Field(True, description="judge each comparison in both orders and average (position bias cancels)")
+    prompt: PairPromptMode = Field("grounded", description="grounded (MJ1's chain) or open (the open-ended baseline)")
+
+
 class PairwiseMethod:
     """The pairwise judge as a reward (see the module docstring); registered as ``pairwise``.
 
@@ -99,6 +107,7 @@ class PairwiseMethod:
     """
 
     name = "pairwise"
+    options_model = PairwiseOptions
     instance_model = PairwiseInstance
     result_model = PairwiseResult
     reads_without_engine = False
@@ -109,18 +118,11 @@ class PairwiseMethod:
         {"swap": {}, "no_swap": {"swap": False}}, wrong=("irrelevant",),
     )  # fmt: skip
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: PairwiseOptions | None = None) -> None:
         config = config or MethodConfig()
         check_open_exposure(self.name, config.exposure, "the prompt, its image and both responses")
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"swap", "prompt"})
-        if unknown:
-            raise ValueError(f"the pairwise method takes no option {', '.join(unknown)}; it takes swap, prompt")
-        swap = options.get("swap", True)
-        if not isinstance(swap, bool):
-            raise ValueError(f"pairwise option swap must be true or false, got {swap!r:.40}")
-        self.config, self.swap = config, swap
-        self.prompt = check_prompt_mode(options.get("prompt", "grounded"))
+        options = options or PairwiseOptions()
+        self.config, self.swap, self.prompt = config, options.swap, options.prompt
 
     def prepare(self, instance: PairwiseInstance) -> PreparedPairs:
         """Nothing to check beyond the instance model."""

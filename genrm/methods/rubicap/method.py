@@ -28,16 +28,19 @@ Not here: the prompts (:mod:`.prompts`), reading answers (:mod:`.reading`), writ
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
+
+from pydantic import Field
 
 from genrm.engine import Judge, ask
 from genrm.engine.types import ChatRequest
 from genrm.methods.base import MethodInputError, ResponseAuditPlan, ResultTally, UnknownReward, judge_failed
 from genrm.methods.captions import answer_text, check_caption_exposure
 from genrm.methods.config import MethodConfig
+from genrm.methods.options import MethodOptions
 from genrm.methods.rubicap.models import CriterionVerdict, LikertScore, RubiCapInstance, RubiCapRecord, RubiCapResult
 from genrm.methods.rubicap.prompts import criterion_requests, likert_requests, rubric_requests
 from genrm.methods.rubicap.reading import Reading, read_likert, read_verdict, read_verdicts, reader
@@ -47,6 +50,15 @@ Mode = Literal["rubric", "direct_likert", "reference_likert"]
 Layout = Literal["per_criterion", "all_criteria"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
+
+
+class RubiCapOptions(MethodOptions):
+    """The rubicap method's own settings (its ``method_options``; the module docstring says what each does)."""
+
+    mode: Mode = Field("rubric", description="rubric, direct_likert or reference_likert")
+    layout: Layout = Field(
+        "per_criterion", description="rubric mode: per_criterion (a call per criterion and caption) or all_criteria"
+    )
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,7 @@ class RubiCapMethod:
     """
 
     name = "rubicap"
+    options_model = RubiCapOptions
     instance_model = RubiCapInstance
     result_model = RubiCapResult
     reads_without_engine = False
@@ -84,18 +97,12 @@ class RubiCapMethod:
         {"rubric": {}, "direct_likert": {"mode": "direct_likert"}, "reference_likert": {"mode": "reference_likert"}},
     )
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: MethodConfig | None = None, options: RubiCapOptions | None = None) -> None:
         config = config or MethodConfig()
         check_caption_exposure(self.name, config.exposure)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"mode", "layout"})
-        if unknown:
-            raise ValueError(f"the rubicap method takes no option {', '.join(unknown)}; it takes mode, layout")
-        self.mode: Mode = options.get("mode", "rubric")
-        self.layout: Layout = options.get("layout", "per_criterion")
-        for name, value, allowed in (("mode", self.mode, MODES), ("layout", self.layout, LAYOUTS)):
-            if value not in allowed:
-                raise ValueError(f"rubicap option {name} must be one of {', '.join(allowed)}; got {value!r:.40}")
+        options = options or RubiCapOptions()
+        self.mode: Mode = options.mode
+        self.layout: Layout = options.layout
         self.config = config
 
     def prepare(self, instance: RubiCapInstance) -> PreparedCaptions:

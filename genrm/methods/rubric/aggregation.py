@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from genrm.choices import DEFAULT_TAU
-from genrm.methods.config import check_tau
 from genrm.methods.rubric.models import SectionName as Section
 
 _DIGITS = 12
@@ -173,7 +172,6 @@ def aggregate_group(
     Returns:
         One Aggregate per response, in order.
     """
-    check_tau(tau)
     n = len(raw_scores)
     format_violations = format_violations if format_violations is not None else [()] * n
     length_ok = length_ok if length_ok is not None else [True] * n

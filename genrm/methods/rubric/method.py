@@ -10,15 +10,18 @@ and masks) and :mod:`.scoring` (records and results).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
-from genrm.choices import check_scoring_format
+from pydantic import Field, model_validator
+
+from genrm.choices import DEFAULT_SCORING_FORMAT, DEFAULT_TAU, ScoringFormat
 from genrm.engine.judge import Judge
 from genrm.methods.base import JudgeTraining, ResultTally, SetAudit, UnknownReward
 from genrm.methods.config import MethodConfig
+from genrm.methods.options import MethodOptions
 from genrm.methods.rubric import group_outcomes
 from genrm.methods.rubric.aggregation import LENGTH_BAND
 from genrm.methods.rubric.group_outcomes import RubricOutcome
@@ -42,27 +45,35 @@ _JUDGE_FAILURES = frozenset({"not_json", "schema", "criterion_mismatch", "wrong_
                              "backend_error"})  # fmt: skip
 
 
-_OPTIONS = ("tau", "answer_format", "grounded_extraction", "length_rule", "length_low", "length_high")
-_LENGTH_RULES = ("none", "mask")
+class RubricOptions(MethodOptions):
+    """The rubric method's own settings (its ``method_options``)."""
 
+    tau: float = Field(DEFAULT_TAU, gt=0.0, lt=1.0, description="the remapping threshold (eq. 2-3)")
+    answer_format: ScoringFormat = Field(
+        DEFAULT_SCORING_FORMAT,
+        description="the version of the judge's format (genrm.methods.rubric.models); a judge trained on one is asked "
+        "for that one",
+    )
+    grounded_extraction: bool = Field(
+        True,
+        description="a model judge's value counts only where the response states it (genrm.methods.rubric.execution)",
+    )
+    length_rule: Literal["none", "mask"] = Field(
+        "none",
+        description="mask: reward 0 for a response whose length over the reference answer's, in characters, is "
+        "outside [length_low, length_high]",
+    )
+    length_low: float = Field(LENGTH_BAND[0], ge=0.0, description="the band's low end (with length_rule mask)")
+    length_high: float = Field(LENGTH_BAND[1], ge=0.0, description="the band's high end (with length_rule mask)")
 
-def _number(options: Mapping[str, Any], name: str, default: float | None = None) -> float:
-    value = options.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"the rubric option {name} must be a number, not {value!r:.40}")
-    return float(value)
-
-
-def _length_band(options: Mapping[str, Any]) -> tuple[float, float] | None:
-    # The band against the reference answer, from the options (the balcap method's names): None when the rule is off.
-    rule = options.get("length_rule", "none")
-    if rule not in _LENGTH_RULES:
-        raise ValueError(f"the rubric option length_rule must be one of {', '.join(_LENGTH_RULES)}, not {rule!r:.40}")
-    if rule == "none":
-        if "length_low" in options or "length_high" in options:
-            raise ValueError("the rubric options length_low and length_high need length_rule mask")
-        return None
-    return _number(options, "length_low", LENGTH_BAND[0]), _number(options, "length_high", LENGTH_BAND[1])
+    @model_validator(mode="after")
+    def _band(self) -> RubricOptions:
+        if self.length_rule == "none" and {"length_low", "length_high"} & self.model_fields_set:
+            raise ValueError("length_low and length_high need length_rule mask")
+        if self.length_low > self.length_high:
+            raise ValueError(f"the length band needs length_low <= length_high, got {self.length_low} and "
+                             f"{self.length_high}")  # fmt: skip
+        return self
 
 
 @dataclass(frozen=True)
@@ -78,42 +89,30 @@ class RubricMethod:
 
     Args:
         config: the common settings; a :class:`ScoringConfig` is used as it is.
-        options: settings of this method: ``tau`` (the remapping threshold in (0, 1), eq. 2-3; 0.5 by default),
-            ``answer_format`` (``compact``, the default, ``rlr3`` or ``brief``: the
-            version of the judge's format, :mod:`.models`; a judge trained on one is asked for that one) and
-            ``grounded_extraction`` (true by default: a model judge's value counts only where the response states
-            it, :mod:`.execution`); ``length_rule`` (``none``, the default, or ``mask``: reward 0 for a response whose
-            length over the reference answer's, in characters, is outside ``[length_low, length_high]``, 0.5 and 2
-            by default). Any other is an error that names it.
+        options: this method's own settings (:class:`RubricOptions`; the registry validates them); those given
+            change a :class:`ScoringConfig` handed over as ``config``.
     """
 
     name = "rubric"
+    options_model = RubricOptions
     instance_model = Instance
     result_model = InstanceResult
     reads_without_engine = True
 
-    def __init__(self, config: MethodConfig | None = None, options: Mapping[str, Any] | None = None) -> None:
-        options = dict(options or {})
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise ValueError(
-                f"the rubric method takes only the options {', '.join(_OPTIONS)}; got {', '.join(unknown)}"
-            )
+    def __init__(self, config: MethodConfig | None = None, options: RubricOptions | None = None) -> None:
         if config is None or isinstance(config, ScoringConfig):
             self.config = config or ScoringConfig()
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
-        if "tau" in options:  # ScoringConfig checks it is in (0, 1)
-            self.config = replace(self.config, tau=_number(options, "tau"))
-        if "answer_format" in options:
-            self.config = replace(self.config, answer_format=check_scoring_format(options["answer_format"]))
-        if "grounded_extraction" in options:
-            grounded = options["grounded_extraction"]
-            if not isinstance(grounded, bool):
-                raise ValueError(f"the rubric option grounded_extraction must be true or false, not {grounded!r:.40}")
-            self.config = replace(self.config, grounded_extraction=grounded)
-        if {"length_rule", "length_low", "length_high"} & set(options):
-            self.config = replace(self.config, reference_length=_length_band(options))
+        # the options given change a ScoringConfig handed over; those left out keep its values
+        given = options.model_fields_set if options is not None else set()
+        if options is not None and given:
+            changes: dict[str, Any] = {name: getattr(options, name) for name in ("tau", "answer_format",
+                                       "grounded_extraction") if name in given}  # fmt: skip
+            if {"length_rule", "length_low", "length_high"} & given:
+                mask = options.length_rule == "mask"
+                changes["reference_length"] = (options.length_low, options.length_high) if mask else None
+            self.config = replace(self.config, **changes)
         self._workers_warming = False
 
     def prepare(self, instance: Instance) -> PreparedInstance:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genrm.choices import DEFAULT_SCORING_FORMAT, DEFAULT_TAU, ScoringFormat, check_scoring_format, quotes_evidence
 from genrm.methods.base import GroupResult
-from genrm.methods.config import MethodConfig, check_tau
+from genrm.methods.config import MethodConfig
 from genrm.methods.format_checks import format_violations
 from genrm.methods.rubric.aggregation import CriterionSlot, aggregate_group, length_conditional_mask
 from genrm.methods.rubric.execution import CriterionScore, execute
@@ -48,7 +48,8 @@ class ScoringConfig(MethodConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_tau(self.tau)
+        if not 0.0 < self.tau < 1.0:
+            raise ValueError(f"tau must be in (0, 1), got {self.tau}")
         check_scoring_format(self.answer_format)
         if self.reference_length is not None:
             low, high = self.reference_length
