@@ -69,7 +69,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"genrm serve: invalid settings: {exc}", file=sys.stderr)
         return 2
     try:
-        checked_checkpoint(settings.judge_spec())  # before the judge is loaded: a mistyped path is one line
+        checked_checkpoint(settings.judge)  # before the judge is loaded: a mistyped path is one line
     except ValueError as exc:
         print(f"genrm serve: cannot make the judge: {exc}", file=sys.stderr)
         return 2

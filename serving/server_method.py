@@ -12,7 +12,7 @@ def make_server_judge(settings: ServerSettings, method: RewardMethod | None = No
     the method the settings name by default); raises ValueError when it cannot judge for the method, or cannot serve
     the configured exposure (a text-only checkpoint under ``vlm``)."""
     method = method or make_server_method(settings)
-    judge = method_judge(method, settings.judge_spec(), settings.engine_options(), parse_retries=1)
+    judge = method_judge(method, settings.judge, settings.engine_options(), parse_retries=1)
     if settings.exposure == "vlm" and not judge.sees_images:
         raise ValueError(
             f"{judge.model} is a text-only judge (no image processor), but the vlm exposure shows it images: "

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BeforeValidator, Field, InstanceOf, PlainSerializer, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -37,6 +38,18 @@ _ENGINE = EngineOptions()
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
+def _judge_value(value: Any) -> Any:
+    # the spec is read from its one string once, here; a JudgeSpec given in code is taken as it is
+    return JudgeSpec.parse(value) if isinstance(value, str) else value
+
+
+#: The judge as settings hold it: a :class:`genrm.engine.JudgeSpec`, read from its string (YAML, GENRM_JUDGE,
+#: --judge) and written back as it (model_dump).
+JudgeField = Annotated[
+    InstanceOf[JudgeSpec], NoDecode, BeforeValidator(_judge_value), PlainSerializer(str, return_type=str)
+]
+
+
 class ServerSettings(BaseSettings, RewardSettings):
     """Everything the reward server can be configured with (units in the field descriptions); the reward method and
     its settings are :class:`genrm.methods.settings.RewardSettings`' fields, as every entry point takes them."""
@@ -46,10 +59,10 @@ class ServerSettings(BaseSettings, RewardSettings):
     host: str = Field("127.0.0.1", description="address to bind; anything but loopback requires api_key")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one)")
     api_key: SecretStr | None = Field(None, description="bearer token required on every endpoint but /health")
-    judge: str | None = Field(
-        None,
-        description=f"the judge in one spelling: {spec_forms()}; instead of backend, model_path, judge_model and "
-        "judge_urls",
+    judge: JudgeField = Field(
+        default_factory=JudgeSpec,
+        description=f"the judge in one spelling: {spec_forms()} (default: rule); or spell it out with backend, "
+        "model_path (a checkpoint; with launch, the one launched), judge_model and judge_urls",
     )
     backend: str = Field(DEFAULT_BACKEND, description="the judge backend (genrm.engine.backends)")
     check_format: bool = Field(True, description="apply the format mask (repetition loops, language mixing)")
@@ -278,31 +291,31 @@ class ServerSettings(BaseSettings, RewardSettings):
 
     @model_validator(mode="after")
     def _judge_in_one_spelling(self) -> ServerSettings:
-        if self.judge is None:
-            return self
         spelled_out = {"backend", "model_path", "judge_model", "judge_urls"} & self.model_fields_set
-        if spelled_out:
-            raise ValueError(f"judge names the judge already; drop {', '.join(sorted(spelled_out))}")
-        spec = JudgeSpec.parse(self.judge)
-        self.backend = spec.backend
-        if spec.served:
-            self.judge_model, self.judge_urls = spec.model, list(spec.urls)
-        elif spec.takes_model:
-            self.model_path = spec.model
-        return self
-
-    @model_validator(mode="after")
-    def _model_backends_need_an_endpoint(self) -> ServerSettings:
+        if "judge" in self.model_fields_set:
+            if spelled_out:
+                raise ValueError(f"judge names the judge already; drop {', '.join(sorted(spelled_out))}")
+            if self.launch:
+                raise ValueError(f"launch needs a backend that can be launched ({', '.join(LAUNCHES)}) and a "
+                                 "model_path, given apart (backend, model_path and judge_model, the name it is served "
+                                 "under), not judge")  # fmt: skip
+            return self
         if self.launch:
             if self.backend not in LAUNCHES or not self.model_path:
                 raise ValueError(
                     f"launch needs a backend that can be launched ({', '.join(LAUNCHES)}) and a model_path"
                 )
-            self.judge_urls = self.judge_urls or [f"http://127.0.0.1:{self.engine_port}/v1"]
-            self.judge_model = self.judge_model or self.model_path
-        self.judge_spec()  # the one check of a judge given in parts: what is missing, named as these fields
-        if backend(self.backend).model == "checkpoint":
-            self.judge_model = self.judge_model or self.model_path
+            urls, model = self.judge_urls or [f"http://127.0.0.1:{self.engine_port}/v1"], self.judge_model
+            spec = JudgeSpec(self.backend, model or self.model_path, tuple(urls))
+        elif backend(self.backend).model == "checkpoint":  # the one check of a judge given in parts
+            spec = JudgeSpec.spelled_out(self.backend, self.model_path, (), "a model_path")
+        elif backend(self.backend).model == "none":
+            spec = JudgeSpec(self.backend)
+        else:
+            spec = JudgeSpec.spelled_out(self.backend, self.judge_model, self.judge_urls, "judge_model", "judge_urls")
+        # made from the parts, not given: left out of the fields set, so that settings validated again (load) are
+        # read from the parts again, not from a judge and its parts both
+        object.__setattr__(self, "judge", spec)
         return self
 
     @model_validator(mode="after")
@@ -319,24 +332,15 @@ class ServerSettings(BaseSettings, RewardSettings):
             raise ValueError(f"binding to {self.host!r} needs an api_key (GENRM_API_KEY): only loopback may go open")
         return self
 
-    def judge_spec(self) -> JudgeSpec:
-        """The judge these settings name; ValueError naming the field that is missing."""
-        kind = backend(self.backend).model
-        if kind == "checkpoint":
-            return JudgeSpec.spelled_out(self.backend, self.model_path, (), "a model_path")
-        if kind == "none":
-            return JudgeSpec(self.backend)
-        return JudgeSpec.spelled_out(self.backend, self.judge_model, self.judge_urls, "judge_model", "judge_urls")
-
     def engine_launch(self) -> SGLangLaunch | VLLMLaunch:
         """How to start the judge's inference server (with ``launch``): the backend's launch with these settings."""
         if not self.launch or self.model_path is None:
             raise ValueError("these settings launch no inference server")
-        launch = LAUNCHES[self.backend]
+        launch = LAUNCHES[self.judge.backend]
         return launch(
             self.model_path, port=self.engine_port, tp_size=self.tp_size, dp_size=self.dp_size,
             mem_fraction_static=self.mem_fraction_static, context_length=self.context_length,
-            dtype=None if self.dtype == "auto" else self.dtype, served_model_name=self.judge_model,
+            dtype=None if self.dtype == "auto" else self.dtype, served_model_name=self.judge.model,
             extra_args=tuple(self.engine_args),
             **({"program": tuple(self.engine_command)} if self.engine_command else {}),
         )  # fmt: skip
@@ -366,7 +370,7 @@ class ServerSettings(BaseSettings, RewardSettings):
             prefix_cache=self.prefix_cache, continuous_batching=self.continuous_batching,
             image_dir=str(self.image_dir) if self.image_dir else None, image_budget=self.judge_image_pixels or None,
             max_batch_size=self.max_batch_size, batch_wait_s=self.batch_wait_ms / 1000,
-            name=self.judge_model if backend(self.backend).model == "checkpoint" else None,
+            name=self.judge.model if backend(self.judge.backend).model == "checkpoint" else None,
         )  # fmt: skip
 
     @classmethod
@@ -395,7 +399,7 @@ class ServerSettings(BaseSettings, RewardSettings):
                 return init_settings, env_settings, YamlConfigSettingsSource(settings_cls, yaml_file=path)
 
         loaded = _FromYaml(**overrides)
-        return cls.model_validate({name: getattr(loaded, name) for name in cls.model_fields})
+        return cls.model_validate({name: getattr(loaded, name) for name in loaded.model_fields_set})
 
 
 def _is_loopback(host: str) -> bool:

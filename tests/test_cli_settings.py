@@ -75,20 +75,24 @@ def test_genrm_serve_has_an_option_for_every_setting_and_no_other_spelling():
             parser.parse_args(["serve", older, "x"])
 
 
-def test_the_judge_setting_takes_the_one_spelling_and_refuses_a_second_one():
+def test_the_judge_setting_takes_the_one_spelling_and_refuses_a_second_one(monkeypatch):
     from genrm.engine import JudgeSpec
 
-    settings = ServerSettings(judge="sglang:judge@http://10.0.0.5:30000/v1,http://10.0.0.6:30000/v1")
-    assert (settings.backend, settings.judge_model) == ("sglang", "judge")
-    assert settings.judge_urls == ["http://10.0.0.5:30000/v1", "http://10.0.0.6:30000/v1"]
-    assert settings.judge_spec() == JudgeSpec.parse(settings.judge)
+    text = "sglang:judge@http://10.0.0.5:30000/v1,http://10.0.0.6:30000/v1"
+    settings = ServerSettings(judge=text)
+    # parsed once, held as one typed value, never spread into the fields that spell it out
+    assert settings.judge == JudgeSpec("sglang", "judge", ("http://10.0.0.5:30000/v1", "http://10.0.0.6:30000/v1"))
+    assert (settings.backend, settings.judge_model, settings.judge_urls) == ("rule", None, [])
+    assert settings.model_dump()["judge"] == text and ServerSettings(judge=settings.judge).judge == settings.judge
     local = ServerSettings(judge="transformers:runs/judge", max_batch_size=4, batch_wait_ms=20)
-    assert (local.backend, local.model_path, local.judge_spec().model) == ("transformers", "runs/judge", "runs/judge")
+    assert (local.judge.backend, local.judge.model) == ("transformers", "runs/judge")
     options = local.engine_options()
     assert (options.max_batch_size, options.batch_wait_s, options.name) == (4, 0.02, "runs/judge")
-    assert ServerSettings().judge_spec() == JudgeSpec()
+    assert ServerSettings().judge == JudgeSpec()
     spelled_out = ServerSettings(backend="openai", judge_model="m", judge_urls=["http://h/v1"])
-    assert str(spelled_out.judge_spec()) == "openai:m@http://h/v1"
+    assert str(spelled_out.judge) == "openai:m@http://h/v1"
+    monkeypatch.setenv("GENRM_JUDGE", "openai:m@http://h/v1")  # a spec, not JSON, in the environment too
+    assert ServerSettings().judge == spelled_out.judge
     with pytest.raises(ValueError, match="drop backend"):
         ServerSettings(judge="rule", backend="rule")
     with pytest.raises(ValueError, match="a judge is"):

@@ -93,8 +93,8 @@ def test_a_new_backend_is_one_row_parsed_built_and_named_everywhere(monkeypatch)
     spec = JudgeSpec.parse("toy:m@http://h:1/v1")
     assert make_engine(spec, EngineOptions(timeout_s=7.0)) == ("toy engine", "m", ("http://h:1/v1",), 7.0)
     assert row.health_url("http://h:1/v1") == "http://h:1/ready" and "toy:MODEL@URL" in spec_forms()
-    assert ServerSettings(judge="toy:m@http://h:1/v1").judge_spec() == spec
-    assert ServerSettings(backend="toy", judge_model="m", judge_urls=["http://h:1/v1"]).judge_spec() == spec
+    assert ServerSettings(judge="toy:m@http://h:1/v1").judge == spec
+    assert ServerSettings(backend="toy", judge_model="m", judge_urls=["http://h:1/v1"]).judge == spec
     parser = argparse.ArgumentParser()
     judge_backend_options(parser)
     args = parser.parse_args(["--backend", "toy", "--model", "m", "--url", "http://h:1/v1"])

@@ -345,3 +345,14 @@ def test_a_tiny_policy_gets_the_words_of_right_answers_from_any_method(words_plu
     words = make_method("words")
     instance = words.instance_model(id="w", prompt="Write two words.", target_words=2, responses=[])
     assert _answer_words(words, instance) == ["w", "Write two words."]
+
+
+def test_every_option_of_a_built_in_method_is_documented():
+    import re
+
+    from genrm.methods.registry import BUILTIN, describe_method
+
+    text = "".join((ROOT / "docs" / page).read_text(encoding="utf-8") for page in ("methods.md", "rubric.md"))
+    missing = [f"{name}.{option['name']}" for name in BUILTIN for option in describe_method(name)["options"]
+               if not re.search(rf"\b{option['name']}\b", text)]  # fmt: skip
+    assert missing == []

@@ -49,7 +49,7 @@ def test_settings_launch_the_backends_engine_and_read_the_older_names(monkeypatc
     assert isinstance(launch, VLLMLaunch) and launch.program[0] == "/opt/vllm/bin/python"
     assert (launch.port, launch.context_length, launch.dtype, launch.extra_args) == (31002, 2048, "float32",
                                                                                      ("--enforce-eager",))  # fmt: skip
-    assert settings.judge_urls == ["http://127.0.0.1:31002/v1"] and settings.judge_model == "/models/judge"
+    assert settings.judge == JudgeSpec("vllm", "/models/judge", ("http://127.0.0.1:31002/v1",))
     assert ServerSettings(backend="sglang", launch=True, model_path="/m").engine_launch().dtype is None  # auto
     with pytest.raises(ValueError, match="sglang_port\n  Extra inputs are not permitted"):  # one name per setting
         ServerSettings(backend="sglang", launch=True, model_path="/m", sglang_port=31003)

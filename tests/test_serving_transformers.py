@@ -83,7 +83,7 @@ def test_settings_of_the_transformers_backend(tmp_path):
     with pytest.raises(ValidationError, match="needs a model_path"):
         ServerSettings(backend="transformers")
     settings = ServerSettings(backend="transformers", model_path=str(tmp_path), max_batch_size=4, device="cpu")
-    assert settings.judge_model == str(tmp_path) and settings.batch_wait_ms == 5.0
+    assert settings.judge.model == str(tmp_path) and settings.batch_wait_ms == 5.0
 
 
 def test_a_missing_checkpoint_stops_the_server_with_a_message(tmp_path):

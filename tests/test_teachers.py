@@ -15,13 +15,14 @@ from genrm.cli import main
 from genrm.engine import Engine
 from genrm.engine.endpoint import ChatEndpoint
 from genrm.engine.http import HttpEngine
+from genrm.engine.teachers import TEACHER_SAMPLING, teacher_engine
 from genrm.methods.rubric.execution import CriterionScore
 from genrm.methods.rubric.judge_data import read_examples, sft_record
 from genrm.methods.rubric.models import Criterion, Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, plan_rubric
 from genrm.methods.rubric.teacher_labels import label_instances, median_label
 from genrm.methods.rubric.teacher_rubrics import RUBRIC_SCHEMA, RubricTask, build_rubrics, parse_rubric
-from genrm.methods.rubric.teachers import TEACHER_SAMPLING, teacher_engine, teacher_reader
+from genrm.methods.rubric.teachers import teacher_reader
 
 
 def _rubric(target: str, extra: str | None = "Shows the multiplication.") -> dict:

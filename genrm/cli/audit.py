@@ -1,7 +1,6 @@
-"""``genrm audit build`` and ``genrm audit run``: the false-positive audit of a judge.
+"""``genrm audit run``, ``mine`` and ``captions``: the false-positive audit of any method's judge (the rubric's audit
+sets are built by ``genrm audit build``, :mod:`genrm.methods.rubric.commands`).
 
-genrm audit build datasets/judge_synth/test.jsonl -o audit.jsonl [--seed 0] [--per-category N]
-genrm audit build TEST.jsonl -o audit.jsonl --generator MODEL@URL --checker MODEL@URL [--checker ...]
 genrm audit run audit.jsonl -o runs/audit [--backend rule|transformers|openai|sglang ...] [--settings ...]
 genrm audit run INSTANCES.jsonl -o runs/audit --method pairwise|claimdiff|balcap|rubicap --judge SPEC [--setting ...]
 genrm audit mine runs/records.jsonl -o runs/mined [--min-reward 0.75] [--max-words 8]
@@ -11,13 +10,12 @@ genrm audit captions captions.jsonl -o runs/caption-audit --judge MODEL@URL [--m
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from genrm.choices import DEFAULT_CONCURRENCY, DEVICES
+from genrm.cli.groups import subcommands
 from genrm.cli.judging import (
     answer_format_option,
     argument_threshold_option,
@@ -27,86 +25,7 @@ from genrm.cli.judging import (
     judge_from_args,
 )
 from genrm.cli.lists import ListValues
-from genrm.cli.numbers import positive_int
-from genrm.cli.paths import input_file, output_dir, output_file
-
-
-def _cmd_build(args: argparse.Namespace) -> int:
-    from genrm.jsonl import write_jsonl
-    from genrm.methods.rubric.evaluation.audit_run import read_audit_file
-    from genrm.methods.rubric.evaluation.audit_set import ABNORMAL, category_counts, regular_examples
-
-    examples = []
-    for path in args.input:
-        try:
-            examples += regular_examples(read_audit_file(path))
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-    if args.master_key_inputs < 0:
-        print("genrm audit build: error: --master-key-inputs must be 0 or more", file=sys.stderr)
-        return 2
-    if args.generator:
-        from genrm.methods.rubric.evaluation.audit_constructors import (
-            build_context,
-            master_key_examples,
-            regular_bases,
-        )
-
-        built = _build_with_models(args, examples)
-        if built is None:
-            return 1
-        audit, report = built
-        if args.master_key_inputs:  # the keys need no model: built as the deterministic set builds them
-            bases = regular_bases(examples)[1]
-            audit += master_key_examples(bases, build_context(bases), args.seed, args.master_key_inputs, report)
-    else:
-        from genrm.methods.rubric.evaluation.audit_constructors import build_audit_set
-
-        audit, report = build_audit_set(examples, args.seed, args.per_category, args.master_key_inputs)
-    if not any(e.category in ABNORMAL for e in audit):
-        print("genrm audit build: no abnormal response could be built in every category; see the report below",
-              file=sys.stderr)  # fmt: skip
-        print(report.markdown(), file=sys.stderr)
-        return 1
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl(audit, args.output)
-    print(report.markdown())
-    print(f"\nwrote {len(audit)} examples to {args.output}: {json.dumps(category_counts(audit))}")
-    if args.report:
-        summary = {
-            "inputs": report.inputs,
-            "regular": report.regular,
-            "built": dict(report.built),
-            "attacks": dict(report.attacks),
-            "master_keys": dict(report.master_keys),
-            "skipped": dict(report.skipped),
-            "trimmed": report.trimmed,
-        }
-        Path(args.report).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
-def _build_with_models(args: argparse.Namespace, examples: list) -> Any:
-    from genrm.engine import BackendUnavailable
-    from genrm.methods.rubric.evaluation.audit_llm import build_llm_abnormal
-    from genrm.methods.rubric.teachers import teacher_engine
-
-    generator = teacher_engine(args.generator, args.api_key_env, device=args.device)
-    checkers = [teacher_engine(spec, args.api_key_env, device=args.device) for spec in args.checker or []]
-
-    async def run() -> Any:
-        try:
-            return await build_llm_abnormal(examples, generator, checkers, args.seed, args.per_category,
-                                            args.concurrency)  # fmt: skip
-        finally:
-            for model in (generator, *checkers):
-                await model.aclose()
-
-    try:
-        return asyncio.run(run())
-    except BackendUnavailable as exc:
-        print(f"genrm audit build: a model cannot be reached, stopping: {exc}", file=sys.stderr)
-        return None
+from genrm.cli.paths import input_file, output_dir
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -229,34 +148,10 @@ def _cmd_mine(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add ``audit`` (``build`` and ``run``) to the ``genrm`` command."""
+    """Add ``audit run``, ``audit mine`` and ``audit captions`` (any method's) to the ``genrm`` command."""
     from genrm.methods.registry import DEFAULT_METHOD
 
-    audit = sub.add_parser("audit", help="false positives of a judge on abnormal responses (build a set, run it)")
-    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="AUDIT_COMMAND")
-
-    build = audit_sub.add_parser(
-        "build", help="an audit set: regular responses and annotated abnormal ones, balanced by category",
-        description="From labelled test examples (genrm.methods.rubric.judge_data.JudgeExample JSONL), build abnormal "
-        "responses of four categories (no final answer, irrelevant, wrong but plausible, adversarial), at most one "
-        "per input and as many per category, each with per-criterion annotations. Deterministic constructors by "
-        "default; with --generator a model rewrites responses and --checker models review them.",
-    )  # fmt: skip
-    build.add_argument("input", nargs="+", metavar="EXAMPLES.jsonl", type=input_file)
-    build.add_argument("-o", "--output", required=True, metavar="AUDIT.jsonl", type=output_file)
-    build.add_argument("--seed", type=int, default=0)
-    build.add_argument("--per-category", type=int, metavar="N", help="at most N abnormal responses per category")
-    build.add_argument("--report", metavar="OUT.json", type=output_file, help="also write the build report as JSON")
-    build.add_argument("--generator", metavar="SPEC", help="model constructor: MODEL@URL or transformers:PATH")
-    build.add_argument("--checker", action="append", metavar="SPEC", help="quality-control model; repeat for several")
-    build.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the models' API key")
-    build.add_argument("--device", choices=DEVICES, default="auto", help="for local models")
-    build.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
-                       help=f"candidates generated at once (default: {DEFAULT_CONCURRENCY})")  # fmt: skip
-    build.add_argument("--master-key-inputs", type=int, default=2, metavar="N",
-                       help="inputs each master key is tried on, alone and around a wrong response (default: 2; 0 "
-                       "leaves them out)")  # fmt: skip
-    build.set_defaults(handler=_cmd_build)
+    audit_sub = subcommands(sub, "audit")
 
     run = audit_sub.add_parser(
         "run", help="false positive rates per category and attack, per judge setting, of any reward method",

@@ -52,6 +52,8 @@ def _option(annotation: Any) -> dict[str, Any] | None:
         return {"type": kind}
     if kind in (str, Path, SecretStr):
         return {"type": str}
+    if isinstance(kind, type) and callable(getattr(kind, "parse", None)):  # a value spelled in one string (a judge)
+        return {"type": str, "metavar": "SPEC"}
     if origin is list and get_args(kind) and _unwrap(get_args(kind)[0]) in (str, Path):
         return {"action": "append", "type": str}
     if origin is dict or kind is dict:

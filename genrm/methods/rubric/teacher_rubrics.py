@@ -28,13 +28,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from genrm.engine import CallFailed, ChatPrompt, Engine
+from genrm.engine.teachers import complete_json
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.authoring import build_rubric_aggregation_prompt, build_rubric_prompt
 from genrm.methods.rubric.execution import execute
 from genrm.methods.rubric.models import Instance, Rubric
 from genrm.methods.rubric.planning import RubricError, RubricPolicy, plan_rubric
 from genrm.methods.rubric.readers import GroupRequest, RubricReader, RuleReader
-from genrm.methods.rubric.teachers import complete_json
 
 # No minLength/maxLength on the strings: XGrammar (SGLang's grammar backend) then forbids every escape inside them,
 # and references need backslashes (LaTeX targets) and quotes. The token budget bounds the answer; the Rubric model

@@ -29,6 +29,7 @@ from typing import Any
 
 from genrm.choices import DEFAULT_CONCURRENCY
 from genrm.engine import CallFailed, ChatPrompt, Engine
+from genrm.engine.teachers import complete_json
 from genrm.methods.answer_json import extract_json_object
 from genrm.methods.rubric.answer_extraction import final_answer_span, states_emptiness
 from genrm.methods.rubric.evaluation.audit_constructors import (
@@ -47,7 +48,6 @@ from genrm.methods.rubric.evaluation.audit_set import (
 )
 from genrm.methods.rubric.judge_data import CriterionLabel
 from genrm.methods.rubric.planning import CriterionPlan
-from genrm.methods.rubric.teachers import complete_json
 from verifiers.registry import get_spec
 
 _ANNOTATION = {
