@@ -61,7 +61,7 @@ class ServerSettings(BaseSettings, RewardSettings):
     api_key: SecretStr | None = Field(None, description="bearer token required on every endpoint but /health")
     judge: JudgeField = Field(
         default_factory=JudgeSpec,
-        description=f"the judge in one spelling: {spec_forms()} (default: rule); or spell it out with backend, "
+        description=f"the judge in one spelling: {spec_forms()}; or spell it out with backend, "
         "model_path (a checkpoint; with launch, the one launched), judge_model and judge_urls",
     )
     backend: str = Field(DEFAULT_BACKEND, description="the judge backend (genrm.engine.backends)")

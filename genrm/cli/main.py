@@ -245,25 +245,17 @@ def make_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=_cmd_verify)
 
-    listing = sub.add_parser(
-        "verifiers",
-        help="list the verifiers with both signatures and their usage rules",
-        description="List the verifiers with their rubric-side and scoring-side signatures, return values and "
-        "usage rules, as the judge prompts show them.",
-    )
-    listing.add_argument("--only", action=ListValues, metavar="NAME", help="only these verifiers")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=_cmd_verifiers)
-
-    methods = sub.add_parser(
-        "methods",
-        help="list the reward methods with their options",
-        description="List the reward methods (built in, then plug-ins) with each one's options: the keys of "
-        "--method-options, their types, defaults and meaning.",
-    )
-    methods.add_argument("--only", action=ListValues, metavar="NAME", help="only these methods")
-    methods.add_argument("--json", action="store_true", help="print JSON")
-    methods.set_defaults(handler=_cmd_methods)
+    for name, what, description, handler in (
+        ("verifiers", "the verifiers with both signatures and their usage rules", "List the verifiers with their "
+         "rubric-side and scoring-side signatures, return values and usage rules, as the judge prompts show them.",
+         _cmd_verifiers),
+        ("methods", "the reward methods with their options", "List the reward methods (built in, then plug-ins) "
+         "with each one's options: the keys of --method-options, their types, defaults and meaning.", _cmd_methods),
+    ):  # fmt: skip
+        listing = sub.add_parser(name, help=f"list {what}", description=description)
+        listing.add_argument("--only", action=ListValues, metavar="NAME", help=f"only these {name}")
+        listing.add_argument("--json", action="store_true", help="print JSON")
+        listing.set_defaults(handler=handler)
 
     from genrm.cli.judging import judge_backend_options
     from genrm.cli.settings import add_settings_options

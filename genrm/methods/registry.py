@@ -15,6 +15,7 @@ whatever the way in. A method's module is imported only when the method is used.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -102,13 +103,14 @@ def options_model(name: str) -> type[MethodOptions]:
 
 def describe_method(name: str) -> dict[str, Any]:
     """What ``genrm methods`` lists of the method registered as ``name``: its ``name``, its ``factory``
-    (``module:attribute``), whether it is a ``plugin``, the first sentence of its module's docstring (``summary``)
+    (``module:attribute``), whether it is a ``plugin``, the first clause of its module's docstring (``summary``)
     and its ``options`` (:func:`genrm.methods.options.describe_options`). Raises ValueError for an unknown name."""
     model = options_model(name)
     factory = _factory(name)
     module = sys.modules.get(getattr(factory, "__module__", ""))
     doc = " ".join(((module.__doc__ if module else None) or factory.__doc__ or "").split())
-    summary = doc.split(": ", 1)[0].split(". ", 1)[0].rstrip(".")
+    plain = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc).replace("``", "")  # reST roles and literals as plain text
+    summary = plain.split(". ", 1)[0].split("; ", 1)[0].rstrip(".")
     return {"name": name, "factory": BUILTIN.get(name) or _plugins()[name], "plugin": name not in BUILTIN,
             "summary": summary, "options": describe_options(model)}  # fmt: skip
 
