@@ -103,4 +103,4 @@ def test_genrm_audit_run_of_the_pairwise_method_over_http(tmp_path, capsys):
     assert "--setting is for methods audited on their responses" in capsys.readouterr().err
     assert main(["audit", "run", str(INSTANCES), "-o", str(tmp_path / "x"), "--method", "pairwise",
                  "--setting", 'bad={"swap": 3}', "--judge", "openai:judge@http://127.0.0.1:9/v1"]) == 2  # fmt: skip
-    assert "swap must be true or false" in capsys.readouterr().err
+    assert "the pairwise option swap: Input should be a valid boolean" in capsys.readouterr().err

@@ -133,9 +133,9 @@ def test_length_rules():
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"length_rule": "linear"}, "length_rule must be one of none, mask"),
-     ({"length_rule": "mask", "length_low": "half"}, "length_low must be a number"),
-     ({"length_rule": "mask", "length_low": 3}, "0 <= low <= high"),
+    [({"length_rule": "linear"}, "the rubric option length_rule: Input should be 'none' or 'mask'"),
+     ({"length_rule": "mask", "length_low": "half"}, "the rubric option length_low: Input should be a valid number"),
+     ({"length_rule": "mask", "length_low": 3}, "needs length_low <= length_high, got 3.0 and 2.0"),
      ({"length_high": 3}, "need length_rule mask")],
 )  # fmt: skip
 def test_the_length_band_options_are_checked(options, message):

@@ -41,7 +41,7 @@ def test_the_method_reward_function_reads_its_method_from_the_environment(monkey
     column = [json.dumps(instance)] * 2
     for name, value, message in [("GENRM_METHOD", "nope", "unknown reward method 'nope'"),
                                  ("GENRM_METHOD_OPTIONS", "{oops", "must be a JSON object"),
-                                 ("GENRM_METHOD_OPTIONS", '{"colour": 1}', "takes only the options")]:  # fmt: skip
+                                 ("GENRM_METHOD_OPTIONS", '{"colour": 1}', "takes no option colour")]:  # fmt: skip
         trl_rewards._method_reward.cache_clear()
         monkeypatch.setenv(name, value)
         with pytest.raises(ValueError, match=message):
