@@ -95,6 +95,12 @@ def test_every_method_declares_its_options_and_genrm_methods_lists_them(capsys):
 
     for name in method_names():
         assert issubclass(options_model(name), MethodOptions)
+    # a framework's own containers (verl hands OmegaConf's) are read as the JSON they stand for, all the way down
+    from collections import UserDict
+
+    nested = UserDict({"severity_weights": UserDict({"1": 1, "2": 2, "3": 3})})
+    assert make_method("claimdiff", options=nested).rewards.severity_weights == {1: 1.0, 2: 2.0, 3: 3.0}
+    assert make_method("rubric", options=UserDict({"tau": 0.25})).config.tau == 0.25
     rubric = {option["name"]: option for option in describe_method("rubric")["options"]}
     assert rubric["tau"] == {"name": "tau", "type": "float", "bounds": "> 0.0, < 1.0", "default": 0.5,
                              "help": "the remapping threshold (eq. 2-3)"}  # fmt: skip

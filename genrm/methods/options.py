@@ -10,7 +10,7 @@ settings), the options reach the method as one validated value of that model, ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -53,7 +53,7 @@ def validate_options(
     if isinstance(options, MethodOptions):
         options = options.model_dump(exclude_unset=True)
     try:
-        return model.model_validate(dict(options or {}))
+        return model.model_validate(_plain(options or {}))
     except ValidationError as exc:
         raise ValueError(_problem(method, model, exc)) from None
 
@@ -74,6 +74,16 @@ def _type_name(annotation: Any) -> str:
 def _bounds(metadata: list[Any]) -> str:
     signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
     return ", ".join(f"{sign} {getattr(m, key)}" for m in metadata for key, sign in signs.items() if hasattr(m, key))
+
+
+def _plain(value: Any) -> Any:
+    # A framework may hand its own containers (verl: OmegaConf's DictConfig and ListConfig); strict validation takes
+    # JSON's, so mappings and sequences other than strings become dicts and lists, all the way down.
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(item) for item in value]
+    return value
 
 
 def describe_options(model: type[MethodOptions]) -> list[dict[str, Any]]:
