@@ -95,7 +95,9 @@ def test_genrm_serve_launches_and_stops_sglang(tmp_path):
     )
     process = subprocess.Popen([sys.executable, "-m", "genrm", "serve", "--config", str(config)])
     try:
-        with RewardClient(f"http://127.0.0.1:{port}", retries=0, timeout_s=5) as client:
+        # the first judged request pays the server's one-time set-up (4.5 s measured in a fresh checkout): the client
+        # waits for the answer, not a guess at how fast it comes
+        with RewardClient(f"http://127.0.0.1:{port}", retries=0, timeout_s=120) as client:
             deadline = time.monotonic() + 60
             while True:
                 try:
