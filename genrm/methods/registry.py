@@ -93,7 +93,10 @@ def _factory(name: str) -> MethodFactory:
 def options_model(name: str) -> type[MethodOptions]:
     """The options model of the method registered as ``name``; raises ValueError for an unknown name or a factory
     that declares none."""
-    factory = _factory(name)
+    return _options_model(name, _factory(name))
+
+
+def _options_model(name: str, factory: MethodFactory) -> type[MethodOptions]:
     model = getattr(factory, "options_model", None)
     if not (isinstance(model, type) and issubclass(model, MethodOptions)):
         raise ValueError(f"the method {name!r} declares no options model: its factory needs an options_model, a "
@@ -105,8 +108,8 @@ def describe_method(name: str) -> dict[str, Any]:
     """What ``genrm methods`` lists of the method registered as ``name``: its ``name``, its ``factory``
     (``module:attribute``), whether it is a ``plugin``, the first clause of its module's docstring (``summary``)
     and its ``options`` (:func:`genrm.methods.options.describe_options`). Raises ValueError for an unknown name."""
-    model = options_model(name)
     factory = _factory(name)
+    model = _options_model(name, factory)
     module = sys.modules.get(getattr(factory, "__module__", ""))
     doc = " ".join(((module.__doc__ if module else None) or factory.__doc__ or "").split())
     plain = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc).replace("``", "")  # reST roles and literals as plain text
@@ -125,8 +128,8 @@ def make_method(
 
     Raises ValueError for an unknown name or options the method does not take (one line naming the option).
     """
-    validated = validate_options(name, options_model(name), options)
-    method = _factory(name)(config or MethodConfig(), validated)
+    factory = _factory(name)
+    method = factory(config or MethodConfig(), validate_options(name, _options_model(name, factory), options))
     if method.name != name:
         raise ValueError(f"the factory registered as {name!r} made the method {method.name!r}")
     _refuse_half_capabilities(method)

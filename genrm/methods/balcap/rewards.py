@@ -39,7 +39,7 @@ Not here: the judge's prompt (:mod:`.prompts`), reading its answer (:mod:`.readi
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -49,9 +49,6 @@ from genrm.methods.options import MethodOptions
 LingScale = Literal["affine", "tenths"]
 LengthRule = Literal["mask", "linear", "none"]
 PromptKind = Literal["train", "eval"]
-LING_SCALES: tuple[LingScale, ...] = get_args(LingScale)
-LENGTH_RULES: tuple[LengthRule, ...] = get_args(LengthRule)
-PROMPT_KINDS: tuple[PromptKind, ...] = get_args(PromptKind)
 
 
 class BalCapConfig(MethodOptions):

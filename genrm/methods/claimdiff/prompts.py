@@ -18,13 +18,12 @@ asked.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from genrm.engine.types import ChatPrompt, ChatRequest
 from genrm.methods.claimdiff.models import MAX_DIFFERENCES
 
 AnswerFormat = Literal["json", "blocks"]
-ANSWER_FORMATS: tuple[AnswerFormat, ...] = get_args(AnswerFormat)
 
 _DIFF_TASK = """You judge two captions of the same image against the image itself.
 Caption B is a reference caption; caption A is the caption under evaluation. Neither is assumed right.

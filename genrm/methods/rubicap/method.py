@@ -48,7 +48,6 @@ from genrm.methods.rubicap.rewards import likert_reward, severity_weighted_mean
 
 Mode = Literal["rubric", "direct_likert", "reference_likert"]
 Layout = Literal["per_criterion", "all_criteria"]
-MODES: tuple[Mode, ...] = get_args(Mode)
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 
 

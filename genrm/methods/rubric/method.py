@@ -105,8 +105,8 @@ class RubricMethod:
         else:
             self.config = ScoringConfig(**{f.name: getattr(config, f.name) for f in fields(MethodConfig)})
         # the options given change a ScoringConfig handed over; those left out keep its values
-        given = options.model_fields_set if options is not None else set()
-        if options is not None and given:
+        if options is not None and options.model_fields_set:
+            given = options.model_fields_set
             changes: dict[str, Any] = {name: getattr(options, name) for name in ("tau", "answer_format",
                                        "grounded_extraction") if name in given}  # fmt: skip
             if {"length_rule", "length_low", "length_high"} & given:
